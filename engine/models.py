@@ -1,0 +1,168 @@
+"""The records. What the console, /status and the admin show is read from these rows."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import models
+from django.db.models import Q
+
+from engine.states import Curve, JobState, PartitionState, Priority, ProofKind
+
+
+class ProofJob(models.Model):
+    job_id = models.CharField(max_length=200, help_text="The client's request id; never shared by two requests.")
+    kind = models.CharField(max_length=32, choices=ProofKind.choices)
+    priority = models.PositiveSmallIntegerField(choices=Priority.choices, default=Priority.NORMAL)
+    curve = models.CharField(max_length=16, choices=Curve.choices, default=Curve.BLS12_381)
+    circuit_id = models.CharField(max_length=200, blank=True, help_text="Circuit shape, e.g. snap-update/tiny.")
+    scale = models.CharField(max_length=16, blank=True)
+    inputs = models.JSONField(default=dict, blank=True)
+    # A digest of what the client asked for, so a resubmission can be told apart from a clash.
+    request_digest = models.CharField(max_length=64, blank=True)
+    num_partitions = models.PositiveIntegerField(default=1)
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
+    submitted_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    proof = models.JSONField(null=True, blank=True, help_text="Partition proofs in order.")
+    public_inputs = models.JSONField(null=True, blank=True)
+    verified = models.BooleanField(default=False)
+    host = models.ForeignKey("EngineHost", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
+    client = models.ForeignKey("ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
+    upload_dir = models.CharField(max_length=500, blank=True, help_text="Where a custom circuit's files are kept.")
+    version = models.BigIntegerField(default=0, help_text="Status version of the last change.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job_id"], name="unique_job_id")]
+        indexes = [
+            models.Index(fields=["state", "priority", "submitted_at"], name="job_claim_order"),
+            models.Index(fields=["kind", "state"], name="job_kind_state"),
+            models.Index(fields=["finished_at"], name="job_finished"),
+        ]
+        ordering = ["-submitted_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.job_id}"
+
+    @property
+    def queue_time(self) -> timedelta | None:
+        return self.started_at - self.submitted_at if self.started_at else None
+
+    @property
+    def total_time(self) -> timedelta | None:
+        return self.finished_at - self.submitted_at if self.finished_at else None
+
+
+class Partition(models.Model):
+    job = models.ForeignKey(ProofJob, on_delete=models.CASCADE, related_name="partitions")
+    index = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=PartitionState.choices, default=PartitionState.PENDING)
+    host = models.ForeignKey("EngineHost", null=True, blank=True, on_delete=models.SET_NULL, related_name="partitions")
+    worker = models.ForeignKey("Worker", null=True, blank=True, on_delete=models.SET_NULL, related_name="partitions")
+    attempt = models.PositiveIntegerField(default=0, help_text="Claims so far; the fencing token for writes.")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    reserved_bytes = models.BigIntegerField(default=0)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    synth_started_at = models.DateTimeField(null=True, blank=True)
+    synth_finished_at = models.DateTimeField(null=True, blank=True)
+    gpu_started_at = models.DateTimeField(null=True, blank=True)
+    gpu_finished_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    errors = models.JSONField(default=list, blank=True, help_text="Every failed attempt's reason, in order.")
+    proof = models.JSONField(null=True, blank=True)
+    public_inputs = models.JSONField(null=True, blank=True)
+    version = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "index"], name="unique_partition_index")]
+        indexes = [
+            models.Index(fields=["state", "job", "index"], name="part_claim_order"),
+            models.Index(fields=["worker", "state"], name="part_worker_state"),
+            models.Index(fields=["host", "state"], name="part_host_state"),
+            models.Index(fields=["gpu_finished_at"], name="part_gpu_finished"),
+            models.Index(fields=["lease_expires_at"], name="part_lease", condition=Q(lease_expires_at__isnull=False)),
+        ]
+        ordering = ["job_id", "index"]
+
+    def __str__(self) -> str:
+        return f"P{self.index} of {self.job.job_id}"
+
+    @staticmethod
+    def _ms(start, end) -> int | None:  # type: ignore[no-untyped-def]
+        return int((end - start).total_seconds() * 1000) if start and end else None
+
+    @property
+    def synth_ms(self) -> int | None:
+        return self._ms(self.synth_started_at, self.synth_finished_at)
+
+    @property
+    def gpu_ms(self) -> int | None:
+        return self._ms(self.gpu_started_at, self.gpu_finished_at)
+
+    @property
+    def finalize_ms(self) -> int | None:
+        return self._ms(self.gpu_finished_at, self.finished_at)
+
+    @property
+    def queue_ms(self) -> int | None:
+        return self._ms(self.job.submitted_at, self.synth_started_at)
+
+
+class EngineHost(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    backend = models.CharField(max_length=16, default="cpu", help_text="cuda or cpu")
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+    memory_budget_bytes = models.BigIntegerField(default=0)
+    memory_used_bytes = models.BigIntegerField(default=0)
+    memory_total_bytes = models.BigIntegerField(default=0)
+    memory_by_owner = models.JSONField(default=dict, blank=True, help_text="Reserved bytes by job id or key.")
+    synthesis_max = models.PositiveIntegerField(default=0)
+    synthesis_active = models.PositiveIntegerField(default=0)
+    devices = models.JSONField(default=list, blank=True, help_text="Per device: name, memory total/free/pool.")
+    key_cache = models.JSONField(default=list, blank=True, help_text="Loaded proving keys.")
+    version = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Worker(models.Model):
+    """A GPU worker slot. Its state is derived from partitions; it has no busy flag."""
+
+    host = models.ForeignKey(EngineHost, on_delete=models.CASCADE, related_name="workers")
+    device = models.CharField(max_length=32, help_text="cuda:0, cuda:1 … or cpu")
+    ordinal = models.PositiveSmallIntegerField(help_text="W0, W1 … per device")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "device", "ordinal"], name="unique_worker_slot")]
+        ordering = ["host_id", "device", "ordinal"]
+
+    @property
+    def label(self) -> str:
+        return f"W{self.ordinal}"
+
+    def __str__(self) -> str:
+        return f"{self.host.name} {self.device} {self.label}"
+
+
+class StatusClock(models.Model):
+    """One row: the farm-wide status version every transition increments."""
+
+    value = models.BigIntegerField(default=0)
+
+
+class ApiToken(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    prefix = models.CharField(max_length=12, db_index=True, help_text="First characters, to recognise a token.")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

@@ -1,0 +1,16 @@
+"""ASGI entry point: HTTP through Django, with /events/ served by the SSE consumer."""
+
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provingsite.settings")
+
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+django_app = get_asgi_application()
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+from provingsite.routing import http_routes  # noqa: E402
+
+application = ProtocolTypeRouter({"http": ASGIStaticFilesHandler(URLRouter(http_routes(django_app)))})

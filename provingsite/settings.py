@@ -1,0 +1,176 @@
+"""Settings, every one read from the environment with a safe default.
+
+Embedded default (nothing set): SQLite under PROVINGSITE_DATA_DIR, the in-memory channel
+layer, a secret key generated once into the data directory. Production: DATABASE_URL at
+PostgreSQL, REDIS_URL at Redis, DEBUG off, PROVINGSITE_HTTPS on behind a TLS proxy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from provingsite.env import (
+    SettingError,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_path,
+    env_secret_key,
+    env_size,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = env_path("PROVINGSITE_DATA_DIR", BASE_DIR / "data")
+
+SECRET_KEY = env_secret_key("SECRET_KEY", DATA_DIR / "secret_key")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "engine",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "provingsite.urls"
+ASGI_APPLICATION = "provingsite.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database() -> dict[str, object]:
+    url = env_str("DATABASE_URL", "")
+    if not url:
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        url = f"sqlite:///{DATA_DIR / 'provingsite.sqlite3'}"
+    try:
+        config: dict[str, object] = dict(dj_database_url.parse(url, conn_max_age=0))
+    except Exception as exc:  # dj_database_url raises several types for bad URLs
+        raise SettingError("DATABASE_URL", url, f"a database URL ({exc})") from None
+    if str(config["ENGINE"]).endswith("sqlite3"):
+        # Engine threads and the web share one file: WAL lets readers run beside the
+        # single writer, IMMEDIATE transactions make writers queue instead of deadlock.
+        config["OPTIONS"] = {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+        config["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
+    return config
+
+
+DATABASES = {"default": _database()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/admin/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+
+# HTTPS hardening, on in production behind a TLS-terminating proxy.
+HTTPS = env_bool("PROVINGSITE_HTTPS", False)
+if HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+
+LOG_LEVEL = env_choice("LOG_LEVEL", "info", ("debug", "info", "warning", "error"))
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)-7s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "engine": {"handlers": ["console"], "level": LOG_LEVEL.upper(), "propagate": False},
+        "django": {"handlers": ["console"], "level": "WARNING"},
+        "daphne": {"handlers": ["console"], "level": "WARNING"},
+    },
+}
+
+# ---- the engine's knobs -------------------------------------------------------------
+PROVINGSITE = {
+    # Host memory the engine may reserve: "auto" (RAM minus a safety margin) or a size.
+    "MEMORY_BUDGET": env_size("PROVINGSITE_MEMORY_BUDGET", "auto"),
+    "MEMORY_SAFETY_MARGIN": env_size("PROVINGSITE_MEMORY_SAFETY_MARGIN", "2GiB"),
+    "SYNTHESIS_CONCURRENCY": env_int("PROVINGSITE_SYNTHESIS_CONCURRENCY", 2, minimum=1, maximum=1024),
+    "WORKERS_PER_DEVICE": env_int("PROVINGSITE_WORKERS_PER_DEVICE", 2, minimum=1, maximum=64),
+    # "auto" (every CUDA device, else one CPU slot), or a list such as "cuda:0,cuda:1" or "cpu".
+    "DEVICES": env_str("PROVINGSITE_DEVICES", "auto"),
+    "PARAMS_DIR": env_path("PROVINGSITE_PARAMS_DIR", DATA_DIR / "params"),
+    "CACHE_DIR": env_path("PROVINGSITE_CACHE_DIR", BASE_DIR / ".cache"),
+    "SCALE": env_choice("PROVINGSITE_SCALE", "tiny", ("tiny", "small", "medium", "large")),
+    "HOST_NAME": env_str("PROVINGSITE_HOST_NAME", ""),
+    "HEARTBEAT_SECONDS": env_float("PROVINGSITE_HEARTBEAT_SECONDS", 2.0, minimum=0.1),
+    "LEASE_SECONDS": env_float("PROVINGSITE_LEASE_SECONDS", 15.0, minimum=1.0),
+    "MAX_ATTEMPTS": env_int("PROVINGSITE_MAX_ATTEMPTS", 3, minimum=1, maximum=100),
+    "DRAIN_SECONDS": env_float("PROVINGSITE_DRAIN_SECONDS", 30.0, minimum=0.0),
+    "UPLOAD_LIMIT": env_size("PROVINGSITE_UPLOAD_LIMIT", "256MiB"),
+    "METRICS_TOKEN": env_str("PROVINGSITE_METRICS_TOKEN", ""),
+    "METRICS_ALLOW": env_list("PROVINGSITE_METRICS_ALLOW", ["127.0.0.1", "::1"]),
+}
+
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 2**20
+FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 2**20
