@@ -2,8 +2,17 @@
 
 from django.urls import path
 
-from engine import views
+from engine.api import api
+from engine.api.metrics import metrics
+from engine.api.status import status
+from engine.console import views as console
 
 urlpatterns = [
-    path("", views.console, name="console"),
+    path("api/v1/", api.urls),
+    path("status", status, name="status"),
+    path("metrics", metrics, name="metrics"),
+    path("", console.console, name="console"),
+    # The proofs route comes first: a job id may itself contain slashes.
+    path("jobs/<path:job_id>/proofs.json", console.job_proofs, name="console-job-proofs"),
+    path("jobs/<path:job_id>", console.job_detail, name="console-job"),
 ]

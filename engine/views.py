@@ -1,8 +1,1 @@
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-
-
-@login_required
-def console(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/page.html", {})
+"""Views of the engine app live beside what they serve: the console in engine/console/."""

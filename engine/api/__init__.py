@@ -1,0 +1,23 @@
+"""The REST API for clients, mounted at /api/v1/ (OpenAPI at /api/v1/openapi.json, docs at
+/api/v1/docs). django-ninja: typed schemas and the OpenAPI document come from one source, so
+what the fuzzer and clients read is what the code checks."""
+
+from __future__ import annotations
+
+from ninja import NinjaAPI
+
+from engine.api import errors
+from engine.api.auth import TokenAuth
+from engine.api.jobs import router as jobs_router
+
+api = NinjaAPI(
+    title="provingsite",
+    version="1",
+    description="Submit Groth16 proof requests, follow them, download the proofs.",
+    auth=TokenAuth(),
+    urls_namespace="api-v1",
+    openapi_url="/openapi.json",
+    docs_url="/docs",
+)
+errors.install(api)
+api.add_router("/", jobs_router)

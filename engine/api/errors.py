@@ -1,0 +1,89 @@
+"""One error shape for every refusal: ``{"error": code, "field": name or null, "detail": text}``.
+
+django-ninja's own handlers answer ``{"detail": …}`` with the status of their choice; ours
+replace them so a client can always tell which field to fix.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+if TYPE_CHECKING:
+    from ninja import NinjaAPI
+
+# Where pydantic's location starts with the request part (and, for bodies, the parameter's
+# name), the client only cares about the rest.
+_SOURCES = {"body", "query", "path", "form", "file", "header", "cookie"}
+_UNION_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "function-after", "function-plain"}
+
+
+class ApiError(HttpError):
+    def __init__(self, status: int, error: str, field: str | None, detail: str) -> None:
+        super().__init__(status, detail)
+        self.error, self.field, self.detail = error, field, detail
+
+
+def body(error: str, field: str | None, detail: str) -> dict[str, Any]:
+    return {"error": error, "field": field, "detail": detail}
+
+
+def _field(loc: list[Any] | tuple[Any, ...], param_names: set[str]) -> str | None:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in _SOURCES:
+        parts = parts[1:]
+    # A body schema parameter ("payload") or a Query[...] schema ("filters") is our name, not the client's.
+    if len(parts) > 1 and parts[0] in param_names:
+        parts = parts[1:]
+    # Union members show up as tags ("str", "literal['a','b']", "int"): not a client's field.
+    kept = []
+    for part in parts:
+        if part in _UNION_TAGS or "[" in part or "(" in part:
+            break
+        kept.append(part)
+    return ".".join(kept) or None
+
+
+def install(api: NinjaAPI) -> None:
+    param_names = {"payload", "filters"}
+
+    def respond(request: HttpRequest, status: int, content: dict[str, Any]) -> HttpResponse:
+        return api.create_response(request, content, status=status)
+
+    @api.exception_handler(ApiError)
+    def api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
+        return respond(request, exc.status_code, body(exc.error, exc.field, exc.detail))
+
+    @api.exception_handler(AuthenticationError)
+    def unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+        response = respond(request, 401, body("unauthorized", "Authorization",
+                                              "send a live API token as 'Authorization: Bearer ps_…'"))
+        response["WWW-Authenticate"] = 'Bearer realm="provingsite"'
+        return response
+
+    @api.exception_handler(ValidationError)
+    def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+        errors = exc.errors or [{}]
+        first = errors[0]
+        field = _field(first.get("loc", ()), param_names)
+        detail = str(first.get("msg", "invalid request"))
+        if first.get("type") == "json_invalid" or detail.lower().startswith("cannot parse request body"):
+            field = field or "body"
+        if len(errors) > 1:
+            others = {f for e in errors[1:] if (f := _field(e.get("loc", ()), param_names))} - {field}
+            if others:
+                detail += f" (also: {', '.join(sorted(others))})"
+        return respond(request, 400, body("invalid", field, detail))
+
+    @api.exception_handler(Http404)
+    def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+        return respond(request, 404, body("not_found", None, str(exc) or "not found"))
+
+    @api.exception_handler(HttpError)
+    def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+        # ninja raises a bare HttpError(400) for a body that is not JSON at all.
+        if exc.status_code == 400:
+            return respond(request, 400, body("invalid", "body", str(exc)))
+        return respond(request, exc.status_code, body("error", None, str(exc)))

@@ -1,0 +1,356 @@
+"""The jobs endpoints: submit, upload a custom circuit, read, list, cancel, retry, download.
+
+Every refusal is an ApiError, which the API turns into ``{"error", "field", "detail"}`` with
+a 4xx status; engine.api.errors has the handlers.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.http import HttpRequest
+from django.http.multipartparser import MultiPartParserError
+from django.utils import timezone
+from ninja import Query, Router, Schema, Status
+from pydantic import Field
+
+from engine.api.errors import ApiError
+from engine.api.schemas import (
+    JOB_ID_MAX,
+    JOB_ID_PATTERN,
+    ErrorOut,
+    JobIn,
+    JobOut,
+    JobPage,
+    JobSummary,
+    ProofOut,
+    SnarkjsOut,
+)
+from engine.api.uploads import (
+    UPLOAD_FIELDS,
+    BadCircuitFile,
+    StagedFile,
+    StreamingLimitHandler,
+    UploadTooLarge,
+    check_pair,
+    discard,
+)
+from engine.circuits import kinds
+from engine.models import Partition, ProofJob
+from engine.states import JOB_TERMINAL, JobState, PartitionState, Priority, ProofKind
+from engine.submit import JobConflict, submit_job
+from provingsite.env import parse_size
+
+router = Router(tags=["jobs"])
+
+ERRORS: dict[int | tuple[int, ...], Any] = {(400, 401, 404, 409, 413): ErrorOut}
+MAX_PAGE = 500
+RESERVED_JOB_IDS = frozenset({"custom"})  # POST /jobs/custom is the upload, not a job
+
+
+# ---- helpers shared with the CLI -------------------------------------------------------
+
+
+def check_job_id(job_id: Any) -> str:
+    import re
+
+    if not isinstance(job_id, str) or not job_id:
+        raise ApiError(400, "invalid", "job_id", "is required")
+    if len(job_id) > JOB_ID_MAX or not re.fullmatch(JOB_ID_PATTERN, job_id):
+        raise ApiError(400, "invalid", "job_id",
+                       f"must be 1..{JOB_ID_MAX} characters of letters, digits and . _ - :, starting alphanumeric")
+    if job_id in RESERVED_JOB_IDS:
+        raise ApiError(400, "invalid", "job_id", f"{job_id!r} is reserved")
+    return job_id
+
+
+def parse_priority(value: Any) -> int | None:
+    """A priority override: a name (critical, high, normal, low) or its number 0..3."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ApiError(400, "invalid", "priority", "must be a name or an integer 0..3")
+    if isinstance(value, str):
+        text = value.strip().lower()
+        names = {label: number for number, label in Priority.choices}
+        if text in names:
+            return int(names[text])
+        if text.lstrip("-").isdigit():
+            value = int(text)
+        else:
+            raise ApiError(400, "invalid", "priority", "must be one of critical, high, normal, low, or 0..3")
+    if isinstance(value, int) and value in Priority.values:
+        return int(value)
+    raise ApiError(400, "invalid", "priority", "must be one of critical, high, normal, low, or 0..3")
+
+
+def _conflict(exc: JobConflict) -> ApiError:
+    return ApiError(409, "conflict", "job_id",
+                    f"job id {exc.job.job_id!r} is already used by a different request "
+                    f"(a {exc.job.kind} job submitted at {exc.job.submitted_at.isoformat()})")
+
+
+def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: Any = None) -> tuple[ProofJob, bool]:
+    """Validate and submit a job of a built-in kind; ApiError on any malformed part."""
+    check_job_id(job_id)
+    level = parse_priority(priority)
+    try:
+        normalised, n_partitions = kinds.validate_inputs(kind, inputs)
+    except kinds.InputError as exc:
+        field = exc.field if exc.field in ("kind", "inputs") else f"inputs.{exc.field}"
+        raise ApiError(400, "invalid", field, exc.message) from None
+    scale = settings.PROVINGSITE["SCALE"]
+    try:
+        return submit_job(kind=kind, job_id=job_id, inputs=normalised, num_partitions=n_partitions,
+                          circuit_id=kinds.circuit_for(kind, scale).circuit_id, scale=scale,
+                          priority=level, curve=kinds.CURVE, client=client)
+    except JobConflict as exc:
+        raise _conflict(exc) from None
+
+
+# ---- rendering ---------------------------------------------------------------------------
+
+
+def _links(job: ProofJob) -> dict[str, str]:
+    base = f"/api/v1/jobs/{job.job_id}"
+    return {"self": base, "proof": f"{base}/proof", "snarkjs": f"{base}/proof/snarkjs",
+            "cancel": f"{base}/cancel", "retry": f"{base}/retry"}
+
+
+def _summary(job: ProofJob, parts: list[Partition] | None = None) -> dict[str, Any]:
+    done = (sum(p.state == PartitionState.DONE for p in parts) if parts is not None
+            else getattr(job, "n_done", None))
+    if done is None:
+        done = job.partitions.filter(state=PartitionState.DONE).count()
+    return {
+        "job_id": job.job_id, "kind": job.kind, "state": job.state, "priority": Priority(job.priority).label,
+        "curve": job.curve, "circuit_id": job.circuit_id, "num_partitions": job.num_partitions,
+        "partitions_done": done, "submitted_at": job.submitted_at, "started_at": job.started_at,
+        "finished_at": job.finished_at, "verified": job.verified, "error": job.error,
+    }
+
+
+def _detail(job: ProofJob) -> dict[str, Any]:
+    parts = list(job.partitions.select_related("host", "worker").order_by("index"))
+    body = _summary(job, parts)
+    done = job.state == JobState.DONE
+    body.update(
+        queue_secs=job.queue_time.total_seconds() if job.queue_time else None,
+        total_secs=job.total_time.total_seconds() if job.total_time else None,
+        partitions=[{
+            "index": p.index, "state": p.state, "attempt": p.attempt,
+            "host": p.host.name if p.host else None, "worker": p.worker.label if p.worker else None,
+            "queue_ms": p.queue_ms, "synth_ms": p.synth_ms, "gpu_ms": p.gpu_ms, "finalize_ms": p.finalize_ms,
+            "synth_started_at": p.synth_started_at, "gpu_started_at": p.gpu_started_at,
+            "finished_at": p.finished_at, "error": p.error,
+        } for p in parts],
+        proof=job.proof if done else None,
+        public_inputs=job.public_inputs if done else None,
+        links=_links(job),
+    )
+    return body
+
+
+def _job(job_id: str) -> ProofJob:
+    job = ProofJob.objects.filter(job_id=job_id).first()
+    if job is None:
+        raise ApiError(404, "not_found", "job_id", f"no job with id {job_id!r}")
+    return job
+
+
+def _done(job: ProofJob) -> None:
+    if job.state != JobState.DONE:
+        raise ApiError(409, "not_done", "job_id", f"job {job.job_id!r} is {job.state}; its proof exists once done")
+
+
+def proof_document(job: ProofJob) -> dict[str, Any]:
+    """A done job's proof in our format: the job's identity and every partition's proof."""
+    parts = job.partitions.order_by("index")
+    return {"job_id": job.job_id, "kind": job.kind, "curve": job.curve, "circuit_id": job.circuit_id,
+            "verified": job.verified, "proof": job.proof, "public_inputs": job.public_inputs,
+            "partitions": [{"index": p.index, "proof": p.proof, "public_inputs": p.public_inputs} for p in parts]}
+
+
+def snarkjs_files(job: ProofJob, part: Partition) -> tuple[dict[str, Any], list[str]]:
+    """proof.json and public.json of one partition, as snarkjs writes them.
+
+    The finalizer stores proof.json's form already; reading it back through the prover's
+    parser and writing it again checks it and gives snarkjs's exact layout."""
+    from engine.prover import snarkjs
+
+    proof = snarkjs.proof_to_json(snarkjs.proof_from_json(part.proof))
+    public = snarkjs.public_to_json([int(x) for x in part.public_inputs or []])
+    return proof, public
+
+
+# ---- endpoints ---------------------------------------------------------------------------
+
+
+@router.post("/jobs", response={200: JobOut, 201: JobOut, **ERRORS}, summary="Submit a proof request")
+def create_job(request: HttpRequest, payload: JobIn) -> Status:
+    """201 with the new job; 200 with the existing job when the same request is sent again;
+    409 when the job id is already used by a different request."""
+    job, created = submit_builtin(payload.kind, payload.job_id, payload.inputs, payload.priority,
+                                  client=request.auth)  # type: ignore[attr-defined]
+    return Status(201 if created else 200, _detail(job))
+
+
+_CUSTOM_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": {
+            "type": "object", "required": ["job_id", "zkey", "wtns"],
+            "properties": {
+                "job_id": {"type": "string", "pattern": JOB_ID_PATTERN, "maxLength": JOB_ID_MAX},
+                "priority": {"type": "string", "description": "critical, high, normal, low or 0..3"},
+                "zkey": {"type": "string", "format": "binary", "description": "snarkjs Groth16 .zkey"},
+                "wtns": {"type": "string", "format": "binary", "description": "snarkjs .wtns witness"},
+            },
+        }}},
+    }
+}
+
+
+@router.post("/jobs/custom", response={200: JobOut, 201: JobOut, **ERRORS}, openapi_extra=_CUSTOM_BODY,
+             summary="Submit your own circuit (snarkjs zkey + wtns)")
+def create_custom_job(request: HttpRequest) -> Status:
+    """The files are streamed to disk with a running count; an upload over the limit gets a
+    413 before it is read whole. The curve (BN254 or BLS12-381) is read from the zkey."""
+    limit = parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise ApiError(400, "invalid", "Content-Length", "is not a number") from None
+    if declared > limit:
+        raise ApiError(413, "too_large", "body", f"uploads are limited to {limit} bytes; this one declares {declared}")
+    if not request.content_type or request.content_type != "multipart/form-data":
+        raise ApiError(400, "invalid", "body", "must be multipart/form-data with job_id, zkey and wtns")
+    uploads = Path(settings.DATA_DIR) / "uploads"
+    staging = uploads / f".incoming-{secrets.token_hex(8)}"
+    request.upload_handlers = [StreamingLimitHandler(staging, limit, request)]
+    try:
+        return _accept_custom(request, uploads, staging)
+    except UploadTooLarge as exc:
+        raise ApiError(413, "too_large", "body", str(exc)) from None
+    except MultiPartParserError as exc:
+        raise ApiError(400, "invalid", "body", f"not a readable multipart body ({exc})") from None
+    finally:
+        discard(staging)  # moved into place when accepted; anything left is not wanted
+
+
+def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status:
+    files = request.FILES  # reads the body through StreamingLimitHandler
+    job_id = check_job_id(request.POST.get("job_id"))
+    level = parse_priority(request.POST.get("priority"))
+    staged: dict[str, StagedFile] = {}
+    for name in UPLOAD_FIELDS:
+        item = files.get(name)
+        if not isinstance(item, StagedFile) or item.size == 0:
+            raise ApiError(400, "invalid", name, f"a non-empty .{name} file is required")
+        staged[name] = item
+    try:
+        curve = check_pair(staged["zkey"].path, staged["wtns"].path)
+    except BadCircuitFile as exc:
+        raise ApiError(400, "invalid", exc.field, exc.message) from None
+    inputs = {f"{n}_{attr}": getattr(staged[n], attr) for n in UPLOAD_FIELDS for attr in ("sha256", "size")}
+    try:
+        with transaction.atomic():
+            job, created = submit_job(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
+                                      circuit_id=f"custom/{staged['zkey'].sha256[:16]}", priority=level,
+                                      curve=curve, client=request.auth)  # type: ignore[attr-defined]
+            if created:
+                # Inside the job's transaction: no engine sees the job before its files.
+                target = uploads / str(job.pk)
+                staging.rename(target)
+                job.upload_dir = str(target)
+                job.save(update_fields=["upload_dir"])
+    except JobConflict as exc:
+        raise _conflict(exc) from None
+    return Status(201 if created else 200, _detail(job))
+
+
+class JobFilters(Schema):
+    kind: str | None = Field(None, description="Only this kind")
+    state: str | None = Field(None, description="Only this state: queued, running, done, failed, cancelled")
+    since: datetime | None = Field(None, description="Only jobs submitted at or after this time (ISO 8601)")
+    limit: int = Field(50, ge=1, le=MAX_PAGE)
+    offset: int = Field(0, ge=0)
+
+
+@router.get("/jobs", response={200: JobPage, **ERRORS}, summary="List jobs, newest first")
+def list_jobs(request: HttpRequest, filters: Query[JobFilters]) -> dict[str, Any]:
+    from django.db.models import Count, Q
+
+    jobs = ProofJob.objects.all()
+    if filters.kind is not None:
+        if filters.kind not in ProofKind.values:
+            raise ApiError(400, "invalid", "kind", f"unknown kind; expected one of {', '.join(ProofKind.values)}")
+        jobs = jobs.filter(kind=filters.kind)
+    if filters.state is not None:
+        if filters.state not in JobState.values:
+            raise ApiError(400, "invalid", "state", f"unknown state; expected one of {', '.join(JobState.values)}")
+        jobs = jobs.filter(state=filters.state)
+    if filters.since is not None:
+        since = filters.since if timezone.is_aware(filters.since) else timezone.make_aware(filters.since)
+        jobs = jobs.filter(submitted_at__gte=since)
+    count = jobs.count()
+    page = (jobs.order_by("-submitted_at", "-pk")
+            .annotate(n_done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE)))
+            [filters.offset:filters.offset + filters.limit])
+    return {"count": count, "limit": filters.limit, "offset": filters.offset,
+            "items": [_summary(job) for job in page]}
+
+
+@router.get("/jobs/{job_id}", response={200: JobOut, **ERRORS}, summary="One job: state, partitions, timings")
+def get_job(request: HttpRequest, job_id: str) -> dict[str, Any]:
+    return _detail(_job(job_id))
+
+
+@router.get("/jobs/{job_id}/proof", response={200: ProofOut, **ERRORS}, summary="The proof, in our format")
+def get_proof(request: HttpRequest, job_id: str) -> dict[str, Any]:
+    job = _job(job_id)
+    _done(job)
+    return proof_document(job)
+
+
+@router.get("/jobs/{job_id}/proof/snarkjs", response={200: SnarkjsOut, **ERRORS},
+            summary="proof.json and public.json per partition, as snarkjs writes them")
+def get_snarkjs_proof(request: HttpRequest, job_id: str) -> dict[str, Any]:
+    job = _job(job_id)
+    _done(job)
+    rows = []
+    for part in job.partitions.order_by("index"):
+        proof, public = snarkjs_files(job, part)
+        rows.append({"index": part.index, "proof": proof, "public": public})
+    return {"job_id": job.job_id, "curve": job.curve, "partitions": rows}
+
+
+@router.post("/jobs/{job_id}/cancel", response={200: JobOut, **ERRORS}, summary="Cancel a queued or running job")
+def cancel(request: HttpRequest, job_id: str) -> dict[str, Any]:
+    from engine import actions
+
+    job = _job(job_id)
+    if job.state in JOB_TERMINAL:
+        raise ApiError(409, "invalid_state", "job_id", f"job {job_id!r} is already {job.state}")
+    actions.cancel_job(job)
+    return _detail(_job(job_id))
+
+
+@router.post("/jobs/{job_id}/retry", response={200: JobOut, **ERRORS}, summary="Retry a failed or cancelled job")
+def retry(request: HttpRequest, job_id: str) -> dict[str, Any]:
+    from engine import actions
+
+    job = _job(job_id)
+    if job.state not in (JobState.FAILED, JobState.CANCELLED):
+        raise ApiError(409, "invalid_state", "job_id", f"job {job_id!r} is {job.state}; only failed or cancelled "
+                                                       "jobs can be retried")
+    actions.retry_job(job)
+    return _detail(_job(job_id))
+
+
+__all__ = ["router", "submit_builtin", "check_job_id", "parse_priority", "JobSummary"]

@@ -1,0 +1,185 @@
+"""GET /metrics: Prometheus text, every figure read from the records at scrape time.
+
+A custom collector rather than counters bumped in code: the engine runs in other processes
+(one per host), so only the database knows the farm's totals, and reading them at scrape time
+means a restart never resets or double counts anything. Histograms are rebuilt from the
+partitions' phase timestamps, so they are exact, and cumulative because the history is kept.
+
+Access: ``Authorization: Bearer <PROVINGSITE_METRICS_TOKEN>`` or a client address in
+``PROVINGSITE_METRICS_ALLOW`` (REMOTE_ADDR only; a forwarded header is not trusted).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hmac
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+
+from engine.api.auth import bearer_token
+from engine.api.errors import body
+from engine.models import Partition, ProofJob
+from engine.snapshot import farm_snapshot
+from engine.states import JobState
+
+PROOF_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+PHASE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+PHASES = (("queue", None, "synth_started_at"), ("synthesis", "synth_started_at", "synth_finished_at"),
+          ("gpu", "gpu_started_at", "gpu_finished_at"), ("finalize", "gpu_finished_at", "finished_at"))
+
+
+class _Histogram:
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * len(bounds)
+        self.total = 0
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        i = bisect.bisect_left(self.bounds, value)
+        if i < len(self.counts):
+            self.counts[i] += 1
+        self.total += 1
+        self.sum += value
+
+    def buckets(self) -> list[tuple[str, float]]:
+        cumulative, out = 0, []
+        for bound, n in zip(self.bounds, self.counts, strict=True):
+            cumulative += n
+            out.append((repr(bound), cumulative))
+        out.append(("+Inf", self.total))
+        return out
+
+
+def _seconds(start: Any, end: Any) -> float | None:
+    return max(0.0, (end - start).total_seconds()) if start and end else None
+
+
+class RecordsCollector:
+    """Reads the farm from the database each time Prometheus scrapes."""
+
+    def collect(self) -> Iterator[Metric]:
+        snap = farm_snapshot()
+        yield from self._jobs(snap)
+        yield from self._durations()
+        yield from self._hosts(snap)
+        yield from self._workers(snap)
+
+    def _jobs(self, snap: dict[str, Any]) -> Iterable[Metric]:
+        counters = snap["counters"]
+        completed = CounterMetricFamily("provingsite_proofs_completed", "Jobs proved and verified, by kind",
+                                        labels=["kind"])
+        for kind, n in counters["completed_by_kind"].items():
+            completed.add_metric([kind], n)
+        failed = CounterMetricFamily("provingsite_proofs_failed", "Jobs that failed, by kind", labels=["kind"])
+        for kind, n in counters["failed_by_kind"].items():
+            failed.add_metric([kind], n)
+        jobs = GaugeMetricFamily("provingsite_jobs", "Jobs by state", labels=["state"])
+        for state, n in counters["by_state"].items():
+            jobs.add_metric([state], n)
+        yield completed
+        yield failed
+        yield jobs
+        yield GaugeMetricFamily("provingsite_queue_depth", "Jobs queued and not started", value=counters["queue_depth"])
+        yield GaugeMetricFamily("provingsite_pending_partitions", "Partitions of active jobs waiting to be claimed",
+                                value=counters["pending_partitions"])
+        yield GaugeMetricFamily("provingsite_status_version", "The farm's status clock", value=snap["version"])
+
+    def _durations(self) -> Iterable[Metric]:
+        proofs: dict[str, _Histogram] = defaultdict(lambda: _Histogram(PROOF_BUCKETS))
+        for kind, submitted, finished in (ProofJob.objects.filter(state=JobState.DONE, finished_at__isnull=False)
+                                          .values_list("kind", "submitted_at", "finished_at").iterator()):
+            seconds = _seconds(submitted, finished)
+            if seconds is not None:
+                proofs[kind].observe(seconds)
+        family = HistogramMetricFamily("provingsite_proof_duration_seconds",
+                                       "Submission to done, per finished job", labels=["kind"])
+        for kind, hist in sorted(proofs.items()):
+            family.add_metric([kind], hist.buckets(), hist.sum)
+        yield family
+
+        phases: dict[tuple[str, str], _Histogram] = defaultdict(lambda: _Histogram(PHASE_BUCKETS))
+        fields = ("job__kind", "job__submitted_at", "synth_started_at", "synth_finished_at",
+                  "gpu_started_at", "gpu_finished_at", "finished_at")
+        for row in Partition.objects.filter(synth_started_at__isnull=False).values(*fields).iterator():
+            for phase, start, end in PHASES:
+                seconds = _seconds(row[start] if start else row["job__submitted_at"], row[end])
+                if seconds is not None:
+                    phases[(row["job__kind"], phase)].observe(seconds)
+        family = HistogramMetricFamily("provingsite_phase_duration_seconds",
+                                       "Per partition: queue, synthesis, gpu and finalize time", labels=["kind", "phase"])
+        for (kind, phase), hist in sorted(phases.items()):
+            family.add_metric([kind, phase], hist.buckets(), hist.sum)
+        yield family
+
+    def _hosts(self, snap: dict[str, Any]) -> Iterable[Metric]:
+        g = {name: GaugeMetricFamily(f"provingsite_{name}", doc, labels=labels) for name, doc, labels in [
+            ("host_up", "1 while the host is running and its heartbeat is fresh", ["host"]),
+            ("host_heartbeat_age_seconds", "Seconds since the host's last heartbeat", ["host"]),
+            ("memory_budget_bytes", "Host memory the engine may reserve", ["host"]),
+            ("memory_used_bytes", "Host memory reserved now", ["host"]),
+            ("memory_physical_bytes", "The host's RAM", ["host"]),
+            ("synthesis_active", "Synthesis tasks running", ["host"]),
+            ("synthesis_max", "Synthesis tasks allowed at once", ["host"]),
+            ("gpu_memory_total_bytes", "Device memory", ["host", "device"]),
+            ("gpu_memory_free_bytes", "Device memory free", ["host", "device"]),
+            ("key_cache_bytes", "Proving keys held in memory", ["host", "circuit_id"]),
+        ]}
+        for host in snap["hosts"]:
+            name = host["name"]
+            g["host_up"].add_metric([name], 0 if host["stopped"] or host["stale"] else 1)
+            if host["heartbeat_age_secs"] is not None:
+                g["host_heartbeat_age_seconds"].add_metric([name], host["heartbeat_age_secs"])
+            if host["stopped"]:
+                continue
+            g["memory_budget_bytes"].add_metric([name], host["memory"]["budget_bytes"])
+            g["memory_used_bytes"].add_metric([name], host["memory"]["used_bytes"])
+            g["memory_physical_bytes"].add_metric([name], host["memory"]["physical_bytes"])
+            g["synthesis_active"].add_metric([name], host["synthesis"]["active"])
+            g["synthesis_max"].add_metric([name], host["synthesis"]["max_concurrent"])
+            for device in host["devices"]:
+                g["gpu_memory_total_bytes"].add_metric([name, device["device"]], device["total_bytes"])
+                if device["free_bytes"] is not None:
+                    g["gpu_memory_free_bytes"].add_metric([name, device["device"]], device["free_bytes"])
+            for entry in host["allocations"]["srs"] + host["allocations"]["pce"]:
+                g["key_cache_bytes"].add_metric([name, entry["circuit_id"]], entry["bytes"])
+        yield from g.values()
+
+    def _workers(self, snap: dict[str, Any]) -> Iterable[Metric]:
+        labels = ["host", "device", "worker"]
+        busy = GaugeMetricFamily("provingsite_worker_proving", "1 while a partition is on the worker's GPU", labels=labels)
+        util = GaugeMetricFamily("provingsite_worker_utilisation_ratio",
+                                 "Share of the last five minutes the worker spent proving", labels=labels)
+        for w in snap["gpu_workers"]:
+            key = [w["host"], w["device"], w["label"]]
+            busy.add_metric(key, 1 if w["state"] == "proving" else 0)
+            util.add_metric(key, w["utilisation"])
+        yield busy
+        yield util
+
+
+def _allowed(request: HttpRequest) -> bool:
+    knobs = settings.PROVINGSITE
+    expected = str(knobs.get("METRICS_TOKEN") or "")
+    presented = bearer_token(request)
+    if expected and presented is not None and hmac.compare_digest(presented.encode(), expected.encode()):
+        return True
+    return request.META.get("REMOTE_ADDR", "") in set(knobs.get("METRICS_ALLOW") or [])
+
+
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    if not _allowed(request):
+        return JsonResponse(body("forbidden", "Authorization",
+                                 "send the metrics token as a bearer token, or scrape from an allowed address"),
+                            status=403)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(RecordsCollector())  # type: ignore[arg-type]
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

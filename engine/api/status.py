@@ -1,0 +1,48 @@
+"""GET /status: the farm's status as JSON (engine.snapshot), a superset of the seed's.
+
+Readable by a logged-in console viewer (staff or the operator group) or with an API token,
+so both the console's users and scripted clients can poll it. The shape is pinned by
+status.schema.json next to this file.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.http import require_GET
+
+from engine.api.auth import bearer_token, token_for
+from engine.api.errors import body
+from engine.snapshot import farm_snapshot
+
+SCHEMA_PATH = Path(__file__).with_name("status.schema.json")
+
+
+@cache
+def status_schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def _allowed(request: HttpRequest) -> bool:
+    from engine.console.views import can_view
+
+    if can_view(request.user):
+        return True
+    raw = bearer_token(request)
+    return raw is not None and token_for(raw) is not None
+
+
+@require_GET
+def status(request: HttpRequest) -> HttpResponse:
+    if not _allowed(request):
+        response = JsonResponse(body("unauthorized", "Authorization",
+                                     "log in to the console or send 'Authorization: Bearer ps_…'"), status=401)
+        response["WWW-Authenticate"] = 'Bearer realm="provingsite"'
+        return response
+    response = JsonResponse(farm_snapshot())
+    response["Cache-Control"] = "no-store"  # it is live; a cached copy is a wrong copy
+    return response

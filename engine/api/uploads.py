@@ -1,0 +1,180 @@
+"""Custom-circuit uploads: streamed to disk with a running byte count, then sniffed.
+
+The limit is enforced twice: on the declared Content-Length before a byte is read, and on
+the bytes actually received (a client may lie or send chunked), so nothing over the limit is
+ever held in memory or written whole. Each file's SHA-256 is computed on the way through; the
+digests are the job's inputs, so resubmitting the same files is recognised as the same
+request.
+
+The curve is read from the zkey's Groth16 header (a few dozen bytes; the file is not parsed
+whole) and the witness file's prime must be the same curve's scalar field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import struct
+from pathlib import Path
+from typing import IO, Any
+
+from django.core.files.uploadhandler import FileUploadHandler, SkipFile
+from py_ecc import bn128
+from py_ecc import optimized_bls12_381 as bls
+
+from engine.states import Curve
+
+UPLOAD_FIELDS = ("zkey", "wtns")
+# (base field q, scalar field r) of each curve a snarkjs file can be over.
+CURVES: dict[str, tuple[int, int]] = {
+    Curve.BN254: (int(bn128.field_modulus), int(bn128.curve_order)),
+    Curve.BLS12_381: (int(bls.field_modulus), int(bls.curve_order)),
+}
+MAX_SECTIONS = 64
+
+
+class UploadTooLarge(Exception):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the upload is larger than the limit of {limit} bytes")
+        self.limit = limit
+
+
+class BadCircuitFile(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class StagedFile:
+    """What the handler hands Django for a streamed file: where it is, its size and digest."""
+
+    def __init__(self, field: str, path: Path, size: int, sha256: str, name: str) -> None:
+        self.field, self.path, self.size, self.sha256, self.name = field, path, size, sha256, name
+
+    def close(self) -> None:  # Django closes request files after the response; ours are closed
+        pass
+
+
+class StreamingLimitHandler(FileUploadHandler):
+    """Writes zkey/wtns parts straight into ``staging`` and refuses more than ``limit`` bytes."""
+
+    def __init__(self, staging: Path, limit: int, request: Any = None) -> None:
+        super().__init__(request)
+        self.staging, self.limit = staging, limit
+        self.received = 0
+        self._out: IO[bytes] | None = None
+        self._hash: Any = None
+        self._seen: set[str] = set()
+
+    def handle_raw_input(self, input_data: Any, META: Any, content_length: int, boundary: Any,
+                         encoding: str | None = None) -> None:
+        if content_length and content_length > self.limit:
+            raise UploadTooLarge(self.limit)
+
+    def new_file(self, field_name: str, file_name: str, *args: Any, **kwargs: Any) -> None:
+        super().new_file(field_name, file_name, *args, **kwargs)
+        if field_name not in UPLOAD_FIELDS or field_name in self._seen:
+            raise SkipFile()  # only one zkey and one wtns; anything else is not stored
+        self._seen.add(field_name)
+        self.staging.mkdir(parents=True, exist_ok=True)
+        self._out = open(self.staging / f"circuit.{field_name}", "wb")  # noqa: SIM115 closed in file_complete
+        self._hash = hashlib.sha256()
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
+        self.received += len(raw_data)
+        if self.received > self.limit:
+            self._close()
+            raise UploadTooLarge(self.limit)
+        assert self._out is not None
+        self._out.write(raw_data)
+        self._hash.update(raw_data)
+        return None
+
+    def file_complete(self, file_size: int) -> StagedFile | None:
+        if self._out is None:
+            return None
+        path = Path(self._out.name)
+        self._close()
+        return StagedFile(self.field_name, path, file_size, self._hash.hexdigest(), str(self.file_name or ""))
+
+    def upload_interrupted(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+
+def discard(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+# ---- sniffing the snarkjs binary headers ----------------------------------------------
+
+
+def _sections(fh: IO[bytes], magic: bytes, field: str) -> dict[int, tuple[int, int]]:
+    """snarkjs binary files: magic, version, section count, then (type u32, size u64, data)."""
+    head = fh.read(12)
+    if len(head) < 12 or head[:4] != magic:
+        raise BadCircuitFile(field, f"is not a snarkjs .{magic.decode()} file")
+    (count,) = struct.unpack("<I", head[8:12])
+    found: dict[int, tuple[int, int]] = {}
+    for _ in range(min(count, MAX_SECTIONS)):
+        raw = fh.read(12)
+        if len(raw) < 12:
+            break
+        kind, size = struct.unpack("<IQ", raw)
+        found.setdefault(kind, (fh.tell(), size))
+        fh.seek(size, 1)
+    return found
+
+
+def _prime(fh: IO[bytes], field: str) -> tuple[int, int]:
+    raw = fh.read(4)
+    if len(raw) < 4:
+        raise BadCircuitFile(field, "is truncated")
+    (n8,) = struct.unpack("<I", raw)
+    if n8 not in (32, 48):
+        raise BadCircuitFile(field, f"has a {n8}-byte field element; expected 32 or 48")
+    value = fh.read(n8)
+    if len(value) < n8:
+        raise BadCircuitFile(field, "is truncated")
+    return n8, int.from_bytes(value, "little")
+
+
+def zkey_curve(path: Path) -> str:
+    """The curve of a Groth16 zkey, from its header section (type 2: n8q, q, n8r, r, …)."""
+    with open(path, "rb") as fh:
+        sections = _sections(fh, b"zkey", "zkey")
+        if 1 in sections:
+            fh.seek(sections[1][0])
+            raw = fh.read(4)
+            if len(raw) == 4 and struct.unpack("<I", raw)[0] != 1:
+                raise BadCircuitFile("zkey", "is not a Groth16 key (only Groth16 is proved here)")
+        if 2 not in sections:
+            raise BadCircuitFile("zkey", "has no Groth16 header section")
+        fh.seek(sections[2][0])
+        _, q = _prime(fh, "zkey")
+    for curve, (base, _) in CURVES.items():
+        if q == base:
+            return curve
+    raise BadCircuitFile("zkey", "is over a curve other than BN254 or BLS12-381")
+
+
+def wtns_prime(path: Path) -> int:
+    with open(path, "rb") as fh:
+        sections = _sections(fh, b"wtns", "wtns")
+        if 1 not in sections:
+            raise BadCircuitFile("wtns", "has no header section")
+        fh.seek(sections[1][0])
+        return _prime(fh, "wtns")[1]
+
+
+def check_pair(zkey: Path, wtns: Path) -> str:
+    """The curve of a zkey + witness pair, or BadCircuitFile naming the file at fault."""
+    curve = zkey_curve(zkey)
+    if wtns_prime(wtns) != CURVES[curve][1]:
+        raise BadCircuitFile("wtns", f"is not a witness over the {Curve(curve).label} scalar field of the zkey")
+    return curve

@@ -1,0 +1,423 @@
+"""The four proof kinds as circuit families over BLS12-381.
+
+Every kind proves, per partition, C challenged leaves of a sector tree of depth D against
+the public root (Poseidon ``poseidonperm_x5_255_3`` two-to-one, see ``poseidon.py``):
+
+* position bits, each boolean, packed to equal the public challenge index;
+* per level: the sibling (private), a conditional swap on the bit, Poseidon(left, right);
+* the last node equal to the public root.
+
+``snap-update`` proves an update of a sector: for each challenge the old leaf is in the old
+tree (public ``comm_old``), the new leaf is in the new tree (public ``comm_new``) and
+new = old + rho · data (public ``rho``, private data leaf) — one shared set of position bits.
+
+Inputs (what a client sends; hex strings are 64 hex digits, read as big-endian integers
+reduced mod r):
+
+* every kind: ``sector_seed``, ``randomness``;
+* ``window-post``: optional ``partitions`` (1..MAX_WINDOW_POST_PARTITIONS, default 1);
+* ``snap-update``: ``data_seed`` (the new data written into the sector).
+
+Derivation (all Poseidon, all reproducible from the inputs):
+
+* sector leaf i = H(sector_seed, i mod 2^T) — see ``merkle.SectorTree`` for the periodic tile
+  that keeps deep sectors cheap; snap data leaf i = H(data_seed, i mod 2^T);
+* challenge j of partition p = H(randomness, p·C + j) mod 2^D;
+* snap ``rho`` = H(randomness, r − 1) (an index no challenge counter reaches).
+
+Public inputs, in order: the root (or comm_old, comm_new, rho for snap-update), then the C
+challenge indices.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.circuits.cs import ConstraintSystem, ShapeCS, WitnessCS
+from engine.circuits.gadgets import alloc_bits, enforce_packing
+from engine.circuits.grain import BLS12_381_R as R
+from engine.circuits.merkle import SectorTree, merkle_root_gadget
+from engine.circuits.poseidon import HASH_CONSTRAINTS, hash2
+from engine.prover.r1cs import R1CS
+from engine.states import MAX_WINDOW_POST_PARTITIONS, ProofKind
+
+CURVE = "bls12381"
+SCALES = ("tiny", "small", "medium", "large")
+KINDS = (ProofKind.WINNING_POST.value, ProofKind.WINDOW_POST.value, ProofKind.POREP_C2.value, ProofKind.SNAP_UPDATE.value)
+
+# (depth D, challenges C) per kind and scale. Sized so that constraints + publics + 1 fit
+# the power of two named in the comment (one Merkle level costs 281 constraints, 561 for
+# snap-update's two trees); kept in step with tests/circuits/test_kinds.py.
+SIZES: dict[str, dict[str, tuple[int, int]]] = {
+    "winning-post": {"tiny": (3, 1), "small": (7, 2), "medium": (16, 14), "large": (32, 116)},  # 2^10, 2^12, 2^16, 2^20
+    "window-post": {"tiny": (3, 1), "small": (7, 2), "medium": (16, 14), "large": (32, 116)},  # same as winning
+    "porep-c2": {"tiny": (3, 1), "small": (10, 2), "medium": (20, 11), "large": (30, 124)},  # 2^10, 2^13, 2^16, 2^20
+    "snap-update": {"tiny": (2, 1), "small": (7, 1), "medium": (16, 7), "large": (30, 62)},  # 2^11, 2^12, 2^16, 2^20
+}
+FIXED_PARTITIONS = {"winning-post": 1, "porep-c2": 10, "snap-update": 16}
+
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+SNAP_RHO_INDEX = R - 1
+
+# Sizes of the zkey's affine points on BLS12-381: G1 = 2 × 48 bytes, G2 = 4 × 48 bytes.
+G1_BYTES = 96
+G2_BYTES = 192
+FR_BYTES = 32
+
+
+class InputError(ValueError):
+    """A client's inputs are malformed; ``field`` names the offending one (for a 4xx reply)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def _hex_field(inputs: dict, name: str) -> str:
+    if name not in inputs:
+        raise InputError(name, "is required")
+    value = inputs[name]
+    if not isinstance(value, str) or not _HEX64.fullmatch(value):
+        raise InputError(name, "must be 64 hexadecimal digits")
+    return value.lower()
+
+
+def validate_inputs(kind: str, inputs: Any) -> tuple[dict, int]:
+    """Normalised inputs and the number of partitions of a job of ``kind``."""
+    if kind not in SIZES:
+        raise InputError("kind", f"unknown proof kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if not isinstance(inputs, dict):
+        raise InputError("inputs", "must be a JSON object")
+    allowed = {"sector_seed", "randomness", "partitions"} | ({"data_seed"} if kind == "snap-update" else set())
+    for name in inputs:
+        if name not in allowed:
+            raise InputError(str(name), f"is not an input of {kind}")
+    out: dict[str, Any] = {"sector_seed": _hex_field(inputs, "sector_seed"), "randomness": _hex_field(inputs, "randomness")}
+    if kind == "snap-update":
+        out["data_seed"] = _hex_field(inputs, "data_seed")
+    fixed = FIXED_PARTITIONS.get(kind)
+    partitions = inputs.get("partitions", fixed if fixed is not None else 1)
+    # bool is an int in Python; a client sending true must not get one partition.
+    if not isinstance(partitions, int) or isinstance(partitions, bool):
+        raise InputError("partitions", "must be an integer")
+    if fixed is not None and partitions != fixed:
+        raise InputError("partitions", f"{kind} always has {fixed} partition(s)")
+    if not 1 <= partitions <= MAX_WINDOW_POST_PARTITIONS:
+        raise InputError("partitions", f"must be between 1 and {MAX_WINDOW_POST_PARTITIONS}")
+    if kind == "window-post":
+        out["partitions"] = partitions
+    return out, partitions
+
+
+def _fe(hex_value: str) -> int:
+    return int(hex_value, 16) % R
+
+
+@functools.lru_cache(maxsize=16)
+def _sector(seed_hex: str, depth: int) -> SectorTree:
+    seed = _fe(seed_hex)
+    return SectorTree(depth, lambda i: hash2(seed, i))
+
+
+@functools.lru_cache(maxsize=16)
+def _snap_trees(sector_hex: str, data_hex: str, randomness_hex: str, depth: int) -> tuple[SectorTree, SectorTree, int]:
+    old = _sector(sector_hex, depth)
+    rho = hash2(_fe(randomness_hex), SNAP_RHO_INDEX)
+    data_seed = _fe(data_hex)
+    new = SectorTree(depth, lambda i: (old.leaf(i) + rho * hash2(data_seed, i)) % R)
+    return old, new, rho
+
+
+@dataclass
+class PartitionData:
+    """Everything the witness of one partition needs, computed natively from the inputs.
+
+    ``challenges`` are the public indices; ``positions`` are the ones whose paths are opened
+    (equal for an honest prover; tests change one to show the circuit catches it).
+    """
+
+    roots: list[int]
+    challenges: list[int]
+    positions: list[int]
+    leaves: list[int]
+    siblings: list[list[int]]
+    rho: int | None = None
+    data_leaves: list[int] = field(default_factory=list)
+    new_siblings: list[list[int]] = field(default_factory=list)
+
+    def public_inputs(self) -> list[int]:
+        return [*self.roots, *([self.rho] if self.rho is not None else []), *self.challenges]
+
+
+@dataclass(frozen=True)
+class MemoryNeeds:
+    """Bytes one partition needs on the host, from the circuit's real sizes."""
+
+    witness_bytes: int
+    abc_bytes: int
+    key_bytes: int
+
+    @property
+    def partition_bytes(self) -> int:
+        return self.witness_bytes + self.abc_bytes
+
+
+@dataclass(frozen=True)
+class CircuitShape:
+    kind: str
+    scale: str
+    depth: int
+    challenges: int
+    curve: str = CURVE
+
+    @property
+    def circuit_id(self) -> str:
+        return f"{self.kind}/{self.scale}"
+
+    @property
+    def two_trees(self) -> bool:
+        return self.kind == "snap-update"
+
+    # -- the circuit ------------------------------------------------------------------
+
+    def define(self, cs: ConstraintSystem, data: PartitionData) -> None:
+        roots = [cs.alloc_public(r) for r in data.roots]
+        rho = cs.alloc_public(data.rho) if self.two_trees else None  # type: ignore[arg-type]
+        publics = [cs.alloc_public(c) for c in data.challenges]
+        for j in range(self.challenges):
+            bits = alloc_bits(cs, data.positions[j], self.depth)
+            enforce_packing(cs, bits, publics[j])
+            leaf = cs.alloc(data.leaves[j])
+            if self.two_trees:
+                new_leaf = cs.add(leaf, cs.mul(rho, cs.alloc(data.data_leaves[j])))  # type: ignore[arg-type]
+                cs.enforce_equal(merkle_root_gadget(cs, leaf, bits, data.siblings[j]), roots[0])
+                cs.enforce_equal(merkle_root_gadget(cs, new_leaf, bits, data.new_siblings[j]), roots[1])
+            else:
+                cs.enforce_equal(merkle_root_gadget(cs, leaf, bits, data.siblings[j]), roots[0])
+
+    def placeholder_data(self) -> PartitionData:
+        """All-zero data of the right sizes: what shape mode and counting run the circuit on."""
+        c, d = self.challenges, self.depth
+        return PartitionData(
+            roots=[0, 0] if self.two_trees else [0],
+            challenges=[0] * c,
+            positions=[0] * c,
+            leaves=[0] * c,
+            siblings=[[0] * d for _ in range(c)],
+            rho=0 if self.two_trees else None,
+            data_leaves=[0] * c if self.two_trees else [],
+            new_siblings=[[0] * d for _ in range(c)] if self.two_trees else [],
+        )
+
+    def partition_data(self, inputs: dict, index: int) -> PartitionData:
+        """The honest witness data of partition ``index`` (inputs already normalised)."""
+        rand = _fe(inputs["randomness"])
+        base = index * self.challenges
+        challenges = [hash2(rand, base + j) & ((1 << self.depth) - 1) for j in range(self.challenges)]
+        if self.two_trees:
+            old, new, rho = _snap_trees(inputs["sector_seed"], inputs["data_seed"], inputs["randomness"], self.depth)
+            data_seed = _fe(inputs["data_seed"])
+            return PartitionData(
+                roots=[old.root, new.root],
+                challenges=challenges,
+                positions=list(challenges),
+                leaves=[old.leaf(c) for c in challenges],
+                siblings=[old.siblings(c) for c in challenges],
+                rho=rho,
+                data_leaves=[hash2(data_seed, c & ((1 << old.tile) - 1)) for c in challenges],
+                new_siblings=[new.siblings(c) for c in challenges],
+            )
+        tree = _sector(inputs["sector_seed"], self.depth)
+        return PartitionData(
+            roots=[tree.root],
+            challenges=challenges,
+            positions=list(challenges),
+            leaves=[tree.leaf(c) for c in challenges],
+            siblings=[tree.siblings(c) for c in challenges],
+        )
+
+    def public_inputs(self, inputs: dict, index: int) -> list[int]:
+        normalised, _ = validate_inputs(self.kind, inputs)
+        return self.partition_data(normalised, index).public_inputs()
+
+    # -- sizes ------------------------------------------------------------------------
+
+    def r1cs(self) -> R1CS:
+        """The compiled constraint matrices, built once per process."""
+        return _compiled(self)
+
+    @property
+    def n_constraints(self) -> int:
+        return _counts(self)[0]
+
+    @property
+    def n_vars(self) -> int:
+        return _counts(self)[1]
+
+    @property
+    def n_public(self) -> int:
+        return (3 if self.two_trees else 1) + self.challenges
+
+    @property
+    def domain_size(self) -> int:
+        needed = self.n_constraints + self.n_public + 1
+        return 1 << (needed - 1).bit_length()
+
+    @property
+    def memory(self) -> MemoryNeeds:
+        n_vars, n_public, domain = self.n_vars, self.n_public, self.domain_size
+        # The zkey's point arrays: A, B1 (G1, every signal), B2 (G2, every signal),
+        # C (G1, private signals), H (G1, domain), IC (G1, publics and the one).
+        key = (
+            n_vars * G1_BYTES * 2
+            + n_vars * G2_BYTES
+            + (n_vars - n_public - 1) * G1_BYTES
+            + domain * G1_BYTES
+            + (n_public + 1) * G1_BYTES
+        )
+        return MemoryNeeds(witness_bytes=n_vars * FR_BYTES, abc_bytes=3 * domain * FR_BYTES, key_bytes=key)
+
+
+class CountingCS(WitnessCS):
+    """Witness mode on placeholder data, counting constraints: sizes without matrices."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.constraints = 0
+
+    def enforce(self, a: Any, b: Any, c: Any) -> None:
+        self.constraints += 1
+
+    def enforce_equal(self, a: Any, b: Any) -> None:
+        self.constraints += 1
+
+    def mul(self, a: Any, b: Any) -> int:
+        self.constraints += 1
+        return super().mul(a, b)
+
+    def materialize(self, a: Any) -> int:
+        self.constraints += 1
+        return super().materialize(a)
+
+
+_COUNTS: dict[CircuitShape, tuple[int, int]] = {}
+_COMPILED: dict[CircuitShape, R1CS] = {}
+
+
+def _counts(shape: CircuitShape) -> tuple[int, int]:
+    if shape not in _COUNTS:
+        if shape in _COMPILED:
+            r1cs = _COMPILED[shape]
+            _COUNTS[shape] = (r1cs.n_constraints, r1cs.n_vars)
+        else:
+            cs = CountingCS()
+            shape.define(cs, shape.placeholder_data())
+            # The Poseidon witness fast path appends its values without calling mul(), so
+            # its constraints are added here: a fixed number per hash.
+            _COUNTS[shape] = (cs.constraints + _hash_constraints(shape), cs.n_vars)
+    return _COUNTS[shape]
+
+
+def _hash_constraints(shape: CircuitShape) -> int:
+    trees = 2 if shape.two_trees else 1
+    return HASH_CONSTRAINTS * shape.depth * shape.challenges * trees
+
+
+def _compiled(shape: CircuitShape) -> R1CS:
+    if shape not in _COMPILED:
+        r1cs = _load_cached(shape)
+        if r1cs is None:
+            cs = ShapeCS()
+            shape.define(cs, shape.placeholder_data())
+            r1cs = cs.compile()
+            _store_cached(shape, r1cs)
+        _COMPILED[shape] = r1cs
+    return _COMPILED[shape]
+
+
+# -- compiled matrices on disk ------------------------------------------------------------
+# Compiling a 2^20-constraint shape in Python takes tens of seconds; every synthesis worker
+# process would pay it. The matrices are stored once under CACHE_DIR, keyed by the circuit
+# and a hash of the modules that define it, so an edited circuit never reads stale matrices.
+
+_SOURCES = ("cs.py", "gadgets.py", "grain.py", "poseidon.py", "poseidon_constants.py", "merkle.py", "kinds.py")
+
+
+@functools.cache
+def _source_hash() -> str:
+    import hashlib
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    digest = hashlib.sha256()
+    for name in _SOURCES:
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _cache_path(shape: CircuitShape):
+    try:
+        from django.conf import settings
+
+        base = settings.PROVINGSITE["CACHE_DIR"]
+    except Exception:  # settings not configured (a bare script): no disk cache
+        return None
+    from pathlib import Path
+
+    return Path(base) / "circuits" / f"{shape.kind}-{shape.scale}-{_source_hash()}.npz"
+
+
+def _load_cached(shape: CircuitShape) -> R1CS | None:
+    import numpy as np
+
+    from engine.prover.r1cs import SparseMatrix
+
+    path = _cache_path(shape)
+    if path is None or not path.exists():
+        return None
+    try:
+        with np.load(path) as z:
+            mats = [SparseMatrix(row_ptr=z[f"{m}_row_ptr"], cols=z[f"{m}_cols"], coeffs=z[f"{m}_coeffs"]) for m in "abc"]
+            n_vars, n_public = (int(x) for x in z["sizes"])
+    except (OSError, ValueError, KeyError):
+        return None  # unreadable: recompile and overwrite
+    return R1CS(curve=shape.curve, n_vars=n_vars, n_public=n_public, a=mats[0], b=mats[1], c=mats[2])
+
+
+def _store_cached(shape: CircuitShape, r1cs: R1CS) -> None:
+    import os
+
+    import numpy as np
+
+    path = _cache_path(shape)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}.npz")
+        arrays = {f"{name}_{part}": getattr(getattr(r1cs, name), part) for name in "abc" for part in ("row_ptr", "cols", "coeffs")}
+        np.savez(tmp, sizes=np.array([r1cs.n_vars, r1cs.n_public]), **arrays)
+        os.replace(tmp, path)  # atomic: concurrent workers read a whole file or none
+    except OSError:
+        pass  # a read-only cache directory only costs the recompile
+
+
+@functools.cache
+def circuit_for(kind: str, scale: str) -> CircuitShape:
+    if kind not in SIZES:
+        raise InputError("kind", f"unknown proof kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if scale not in SCALES:
+        raise InputError("scale", f"unknown scale {scale!r}; expected one of {', '.join(SCALES)}")
+    depth, challenges = SIZES[kind][scale]
+    return CircuitShape(kind=kind, scale=scale, depth=depth, challenges=challenges)
+
+
+def parse_circuit_id(circuit_id: str) -> CircuitShape:
+    kind, sep, scale = circuit_id.partition("/")
+    if not sep:
+        raise InputError("circuit_id", f"expected <kind>/<scale>, got {circuit_id!r}")
+    return circuit_for(kind, scale)

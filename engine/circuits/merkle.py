@@ -1,0 +1,67 @@
+"""Merkle inclusion: binary Poseidon trees, natively and in circuit.
+
+Sector trees are periodic so that deep sectors (depth 30+, as Filecoin's 32 GiB sectors)
+never need materialising: a sector of depth D repeats a tile of 2^T leaves (T = min(D,
+TILE_DEPTH)), so every node above level T has two equal children. Only the tile's tree
+(2^(T+1) − 1 hashes) and D − T hashes above it are computed; any challenged path is then a
+lookup. The circuit does not know or use the periodicity: it proves full D-level paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from engine.circuits.cs import ConstraintSystem, Term
+from engine.circuits.gadgets import conditional_swap
+from engine.circuits.poseidon import hash2, hash2_gadget
+
+TILE_DEPTH = 10
+
+
+class SectorTree:
+    """A depth-D Poseidon tree over leaf(i) for i < 2^D, with leaf(i) = leaf(i mod 2^T)."""
+
+    def __init__(self, depth: int, leaf: Callable[[int], int], tile_depth: int = TILE_DEPTH) -> None:
+        self.depth = depth
+        self.tile = min(depth, tile_depth)
+        level = [leaf(i) for i in range(1 << self.tile)]
+        self.levels: list[list[int]] = [level]
+        for _ in range(self.tile):
+            level = [hash2(level[2 * j], level[2 * j + 1]) for j in range(len(level) // 2)]
+            self.levels.append(level)
+        # Above the tile every level is a single repeated node: H(n, n).
+        self.upper = [level[0]]
+        for _ in range(depth - self.tile):
+            self.upper.append(hash2(self.upper[-1], self.upper[-1]))
+
+    @property
+    def root(self) -> int:
+        return self.upper[-1]
+
+    def leaf(self, index: int) -> int:
+        return self.levels[0][index & ((1 << self.tile) - 1)]
+
+    def siblings(self, index: int) -> list[int]:
+        """The D siblings of leaf ``index``, bottom level first."""
+        pos = index & ((1 << self.tile) - 1)
+        out = [self.levels[lvl][(pos >> lvl) ^ 1] for lvl in range(self.tile)]
+        out.extend(self.upper[: self.depth - self.tile])
+        return out
+
+
+def root_from_path(leaf: int, index: int, siblings: list[int]) -> int:
+    """Native recomputation of the root from a leaf, its index and its siblings."""
+    node = leaf
+    for lvl, sib in enumerate(siblings):
+        node = hash2(sib, node) if (index >> lvl) & 1 else hash2(node, sib)
+    return node
+
+
+def merkle_root_gadget(cs: ConstraintSystem, leaf: Term, bits: list[Term], siblings: list[int]) -> Term:
+    """Allocate the siblings and hash the leaf up the tree; bit i set means the node is a right child."""
+    node = leaf
+    for bit, sib_value in zip(bits, siblings, strict=True):
+        sib = cs.alloc(sib_value)
+        left, right = conditional_swap(cs, bit, node, sib)
+        node = hash2_gadget(cs, left, right)
+    return node

@@ -1,0 +1,122 @@
+"""Synthesis of one partition: witness values, then A·w, B·w, C·w from the compiled matrices.
+
+``synthesize_partition`` is module-level and takes only picklable arguments, so the engine
+can run it in a ``ProcessPoolExecutor`` (real cores); each worker process compiles a
+circuit's matrices once and keeps them (``CircuitShape.r1cs`` caches per process).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.circuits.cs import WitnessCS, ints_to_limbs, limbs_to_ints
+from engine.circuits.grain import BLS12_381_R as R
+from engine.circuits.kinds import CircuitShape, PartitionData, parse_circuit_id, validate_inputs
+from engine.prover.r1cs import R1CS, Assignment, SparseMatrix
+
+try:  # One exception type for the whole prover, where the Groth16 module defines it.
+    from engine.prover.groth16 import UnsatisfiedConstraint  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - depends on which modules exist yet
+
+    class UnsatisfiedConstraint(ValueError):  # type: ignore[no-redef]
+        """A witness that does not satisfy its R1CS: no proof can be made from it."""
+
+        def __init__(self, index: int, detail: str = "") -> None:
+            self.index = index
+            super().__init__(f"constraint {index} not satisfied{': ' + detail if detail else ''}")
+
+
+# Scalar fields of the curves an R1CS may be over (custom circuits can be BN254).
+SCALAR_FIELD = {"bls12381": R, "bn128": 21888242871839275222246405745257275088548364400416034343698204186575808495617}
+
+
+def _native():
+    try:
+        from engine.prover import native
+    except ImportError:
+        return None
+    return native if hasattr(native, "sparse_matvec") else None
+
+
+def matvec(curve: str, m: SparseMatrix, witness: np.ndarray) -> np.ndarray:
+    """Rows of M·w as (rows, 4) limbs: the native kernel when built, else Python ints."""
+    native = _native()
+    if native is not None:
+        return native.sparse_matvec(curve, m.row_ptr, m.cols, m.coeffs, witness)
+    w = limbs_to_ints(witness)
+    coeffs = limbs_to_ints(m.coeffs)
+    cols = m.cols.tolist()
+    ptr = m.row_ptr.tolist()
+    r = SCALAR_FIELD[curve]
+    out = []
+    for i in range(m.rows):
+        acc = 0
+        for k in range(ptr[i], ptr[i + 1]):
+            acc += coeffs[k] * w[cols[k]]
+        out.append(acc % r)
+    return ints_to_limbs(out)
+
+
+def first_unsatisfied(curve: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> int | None:
+    """Index of the first row with a·b ≠ c, or None."""
+    native = _native()
+    if native is not None:
+        bad = np.flatnonzero(np.any(native.fr_mul(curve, a, b) != c, axis=1))
+        return int(bad[0]) if bad.size else None
+    r = SCALAR_FIELD[curve]
+    for i, (x, y, z) in enumerate(zip(limbs_to_ints(a), limbs_to_ints(b), limbs_to_ints(c), strict=True)):
+        if x * y % r != z:
+            return i
+    return None
+
+
+def check_satisfied(r1cs: R1CS, assignment: Assignment) -> None:
+    """Recompute A·w, B·w, C·w from the matrices and raise on the first failing constraint."""
+    if assignment.witness.shape[0] != r1cs.n_vars:
+        raise ValueError(f"witness has {assignment.witness.shape[0]} values, the circuit {r1cs.n_vars}")
+    if limbs_to_ints(assignment.witness[:1]) != [1]:
+        raise ValueError("witness[0] is not 1")
+    a, b, c = (matvec(r1cs.curve, m, assignment.witness) for m in (r1cs.a, r1cs.b, r1cs.c))
+    row = first_unsatisfied(r1cs.curve, a, b, c)
+    if row is not None:
+        raise UnsatisfiedConstraint(row)
+
+
+@dataclass
+class Timing:
+    witness_s: float = 0.0
+    products_s: float = 0.0
+
+
+def synthesize(shape: CircuitShape, data: PartitionData, *, check: bool = True, timing: Timing | None = None) -> Assignment:
+    """The assignment for ``data``; with ``check``, refuse one whose rows do not satisfy a·b = c."""
+    r1cs = shape.r1cs()
+    t0 = time.perf_counter()
+    cs = WitnessCS()
+    shape.define(cs, data)
+    witness = cs.witness()
+    t1 = time.perf_counter()
+    if witness.shape[0] != r1cs.n_vars:  # the two modes must allocate the same variables
+        raise RuntimeError(f"{shape.circuit_id}: witness has {witness.shape[0]} values, matrices {r1cs.n_vars}")
+    a, b, c = (matvec(r1cs.curve, m, witness) for m in (r1cs.a, r1cs.b, r1cs.c))
+    t2 = time.perf_counter()
+    if timing is not None:
+        timing.witness_s += t1 - t0
+        timing.products_s += t2 - t1
+    if check:
+        row = first_unsatisfied(r1cs.curve, a, b, c)
+        if row is not None:
+            raise UnsatisfiedConstraint(row)
+    return Assignment(curve=r1cs.curve, witness=witness, a=a, b=b, c=c, n_public=r1cs.n_public)
+
+
+def synthesize_partition(circuit_id: str, inputs: dict, index: int, *, check: bool = True) -> Assignment:
+    """Partition ``index`` of a job of circuit ``circuit_id`` ("kind/scale") on ``inputs``."""
+    shape = parse_circuit_id(circuit_id)
+    normalised, partitions = validate_inputs(shape.kind, inputs)
+    if not 0 <= index < partitions:
+        raise ValueError(f"partition index {index} outside 0..{partitions - 1}")
+    return synthesize(shape, shape.partition_data(normalised, index), check=check)

@@ -1,0 +1,61 @@
+"""Claiming queued work: jobs by priority then submission time, then the oldest job's
+partitions lowest index first.
+
+One code path for every database: ``select_for_update(skip_locked=True)`` becomes
+``SELECT … FOR UPDATE SKIP LOCKED`` on PostgreSQL, so engines on several hosts never claim
+the same row and never wait on each other; SQLite ignores it (its IMMEDIATE transactions
+serialise writers, which is right for the single-host default).
+
+Each claim bumps ``attempt`` — the fencing token every later write is checked against —
+and sets the host and the lease the heartbeat renews.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from engine.models import EngineHost, Partition, ProofJob
+from engine.states import JOB_ACTIVE, JobState, PartitionState
+
+
+def claim_order():  # type: ignore[no-untyped-def]
+    """Unclaimed pending partitions of live jobs, in the order they should be served."""
+    return (
+        Partition.objects.filter(state=PartitionState.PENDING, host__isnull=True, job__state__in=JOB_ACTIVE)
+        .order_by("job__priority", "job__submitted_at", "job_id", "index")
+    )
+
+
+def lease_deadline():  # type: ignore[no-untyped-def]
+    return timezone.now() + timedelta(seconds=float(settings.PROVINGSITE["LEASE_SECONDS"]))
+
+
+def claim_partitions(host: EngineHost, limit: int, version: int) -> list[Partition]:
+    """Claim up to ``limit`` partitions for ``host``; call inside a transaction."""
+    # of=("self",): lock the partition rows only, never the job rows other hosts also read.
+    rows = list(claim_order().select_for_update(skip_locked=True, of=("self",)).select_related("job")[:limit])
+    now = timezone.now()
+    lease = lease_deadline()
+    for row in rows:
+        row.attempt += 1
+        row.host = host
+        row.lease_expires_at = lease
+        row.claimed_at = now
+        row.error = ""
+        row.version = version
+        row.save(update_fields=["attempt", "host", "lease_expires_at", "claimed_at", "error", "version"])
+        _start_job(row.job, host, now, version)
+    return rows
+
+
+def _start_job(job: ProofJob, host: EngineHost, now, version: int) -> None:  # type: ignore[no-untyped-def]
+    """queued → running on the first claim; the conditional UPDATE is safe across hosts."""
+    ProofJob.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
+        state=JobState.RUNNING, started_at=now, host=host, version=version)
+
+
+def queue_depth() -> int:
+    return claim_order().count()

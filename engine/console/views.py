@@ -1,0 +1,107 @@
+"""The console's pages: the live farm view at / and one job's record at /jobs/<job_id>.
+
+Staff and members of the read-only "operator" group see both. The group is created on
+demand the first time staff open the console, so an admin can put operators in it from the
+admin's user page without a migration (or: `manage.py shell -c "from engine.console.views
+import operator_group; operator_group().user_set.add(...)"`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import Resolver404, resolve, reverse
+from django.utils import timezone
+
+from engine.console import fragments
+from engine.models import ProofJob
+
+OPERATOR_GROUP = "operator"
+
+
+def operator_group() -> Group:
+    group, _ = Group.objects.get_or_create(name=OPERATOR_GROUP)
+    return group
+
+
+def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
+    if not user.is_authenticated or not user.is_active:
+        return False
+    return bool(getattr(user, "is_staff", False)) or user.groups.filter(name=OPERATOR_GROUP).exists()  # type: ignore[union-attr]
+
+
+def _require_viewer(request: HttpRequest) -> None:
+    if not can_view(request.user):
+        raise PermissionDenied("the console is for staff and the operator group")
+    if getattr(request.user, "is_staff", False):
+        operator_group()
+
+
+@login_required
+def console(request: HttpRequest) -> HttpResponse:
+    _require_viewer(request)
+    rendered = fragments.render()
+    names = fragments.REGISTRY
+    return render(request, "console/page.html", {
+        "f": {name: rendered.html(name) for name in names},
+        "clock": fragments.clock_html(rendered),
+        "events_url": "/events/",
+    })
+
+
+def _api_proof_url(job_id: str) -> str | None:
+    """The REST API's snarkjs-style download, when the API is mounted."""
+    candidate = f"/api/v1/jobs/{job_id}/proof"
+    try:
+        resolve(candidate)
+    except Resolver404:
+        return None
+    return candidate
+
+
+@login_required
+def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
+    _require_viewer(request)
+    job = get_object_or_404(ProofJob.objects.select_related("host"), job_id=job_id)
+    now = timezone.now()
+    rows: list[dict[str, Any]] = []
+    for part in job.partitions.select_related("worker", "host").order_by("index"):
+        rows.append({
+            "part": part,
+            "queue": fragments.fmt_ms(part.queue_ms),
+            "synth": fragments.fmt_ms(part.synth_ms),
+            "gpu": fragments.fmt_ms(part.gpu_ms if part.gpu_finished_at else
+                                    fragments.ms_between(part.gpu_started_at, now)),
+            "finalize": fragments.fmt_ms(part.finalize_ms),
+            "errors": [str(e) for e in (part.errors or [])],
+        })
+    return render(request, "console/job.html", {
+        "job": job, "rows": rows,
+        "queue_time": fragments.fmt_ms(job.queue_time.total_seconds() * 1000 if job.queue_time else None),
+        "total_time": fragments.fmt_ms(job.total_time.total_seconds() * 1000 if job.total_time else None),
+        "admin_url": reverse("admin:engine_proofjob_change", args=[job.pk]) if request.user.is_staff else None,
+        "api_proof_url": _api_proof_url(job.job_id),
+        "has_proofs": job.proof is not None or any(r["part"].proof is not None for r in rows),
+    })
+
+
+@login_required
+def job_proofs(request: HttpRequest, job_id: str) -> HttpResponse:
+    """The job's proofs as JSON: the assembled proof if there is one, and each partition's."""
+    _require_viewer(request)
+    job = get_object_or_404(ProofJob, job_id=job_id)
+    body = {
+        "job_id": job.job_id, "kind": job.kind, "curve": job.curve, "state": job.state,
+        "verified": job.verified, "proof": job.proof, "public_inputs": job.public_inputs,
+        "partitions": [{"index": p.index, "state": p.state, "proof": p.proof, "public_inputs": p.public_inputs}
+                       for p in job.partitions.order_by("index")],
+    }
+    response = JsonResponse(body, json_dumps_params={"indent": 2})
+    response["Content-Disposition"] = f'attachment; filename="{json.dumps(job.job_id)[1:-1]}.proofs.json"'
+    return response

@@ -1,0 +1,69 @@
+"""Which devices this host proves on: every CUDA device CuPy sees, else one CPU slot."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from engine.memory import gpu_memory
+
+log = logging.getLogger("engine.devices")
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str  # "cuda:0" … or "cpu"
+    label: str  # the product name an operator recognises
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.name.startswith("cuda:")
+
+
+def cuda_devices() -> list[Device]:
+    try:
+        import cupy
+
+        count = cupy.cuda.runtime.getDeviceCount()
+        found = []
+        for i in range(count):
+            props = cupy.cuda.runtime.getDeviceProperties(i)
+            name = props.get("name", b"")
+            found.append(Device(f"cuda:{i}", name.decode() if isinstance(name, bytes) else str(name)))
+        return found
+    except Exception as exc:  # no CuPy, no driver or no device: the CPU backend serves
+        log.debug("no CUDA devices: %s", exc)
+        return []
+
+
+def discover(setting: str) -> list[Device]:
+    """``auto``: every CUDA device, else one CPU slot; or an explicit list ("cuda:0,cuda:1", "cpu")."""
+    if setting.strip().lower() == "auto":
+        return cuda_devices() or [Device("cpu", "CPU")]
+    names = [n.strip().lower() for n in setting.split(",") if n.strip()]
+    if not names:
+        raise ValueError("no devices named; use auto, cpu or cuda:0,cuda:1")
+    available = {d.name: d for d in cuda_devices()} if any(n.startswith("cuda:") for n in names) else {}
+    out = []
+    for name in names:
+        if name == "cpu":
+            out.append(Device("cpu", "CPU"))
+        elif name in available:
+            out.append(available[name])
+        else:
+            raise ValueError(f"device {name!r} is not available (found: {', '.join(available) or 'no CUDA devices'})")
+    return out
+
+
+def backend_of(devices: list[Device]) -> str:
+    return "cuda" if any(d.is_gpu for d in devices) else "cpu"
+
+
+def device_report(devices: list[Device]) -> list[dict[str, object]]:
+    """What the heartbeat records per device (memory from CuPy, n/a on the CPU)."""
+    report = []
+    for d in devices:
+        mem = gpu_memory(d.name)
+        report.append({"device": d.name, "label": d.label, "memory_total_bytes": mem["total"],
+                       "memory_free_bytes": mem["free"], "pool_used_bytes": mem["pool_used"]})
+    return report

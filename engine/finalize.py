@@ -1,0 +1,110 @@
+"""Finalizers: the CPU-side end of a proof, off the GPU worker's path.
+
+``gpu_prove_finish`` (wait for the kernels, finish on the CPU, assemble) → verify the
+partition proof against the circuit's verifying key → record ``done`` with the proof and
+its public inputs → release the rest of the partition's memory and the proving key.
+A proof that does not verify fails the partition with that reason (another attempt, with
+fresh randomness, may succeed — so the failure counts towards MAX_ATTEMPTS).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+from engine.prove import prover_api
+from engine.states import PartitionState
+
+if TYPE_CHECKING:
+    from engine.runtime import Engine
+    from engine.synthesize import WorkItem
+
+log = logging.getLogger("engine.finalize")
+P = PartitionState
+
+
+def public_inputs_of(assignment_publics: Any) -> list[str]:
+    """Public signals as decimal strings (snarkjs public.json's form)."""
+    from engine.circuits.cs import limbs_to_ints
+
+    return [str(v) for v in limbs_to_ints(assignment_publics)]
+
+
+def proof_json(proof: Any) -> Any:
+    """The proof in snarkjs proof.json form when the prover offers it, else as it comes."""
+    try:
+        from engine.prover import snarkjs  # type: ignore[attr-defined]
+    except ImportError:
+        snarkjs = None
+    for name in ("proof_to_json", "proof_json", "proof_to_dict"):
+        fn = getattr(snarkjs, name, None)
+        if fn is not None:
+            return fn(proof)
+    if hasattr(proof, "to_json"):
+        return proof.to_json()
+    return proof
+
+
+class Finalizers:
+    def __init__(self, engine: Engine, threads: int) -> None:
+        self.engine = engine
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="finalize")
+        self._vks: dict[str, Any] = {}
+        self._vk_lock = threading.Lock()
+        self.active = 0
+        self._count = threading.Lock()
+
+    def submit(self, item: WorkItem) -> None:
+        with self._count:
+            self.active += 1
+        self.pool.submit(self._run, item)
+
+    def _run(self, item: WorkItem) -> None:
+        try:
+            self.finish(item)
+        finally:
+            with self._count:
+                self.active -= 1
+            close_old_connections()
+
+    def finish(self, item: WorkItem) -> None:
+        engine = self.engine
+        try:
+            api = prover_api()
+            t0 = time.perf_counter()
+            proof = item.proof if item.proof is not None else api.gpu_prove_finish(item.pending)
+            item.timings["finish_s"] = time.perf_counter() - t0
+            publics = item.publics
+            ok = api.verify(self.verifying_key(item), proof, [int(x) for x in publics])
+        except Exception as exc:  # finishing on the CPU failed; a new attempt starts over
+            log.exception("finishing %s failed", item.label)
+            engine.fail(item, f"finishing the proof failed: {type(exc).__name__}: {exc}", retryable=True)
+            return
+        if not ok:
+            engine.fail(item, "partition proof did not verify against the circuit's verifying key", retryable=True)
+            return
+        if engine.record(item, P.DONE, proof=proof_json(proof), public_inputs=list(publics),
+                         finished_at=timezone.now()):
+            engine.completed(item)
+        else:
+            engine.drop(item)
+
+    def verifying_key(self, item: WorkItem) -> Any:
+        if item.vk is not None:
+            return item.vk
+        with self._vk_lock:
+            if item.circuit_id not in self._vks:
+                from engine.circuits.keystore import load_verifying_key
+
+                self._vks[item.circuit_id] = load_verifying_key(item.circuit_id)
+            return self._vks[item.circuit_id]
+
+    def stop(self) -> None:
+        self.pool.shutdown(wait=True)
+        connection.close()

@@ -1,0 +1,80 @@
+"""The heartbeat: a host's row, its leases, and the rescue of work whose host went quiet.
+
+Every HEARTBEAT_SECONDS each engine
+
+* writes its host row (memory by owner, synthesis active/max, devices, key cache);
+* renews the lease of every partition it holds (fenced by attempt: only the claims it has);
+* requeues partitions of any host whose lease lapsed: back to pending with the reason
+  appended and the attempt counted, or failed once MAX_ATTEMPTS is spent. Every engine runs
+  this; ``SKIP LOCKED`` on PostgreSQL and the state re-check under the row lock make two
+  rescuers harmless (only one of them finds the row still lapsed).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from engine.models import Partition
+from engine.record import error_entry, failures_since_retry, settle_job
+from engine.states import PARTITION_LIVE, PartitionState
+
+if TYPE_CHECKING:
+    from engine.record import Claim
+
+log = logging.getLogger("engine.heartbeat")
+P = PartitionState
+HELD_STATES = (P.PENDING, *PARTITION_LIVE)
+
+
+def renew_leases(host_id: int, claims: list[Claim]) -> int:
+    """Push out the leases of the claims this host still holds; returns how many."""
+    if not claims:
+        return 0
+    held = Q()
+    for c in claims:
+        held |= Q(pk=c.partition_id, attempt=c.attempt)
+    deadline = timezone.now() + timedelta(seconds=float(settings.PROVINGSITE["LEASE_SECONDS"]))
+    return Partition.objects.filter(held, host_id=host_id, state__in=HELD_STATES).update(lease_expires_at=deadline)
+
+
+def requeue_lapsed_rows(version: int, max_attempts: int, rescuer: str, limit: int = 200) -> list[dict[str, Any]]:
+    """Inside a transaction: take back every lapsed claim (any host's). Returns hints."""
+    rows = list(
+        Partition.objects.filter(state__in=HELD_STATES, host__isnull=False, lease_expires_at__lt=timezone.now())
+        .select_for_update(skip_locked=True, of=("self",))
+        .select_related("job", "host")[:limit]
+    )
+    hints: list[dict[str, Any]] = []
+    touched_jobs = {}
+    for row in rows:
+        reason = f"lease lapsed on host {row.host.name if row.host else '?'} during {row.state} (attempt {row.attempt})"
+        row.errors = [*row.errors, error_entry(row.attempt, rescuer, reason)]
+        row.error = reason
+        spent = failures_since_retry(row.errors) >= max_attempts
+        row.state = P.FAILED if spent else P.PENDING
+        row.host = None
+        row.worker = None
+        row.lease_expires_at = None
+        row.reserved_bytes = 0
+        if spent:
+            row.finished_at = timezone.now()
+        row.version = version
+        row.save()
+        log.warning("requeued P%d of %s: %s%s", row.index, row.job.job_id, reason, " — attempts spent, failed" if spent else "")
+        hints.append({"job": row.job.job_id, "partition": row.index})
+        touched_jobs[row.job.pk] = row.job
+    for job in touched_jobs.values():
+        hints += settle_job(job, version, max_attempts)
+    return hints
+
+
+def orphaned_by_previous_run(host_id: int) -> int:
+    """Claims recorded for this host name by a process that is gone: let them lapse now."""
+    return Partition.objects.filter(host_id=host_id, state__in=HELD_STATES).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1))

@@ -1,0 +1,98 @@
+"""Proving keys held in memory, each one accounted in the memory budget.
+
+A key is checked out for every partition that will need it (refcount) and checked back in
+when the partition is finished. Keys nobody holds stay loaded for the next partition but
+are evictable: when the budget is short the memory manager asks this cache to drop idle
+keys, least recently used first (Filecoin's parameter cache behaves the same).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.memory import MemoryManager, Reservation
+
+log = logging.getLogger("engine.keycache")
+
+Loader = Callable[[str], Any]  # circuit id → proving key
+
+
+@dataclass
+class _Entry:
+    circuit_id: str
+    key: Any
+    reservation: Reservation
+    users: int = 0
+    last_used: float = 0.0
+
+
+class KeyCache:
+    def __init__(self, memory: MemoryManager, loader: Loader) -> None:
+        self.memory = memory
+        self.loader = loader
+        self._entries: dict[str, _Entry] = {}
+        self._lock = threading.Lock()
+        self._loading = threading.Lock()  # one load at a time: two misses never load twice
+        memory.add_evictor(self.evict)
+
+    def checkout(self, circuit_id: str, nbytes: int, priority: int = 2) -> Any:
+        """The key, loaded if needed (its bytes reserved first); pinned until check_in."""
+        with self._loading:
+            with self._lock:
+                entry = self._entries.get(circuit_id)
+                if entry is not None:
+                    entry.users += 1
+                    entry.last_used = time.monotonic()
+                    return entry.key
+            reservation = self.memory.acquire(f"key:{circuit_id}", nbytes, priority)
+            try:
+                key = self.loader(circuit_id)
+            except BaseException:
+                reservation.release()
+                raise
+            with self._lock:
+                self._entries[circuit_id] = _Entry(circuit_id, key, reservation, 1, time.monotonic())
+            return key
+
+    def check_in(self, circuit_id: str) -> None:
+        with self._lock:
+            entry = self._entries.get(circuit_id)
+            if entry is not None and entry.users > 0:
+                entry.users -= 1
+                entry.last_used = time.monotonic()
+
+    def evict(self, needed: int) -> int:
+        """Drop idle keys, oldest first, until ``needed`` bytes are freed; returns bytes freed."""
+        freed = 0
+        dropped: list[_Entry] = []
+        with self._lock:
+            for entry in sorted(self._entries.values(), key=lambda e: e.last_used):
+                if freed >= needed:
+                    break
+                if entry.users == 0:
+                    del self._entries[entry.circuit_id]
+                    freed += entry.reservation.nbytes
+                    dropped.append(entry)
+        for entry in dropped:  # release outside our lock: the manager notifies its waiters
+            log.info("evicted idle proving key %s (%d bytes)", entry.circuit_id, entry.reservation.nbytes)
+            entry.reservation.release()
+        return freed
+
+    def clear(self) -> None:
+        with self._lock:
+            entries = list(self._entries.values())
+            self._entries.clear()
+        for entry in entries:
+            entry.reservation.release()
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        now = time.monotonic()
+        with self._lock:
+            return [{"circuit_id": e.circuit_id, "bytes": e.reservation.nbytes, "in_use": e.users,
+                     "last_used_secs_ago": round(now - e.last_used, 1), "evictable": e.users == 0}
+                    for e in sorted(self._entries.values(), key=lambda e: e.circuit_id)]

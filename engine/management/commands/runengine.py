@@ -1,0 +1,87 @@
+"""``manage.py runengine``: the proving engine of this host (and, with --serve, the web too).
+
+SIGTERM or Ctrl-C: no new claims; in-flight work finishes within DRAIN_SECONDS or is handed
+back to the queue for another host; exit 0.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from engine.runtime import Engine, EngineConfig
+
+
+class Command(BaseCommand):
+    help = "Run the proving engine: claim, synthesize, prove, verify, record."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--budget", help="host memory budget: auto or a size such as 64GiB")
+        parser.add_argument("--synthesis", type=int, help="synthesis processes")
+        parser.add_argument("--workers-per-device", type=int, help="GPU workers per device (default 2)")
+        parser.add_argument("--devices", help="auto, cpu, or cuda:0,cuda:1")
+        parser.add_argument("--scale", choices=("tiny", "small", "medium", "large"), help="circuit scale")
+        parser.add_argument("--host-name", help="this host's name in the records")
+        parser.add_argument("--no-split", action="store_true", help="split proving off (benchmarks)")
+        parser.add_argument("--serve", action="store_true", help="also run Daphne (console, API) in this process")
+        parser.add_argument("--host", default="127.0.0.1", help="address Daphne listens on (with --serve)")
+        parser.add_argument("--port", type=int, default=8000, help="port Daphne listens on (with --serve)")
+        parser.add_argument("--demo", action="store_true", help="submit a handful of demo jobs of every kind")
+        parser.add_argument("--once", action="store_true", help="exit when the queue is empty")
+        parser.add_argument("--drain-seconds", type=float, help="how long SIGTERM waits for in-flight work")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        config = EngineConfig.from_settings(
+            budget=opts["budget"], synthesis=opts["synthesis"], workers_per_device=opts["workers_per_device"],
+            devices=opts["devices"], scale=opts["scale"], host_name=opts["host_name"],
+            split=False if opts["no_split"] else None)
+        drain = opts["drain_seconds"]
+        drain = float(settings.PROVINGSITE["DRAIN_SECONDS"]) if drain is None else drain
+        if opts["serve"]:
+            import daphne.server  # noqa: F401 - installs the asyncio reactor before anything imports Twisted
+        engine = Engine(config).start()
+        if opts["demo"]:
+            from engine.demo import submit_demo_jobs
+
+            jobs = submit_demo_jobs(config.scale)
+            self.stdout.write(f"submitted {len(jobs)} demo job(s) at scale {config.scale}")
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        if opts["serve"]:
+            self._serve(engine, opts["host"], opts["port"], stop, drain)
+            return
+        if opts["once"]:
+            waiter = threading.Thread(target=lambda: (engine.run_until_idle(), stop.set()), daemon=True)
+            waiter.start()
+        while not stop.wait(0.5):
+            pass
+        engine.stop(drain)
+
+    def _serve(self, engine: Engine, host: str, port: int, stop: threading.Event, drain: float) -> None:
+        """Daphne in this thread; the engine's hints go through Daphne's loop."""
+        from daphne.endpoints import build_endpoint_description_strings
+        from daphne.server import Server
+        from twisted.internet import reactor
+
+        from engine import record
+        from provingsite.asgi import application
+
+        def ready() -> None:
+            record.set_event_loop(reactor._asyncioEventloop)  # type: ignore[attr-defined]
+            self.stdout.write(f"console and API on http://{host}:{port}/")
+
+        def drain_then_stop() -> None:
+            stop.wait()
+            engine.stop(drain)
+            record.set_event_loop(None)
+            reactor.callFromThread(reactor.stop)  # type: ignore[attr-defined]
+
+        threading.Thread(target=drain_then_stop, name="drain", daemon=True).start()
+        server = Server(application=application, signal_handlers=False, ready_callable=ready,
+                        endpoints=build_endpoint_description_strings(host=host, port=port))
+        server.run()

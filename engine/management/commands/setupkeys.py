@@ -1,0 +1,37 @@
+"""Run the local Groth16 setup for the built-in circuits into the params directory."""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from engine.circuits import keystore
+from engine.circuits.kinds import KINDS, SCALES, circuit_for
+
+
+class Command(BaseCommand):
+    help = "Generate proving/verification keys (zkey + verification_key.json + manifest) for built-in circuits."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--kind", action="append", choices=KINDS, help="a proof kind (repeatable; default: all four)")
+        parser.add_argument("--scale", choices=SCALES, default=None, help="circuit scale (default: PROVINGSITE_SCALE)")
+        parser.add_argument("--force", action="store_true", help="regenerate even if valid keys exist")
+
+    def handle(self, *args, kind: list[str] | None, scale: str | None, force: bool, **options) -> None:
+        scale = scale or settings.PROVINGSITE["SCALE"]
+        kinds = kind or list(KINDS)
+        self.stdout.write(f"params directory: {keystore.params_dir()}")
+        for i, k in enumerate(kinds, 1):
+            shape = circuit_for(k, scale)
+            prefix = f"[{i}/{len(kinds)}] {shape.circuit_id}"
+            if not force and keystore.keys_present(shape):
+                self.stdout.write(f"{prefix}: keys present and checksummed, skipped (use --force to regenerate)")
+                continue
+            self.stdout.write(f"{prefix}: {shape.n_constraints:,} constraints, {shape.n_vars:,} variables, domain 2^{shape.domain_size.bit_length() - 1}; setting up…")
+            self.stdout.flush()
+            started = time.perf_counter()
+            path = keystore.ensure_keys(shape, force=True)
+            mib = path.stat().st_size / 2**20
+            self.stdout.write(self.style.SUCCESS(f"{prefix}: wrote {path.name} ({mib:.1f} MiB) in {time.perf_counter() - started:.1f} s"))

@@ -1,0 +1,103 @@
+"""submitjob <kind> <job_id>: submit a proof request straight into the records.
+
+Inputs come from --inputs file.json or from flags (--sector-seed, --randomness, --data-seed,
+--partitions). With --wait it follows the job (a bar of partitions done) and, once done,
+writes the proof under DATA_DIR/proofs/ and prints the path. The same checks as the REST API
+apply (engine.api.jobs.submit_builtin), so the two never disagree about what is valid.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from engine.api.errors import ApiError
+from engine.api.jobs import proof_document, submit_builtin
+from engine.models import ProofJob
+from engine.states import JobState, PartitionState
+
+BAR_WIDTH = 30
+
+
+def proof_path(job: ProofJob) -> Path:
+    return Path(settings.DATA_DIR) / "proofs" / f"{job.job_id}.json"
+
+
+def write_proof(job: ProofJob) -> Path:
+    path = proof_path(job)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp")
+    tmp.write_text(json.dumps(proof_document(job), indent=1) + "\n")
+    tmp.replace(path)  # a reader never sees half a proof
+    return path
+
+
+class Command(BaseCommand):
+    help = "Submit a proof request (winning-post, window-post, porep-c2, snap-update)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("kind", help="winning-post, window-post, porep-c2 or snap-update")
+        parser.add_argument("job_id", help="your id for the request (resubmitting the same request is safe)")
+        parser.add_argument("--inputs", type=Path, help="a JSON file with the inputs")
+        parser.add_argument("--sector-seed", help="64 hex digits")
+        parser.add_argument("--randomness", help="64 hex digits")
+        parser.add_argument("--data-seed", help="64 hex digits (snap-update)")
+        parser.add_argument("--partitions", type=int, help="partitions (window-post)")
+        parser.add_argument("--priority", help="critical, high, normal, low or 0..3")
+        parser.add_argument("--wait", action="store_true", help="follow the job and write its proof when done")
+        parser.add_argument("--timeout", type=float, default=0, help="with --wait: give up after this many seconds")
+
+    def _inputs(self, opts: dict[str, Any]) -> dict[str, Any]:
+        inputs: dict[str, Any] = {}
+        if opts["inputs"]:
+            try:
+                inputs = json.loads(opts["inputs"].read_text())
+            except (OSError, ValueError) as exc:
+                raise CommandError(f"--inputs: cannot read {opts['inputs']}: {exc}") from None
+            if not isinstance(inputs, dict):
+                raise CommandError("--inputs: the file must hold a JSON object")
+        for flag in ("sector_seed", "randomness", "data_seed", "partitions"):
+            if opts[flag] is not None:
+                inputs[flag] = opts[flag]
+        return inputs
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        try:
+            job, created = submit_builtin(opts["kind"], opts["job_id"], self._inputs(opts), opts["priority"])
+        except ApiError as exc:
+            raise CommandError(f"{exc.field}: {exc.detail}" if exc.field else exc.detail) from None
+        self.stdout.write(f"{'submitted' if created else 'already submitted'}: {job.kind} {job.job_id} "
+                          f"({job.num_partitions} partition(s), state {job.state})")
+        if opts["wait"]:
+            self._wait(job, opts["timeout"])
+
+    def _wait(self, job: ProofJob, timeout: float) -> None:
+        deadline = time.monotonic() + timeout if timeout > 0 else None
+        tty = sys.stdout.isatty()
+        last = ""
+        while True:
+            job.refresh_from_db()
+            done = job.partitions.filter(state=PartitionState.DONE).count()
+            filled = BAR_WIDTH * done // max(job.num_partitions, 1)
+            line = f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {done}/{job.num_partitions} partitions  {job.state}"
+            if line != last:
+                # On a terminal the bar redraws in place; in a log each change is its own line.
+                self.stdout.write(f"\r{line}" if tty else line, ending="" if tty else "\n")
+                self.stdout.flush()
+                last = line
+            if job.state == JobState.DONE:
+                if tty:
+                    self.stdout.write("")
+                self.stdout.write(str(write_proof(job)))
+                return
+            if job.state in (JobState.FAILED, JobState.CANCELLED):
+                raise CommandError(f"job {job.job_id} {job.state}: {job.error or 'no reason recorded'}")
+            if deadline is not None and time.monotonic() > deadline:
+                raise CommandError(f"gave up waiting for {job.job_id} after {timeout:g}s (it is {job.state})")
+            time.sleep(0.5)

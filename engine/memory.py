@@ -1,0 +1,205 @@
+"""The host memory budget: every byte the engine holds is reserved here first.
+
+* ``acquire`` blocks until the bytes fit; waiters are served strictly in order of
+  (priority, arrival), so a large request is never starved by a stream of small ones.
+* When the head waiter is short, evictors (idle proving keys, oldest first) are asked to
+  free memory before anyone sleeps.
+* A request larger than the whole budget fails at once (it could never be served).
+* The sum of reservations never exceeds the budget; ``snapshot`` gives it by owner.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from provingsite.env import parse_size
+
+Evictor = Callable[[int], int]  # asked to free at least n bytes; returns bytes freed
+
+
+class MemoryBudgetError(ValueError):
+    """A request that can never fit the budget."""
+
+
+def total_ram() -> int:
+    import os
+
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+
+
+def budget_bytes(budget: str, margin: str) -> int:
+    """``auto`` = total RAM minus the safety margin; otherwise a size such as 64GiB."""
+    if budget.strip().lower() == "auto":
+        return max(total_ram() - parse_size(margin), 0)
+    return parse_size(budget)
+
+
+def fmt_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+@dataclass(order=True)
+class _Ticket:
+    priority: int
+    seq: int
+
+
+class Reservation:
+    """Bytes held by one owner; released on exit, or part by part."""
+
+    def __init__(self, manager: MemoryManager, owner: str, nbytes: int) -> None:
+        self.manager = manager
+        self.owner = owner
+        self.nbytes = nbytes
+
+    def release_part(self, nbytes: int) -> None:
+        nbytes = min(max(nbytes, 0), self.nbytes)
+        self.nbytes -= nbytes
+        self.manager._give_back(self.owner, nbytes)
+
+    def release(self) -> None:
+        self.release_part(self.nbytes)
+
+    def __enter__(self) -> Reservation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"Reservation({self.owner!r}, {self.nbytes})"
+
+
+class MemoryManager:
+    def __init__(self, budget: int) -> None:
+        if budget <= 0:
+            raise MemoryBudgetError(f"memory budget must be positive, got {budget}")
+        self.budget = budget
+        self.used = 0
+        self.by_owner: dict[str, int] = {}
+        self.evictors: list[Evictor] = []
+        self._cond = threading.Condition()
+        self._waiting: list[_Ticket] = []
+        self._seq = itertools.count()
+        self.peak = 0
+
+    # -- reserving -----------------------------------------------------------------------
+
+    def acquire(self, owner: str, nbytes: int, priority: int = 2, timeout: float | None = None,
+                cancelled: Callable[[], bool] | None = None) -> Reservation:
+        """Block until ``nbytes`` fit; raise MemoryBudgetError at once if they never can.
+
+        ``cancelled`` is polled while waiting; when it turns true the wait ends with
+        InterruptedError (a cancelled job must not keep its place in the line).
+        """
+        self._check_possible(owner, nbytes)
+        ticket = _Ticket(priority, next(self._seq))
+        with self._cond:
+            self._waiting.append(ticket)
+            self._waiting.sort()
+        try:
+            return self._wait_for_turn(ticket, owner, nbytes, timeout, cancelled)
+        finally:
+            with self._cond:
+                self._waiting.remove(ticket)
+                self._cond.notify_all()  # the next in line may now be the head
+
+    def _wait_for_turn(self, ticket: _Ticket, owner: str, nbytes: int, timeout: float | None,
+                       cancelled: Callable[[], bool] | None) -> Reservation:
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if cancelled is not None and cancelled():
+                raise InterruptedError(f"{owner}: gave up waiting for {fmt_bytes(nbytes)}")
+            with self._cond:
+                if self._waiting[0] is ticket and self._fits(nbytes):
+                    return self._take(owner, nbytes)
+                head = self._waiting[0] is ticket
+            # Evictors release through this manager, so they run without our lock held.
+            if head and self._evict(nbytes - (self.budget - self.used)):
+                continue
+            with self._cond:
+                if self._waiting[0] is ticket and self._fits(nbytes):
+                    return self._take(owner, nbytes)
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError(f"{owner}: {fmt_bytes(nbytes)} not available within {timeout}s")
+                self._cond.wait(timeout=min(left, 0.25) if left is not None else 0.25)
+
+    def try_acquire(self, owner: str, nbytes: int, priority: int = 2) -> Reservation | None:
+        """Reserve now if it fits and nobody of the same or higher priority waits first."""
+        self._check_possible(owner, nbytes)
+        with self._cond:
+            if any(t.priority <= priority for t in self._waiting) or not self._fits(nbytes):
+                return None
+            return self._take(owner, nbytes)
+
+    def _check_possible(self, owner: str, nbytes: int) -> None:
+        if nbytes < 0:
+            raise MemoryBudgetError(f"{owner}: negative request {nbytes}")
+        if nbytes > self.budget:
+            raise MemoryBudgetError(
+                f"{owner} needs {fmt_bytes(nbytes)} but the whole memory budget is {fmt_bytes(self.budget)}; "
+                f"raise PROVINGSITE_MEMORY_BUDGET (runengine --budget) or use a smaller scale")
+
+    def _fits(self, nbytes: int) -> bool:
+        return self.used + nbytes <= self.budget
+
+    def _take(self, owner: str, nbytes: int) -> Reservation:
+        self.used += nbytes
+        self.peak = max(self.peak, self.used)
+        self.by_owner[owner] = self.by_owner.get(owner, 0) + nbytes
+        return Reservation(self, owner, nbytes)
+
+    def _give_back(self, owner: str, nbytes: int) -> None:
+        if nbytes == 0:
+            return
+        with self._cond:
+            self.used -= nbytes
+            left = self.by_owner.get(owner, 0) - nbytes
+            if left > 0:
+                self.by_owner[owner] = left
+            else:
+                self.by_owner.pop(owner, None)
+            self._cond.notify_all()
+
+    def _evict(self, short: int) -> bool:
+        freed = 0
+        for evictor in list(self.evictors):
+            if freed >= short:
+                break
+            freed += evictor(short - freed)
+        return freed > 0
+
+    # -- reading -------------------------------------------------------------------------
+
+    def add_evictor(self, evictor: Evictor) -> None:
+        self.evictors.append(evictor)
+
+    def snapshot(self) -> dict[str, object]:
+        with self._cond:
+            return {"budget": self.budget, "used": self.used, "available": self.budget - self.used,
+                    "by_owner": dict(self.by_owner), "waiting": len(self._waiting), "peak": self.peak}
+
+
+def gpu_memory(device: str) -> dict[str, int | None]:
+    """Free/total bytes and CuPy's pool use for a CUDA device; n/a (None) for the CPU."""
+    if not device.startswith("cuda:"):
+        return {"total": None, "free": None, "pool_used": None}
+    try:
+        import cupy
+
+        with cupy.cuda.Device(int(device.split(":")[1])):
+            free, total = cupy.cuda.runtime.memGetInfo()
+            pool = cupy.get_default_memory_pool().used_bytes()
+        return {"total": int(total), "free": int(free), "pool_used": int(pool)}
+    except Exception:  # no driver, no device: report n/a rather than fail the heartbeat
+        return {"total": None, "free": None, "pool_used": None}

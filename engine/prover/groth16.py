@@ -1,0 +1,293 @@
+"""The Groth16 prover, split the way the engine drives a GPU.
+
+gpu_prove_start: H polynomial (iNTT, coset NTT; native or GPU) and the G1 MSMs (A, B1, C, H).
+On "cpu" they run synchronously; on "cuda:N" they are launched on the device's stream and
+start returns at once. After start the a/b/c evaluations are no longer referenced.
+gpu_prove_finish: waits, runs the G2 MSM on the CPU (as the fastest Filecoin provers do, the
+GPU is better spent on the next partition's G1 work) and assembles the proof with r, s.
+
+The math is snarkjs's (SNARKJS.md): a, b over the domain rows incl. the public-input rows,
+c = a·b on the circuit rows, h = a·b − c on the odd coset, randomised with r and s.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.prover import native
+from engine.prover.curves import G1Affine, G2Affine, g1_from_mont, g2_from_mont, get_curve, limbs_to_ints
+from engine.prover.keys import ProvingKey
+from engine.prover.r1cs import R1CS, Assignment
+
+
+class UnsatisfiedConstraint(ValueError):
+    """The witness does not satisfy the constraint system (nothing was proved)."""
+
+    def __init__(self, index: int, detail: str = "") -> None:
+        self.index = index
+        super().__init__(f"constraint {index} not satisfied{': ' + detail if detail else ''}")
+
+
+@dataclass(frozen=True)
+class Proof:
+    curve: str
+    pi_a: G1Affine | None
+    pi_b: G2Affine | None
+    pi_c: G1Affine | None
+
+    def to_json(self) -> dict[str, Any]:
+        from engine.prover.snarkjs import proof_to_json
+
+        return proof_to_json(self)
+
+
+def _random_scalar(curve: str) -> int:
+    return 1 + secrets.randbelow(get_curve(curve).r - 1)
+
+
+def _fr_vec(values: np.ndarray, name: str, rows: int | None = None) -> np.ndarray:
+    a = np.asarray(values)
+    if a.dtype != np.uint64 or a.ndim != 2 or a.shape[1] != 4 or (rows is not None and a.shape[0] != rows):
+        raise ValueError(f"{name}: expected uint64 array of shape ({rows if rows is not None else 'n'}, 4), got {a.dtype} {a.shape}")
+    return np.ascontiguousarray(a)
+
+
+def first_mismatch(x: np.ndarray, y: np.ndarray) -> int | None:
+    ne = np.any(x != y, axis=1)
+    return int(np.argmax(ne)) if ne.any() else None
+
+
+def check_satisfied(curve: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    """Raise UnsatisfiedConstraint for the first row with a·b != c (vectorised, native)."""
+    if a.shape[0] == 0:
+        return
+    bad = first_mismatch(native.fr_mul(curve, a, b), c)
+    if bad is not None:
+        raise UnsatisfiedConstraint(bad)
+
+
+def assignment_from_r1cs(r1cs: R1CS, witness: np.ndarray) -> Assignment:
+    """A·w, B·w, C·w with the native sparse mat-vec (prove() then checks a·b == c)."""
+    w = _fr_vec(witness, "witness", r1cs.n_vars)
+    if not (w[0, 0] == 1 and not w[0, 1:].any()):
+        raise ValueError("witness[0] must be 1")
+    ev = [native.sparse_matvec(r1cs.curve, m.row_ptr, m.cols, m.coeffs, w) for m in (r1cs.a, r1cs.b, r1cs.c)]
+    return Assignment(curve=r1cs.curve, witness=w, a=ev[0], b=ev[1], c=ev[2], n_public=r1cs.n_public)
+
+
+def assignment_from_witness(pk: ProvingKey, witness: np.ndarray) -> Assignment:
+    """For a snarkjs circuit known only by its .zkey: a, b from section 4, c = a·b.
+
+    The zkey has no C matrix, so this cannot tell whether the witness satisfies the circuit;
+    a bad witness gives a proof that fails verification (the prove command checks that).
+    """
+    w = _fr_vec(witness, "witness")
+    if w.shape[0] != pk.n_vars:
+        raise ValueError(f"witness has {w.shape[0]} values, the proving key expects {pk.n_vars}")
+    if not (w[0, 0] == 1 and not w[0, 1:].any()):
+        raise ValueError("witness[0] must be 1")
+    n = pk.n_constraints
+    ev = []
+    for m in (pk.a_matrix, pk.b_matrix):
+        rp = m.row_ptr[: n + 1]
+        k = int(rp[-1])
+        ev.append(native.sparse_matvec(pk.curve, rp, m.cols[:k], m.coeffs[:k], w))
+    c = native.fr_mul(pk.curve, ev[0], ev[1]) if n else np.zeros((0, 4), np.uint64)
+    return Assignment(curve=pk.curve, witness=w, a=ev[0], b=ev[1], c=c, n_public=pk.n_public)
+
+
+def _domain_evals(pk: ProvingKey, asg: Assignment) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """a, b, c over the whole domain: circuit rows, then one A row per public signal (and the 1)."""
+    n, N, P = pk.n_constraints, pk.domain_size, pk.n_public + 1
+    a = np.zeros((N, 4), np.uint64)
+    b = np.zeros((N, 4), np.uint64)
+    c = np.zeros((N, 4), np.uint64)
+    a[:n], b[:n], c[:n] = asg.a, asg.b, asg.c
+    a[n : n + P] = asg.witness[:P]
+    return a, b, c
+
+
+def _validate(pk: ProvingKey, asg: Assignment) -> None:
+    if asg.curve != pk.curve:
+        raise ValueError(f"assignment is over {asg.curve}, the proving key over {pk.curve}")
+    _fr_vec(asg.witness, "witness", pk.n_vars)
+    if asg.n_public != pk.n_public:
+        raise ValueError(f"assignment has {asg.n_public} public signals, the proving key {pk.n_public}")
+    for name in ("a", "b", "c"):
+        _fr_vec(getattr(asg, name), name, pk.n_constraints)
+    w = asg.witness
+    if not (w[0, 0] == 1 and not w[0, 1:].any()):
+        raise ValueError("witness[0] must be 1")
+    check_satisfied(pk.curve, asg.a, asg.b, asg.c)
+
+
+_device_bases: weakref.WeakKeyDictionary[ProvingKey, dict[tuple[int, str], Any]] = weakref.WeakKeyDictionary()
+_bases_lock = threading.Lock()
+
+
+def _cuda_index(device: str) -> int:
+    _, _, idx = device.partition(":")
+    try:
+        return int(idx or 0)
+    except ValueError:
+        raise ValueError(f"bad device {device!r}; expected 'cuda:N'") from None
+
+
+def _bases_on(pk: ProvingKey, dev: Any) -> dict[str, Any]:
+    """The key's G1 bases uploaded once per device and kept while the key lives."""
+    with _bases_lock:
+        per_key = _device_bases.setdefault(pk, {})
+        out: dict[str, Any] = {}
+        for name, arr in (("a", pk.a_points), ("b1", pk.b1_points), ("c", pk.c_points), ("h", pk.h_points)):
+            key = (dev.index, name)
+            if key not in per_key and arr.shape[0]:
+                per_key[key] = dev.upload_bases(arr)
+            out[name] = per_key.get(key)
+        return out
+
+
+@dataclass(eq=False)
+class _CudaHandle:
+    """The G1 MSMs in flight on one device's stream (gpu.PendingResult each)."""
+
+    parts: dict[str, Any]
+    keep: list[Any]
+
+    def wait(self, curve: str) -> dict[str, np.ndarray]:
+        res = {k: v.wait() for k, v in self.parts.items()}
+        self.keep.clear()
+        zero = np.zeros_like(res["a"])
+        c = native.g1_add_affine(curve, res.get("c", zero), res["h"])
+        return {"a": res["a"], "b1": res["b1"], "c": c}
+
+
+def _cuda_g1_start(pk: ProvingKey, w: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, device: str) -> _CudaHandle:
+    from engine.prover import gpu
+
+    dev = gpu.get_device(_cuda_index(device))
+    bases = _bases_on(pk, dev)
+    keep: list[Any] = []
+    h_dev = dev.h_coset_dev(pk.curve, a, b, c, None, keep)
+    w_dev = dev.upload(w, keep)
+    parts = {
+        "a": dev.msm_g1_async(pk.curve, bases["a"], w_dev),
+        "b1": dev.msm_g1_async(pk.curve, bases["b1"], w_dev),
+        "h": dev.msm_g1_async(pk.curve, bases["h"], h_dev),
+    }
+    if pk.n_private:
+        parts["c"] = dev.msm_g1_async(pk.curve, bases["c"], w_dev[pk.n_public + 1 :])
+    return _CudaHandle(parts=parts, keep=keep)
+
+
+@dataclass(eq=False)
+class PendingProof:
+    """A proof between start and finish.
+
+    abc_released is True once start no longer holds the a/b/c evaluations (always, when
+    start returns: the engine may release their share of memory then). retained_bytes is
+    what this object still keeps until finish (the witness and device buffers).
+    """
+
+    pk: ProvingKey
+    device: str
+    witness: np.ndarray
+    r: int
+    s: int
+    abc_nbytes: int
+    abc_released: bool = False
+    g1: dict[str, np.ndarray] = field(default_factory=dict)  # "a", "b1", "c" (incl. H) — cpu results
+    handle: Any = None  # gpu.py's async handle on cuda devices
+    finished: bool = False
+
+    @property
+    def retained_bytes(self) -> int:
+        return int(self.witness.nbytes) + int(getattr(self.handle, "nbytes", 0) or 0)
+
+    def release_abc(self) -> int:
+        """Returns the bytes of a/b/c the caller may now release (idempotent: 0 the second time)."""
+        if not self.abc_released:
+            self.abc_released = True
+            return self.abc_nbytes
+        return 0
+
+
+def gpu_prove_start(
+    pk: ProvingKey, assignment: Assignment, device: str = "cpu", *, r: int | None = None, s: int | None = None
+) -> PendingProof:
+    _validate(pk, assignment)
+    curve = pk.curve
+    cp = get_curve(curve)
+    r_ = _random_scalar(curve) if r is None else int(r) % cp.r
+    s_ = _random_scalar(curve) if s is None else int(s) % cp.r
+    a, b, c = _domain_evals(pk, assignment)
+    w = assignment.witness
+    pending = PendingProof(
+        pk=pk, device=device, witness=w, r=r_, s=s_,
+        abc_nbytes=int(assignment.a.nbytes + assignment.b.nbytes + assignment.c.nbytes),
+    )
+    if device == "cpu":
+        h = native.h_coset(curve, a, b, c)
+        del a, b, c
+        priv = w[pk.n_public + 1 :]
+        pa = native.msm_g1(curve, pk.a_points, w)
+        pb1 = native.msm_g1(curve, pk.b1_points, w)
+        pc = native.msm_g1(curve, pk.c_points, priv) if priv.shape[0] else np.zeros_like(pa)
+        ph = native.msm_g1(curve, pk.h_points, h)
+        pending.g1 = {"a": pa, "b1": pb1, "c": native.g1_add_affine(curve, pc, ph)}
+    elif device.startswith("cuda"):
+        pending.handle = _cuda_g1_start(pk, w, a, b, c, device)
+        del a, b, c
+    else:
+        raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'cuda:N'")
+    pending.abc_released = True
+    return pending
+
+
+def gpu_prove_finish(pending: PendingProof) -> Proof:
+    if pending.finished:
+        raise RuntimeError("gpu_prove_finish called twice for the same pending proof")
+    pk, curve, w = pending.pk, pending.pk.curve, pending.witness
+    # the G2 MSM runs here on the CPU while the device (if any) finishes its G1 work
+    pb2 = native.msm_g2(curve, pk.b2_points, w)
+    if pending.handle is not None:
+        g1 = pending.handle.wait(curve)
+        pending.handle = None
+    else:
+        g1 = pending.g1
+    pending.finished = True
+    cp = get_curve(curve)
+    r, s = pending.r, pending.s
+    add1, mul1 = native.g1_add_affine, native.g1_scalar_mul
+    # pi_a = A + alpha1 + r·delta1
+    pi_a = add1(curve, add1(curve, g1["a"], pk.alpha1), mul1(curve, pk.delta1, r))
+    # pi_b = B2 + beta2 + s·delta2, and its G1 twin b1 = B1 + beta1 + s·delta1
+    pi_b = native.g2_add_affine(curve, native.g2_add_affine(curve, pb2, pk.beta2), native.g2_scalar_mul(curve, pk.delta2, s))
+    b1 = add1(curve, add1(curve, g1["b1"], pk.beta1), mul1(curve, pk.delta1, s))
+    # pi_c = (C + H) + s·pi_a + r·b1 − r·s·delta1
+    pi_c = add1(curve, g1["c"], mul1(curve, pi_a, s))
+    pi_c = add1(curve, pi_c, mul1(curve, b1, r))
+    pi_c = add1(curve, pi_c, mul1(curve, pk.delta1, (-r * s) % cp.r))
+    pending.g1 = {}
+    return Proof(
+        curve=curve,
+        pi_a=g1_from_mont(pi_a, curve)[0],
+        pi_b=g2_from_mont(pi_b, curve)[0],
+        pi_c=g1_from_mont(pi_c, curve)[0],
+    )
+
+
+def prove(
+    pk: ProvingKey, assignment: Assignment, *, device: str = "cpu", r: int | None = None, s: int | None = None
+) -> Proof:
+    return gpu_prove_finish(gpu_prove_start(pk, assignment, device, r=r, s=s))
+
+
+def public_inputs_of(assignment: Assignment) -> list[int]:
+    p = assignment.public_inputs
+    return limbs_to_ints(p) if p.shape[0] else []

@@ -1,0 +1,126 @@
+/* One prime field in Montgomery form, instantiated per field by defining before inclusion:
+ *   FIELD  name prefix (e.g. bls12381_fp)      NL     number of 64-bit limbs
+ *   FMOD   {p limbs}   FONE {R mod p}  FR2 {R^2 mod p}  FPM2 {p-2 limbs}  FINV  -p^-1 mod 2^64
+ * Everything is a loop over NL with constant bounds so the compiler fully unrolls it. */
+#include "port.h"
+
+#define FN(x) PS_CAT3(FIELD, _, x)
+#define FT FN(t)
+
+typedef struct { u64 v[NL]; } FT;
+
+DEVICE INLINE int FN(is_zero)(const FT *a) {
+    u64 acc = 0;
+    UNROLL for (int i = 0; i < NL; i++) acc |= a->v[i];
+    return acc == 0;
+}
+DEVICE INLINE int FN(eq)(const FT *a, const FT *b) {
+    u64 acc = 0;
+    UNROLL for (int i = 0; i < NL; i++) acc |= a->v[i] ^ b->v[i];
+    return acc == 0;
+}
+DEVICE INLINE void FN(zero)(FT *r) { for (int i = 0; i < NL; i++) r->v[i] = 0; }
+DEVICE INLINE void FN(one)(FT *r) { const u64 o[NL] = FONE; for (int i = 0; i < NL; i++) r->v[i] = o[i]; }
+
+/* r = a - p if a >= p (a < 2p, with an optional carry-out bit from the addition). */
+DEVICE INLINE void FN(reduce_once)(FT *r, const FT *a, u64 hi) {
+    const u64 p[NL] = FMOD;
+    u64 t[NL], borrow = 0;
+    UNROLL for (int i = 0; i < NL; i++) {
+        u64 x = a->v[i], y = p[i] + borrow;
+        u64 nb = (y < borrow) | (x < y);
+        t[i] = x - y;
+        borrow = nb;
+    }
+    /* keep a when it was smaller than p (borrow and no carry-out) */
+    int keep = borrow > hi;
+    UNROLL for (int i = 0; i < NL; i++) r->v[i] = keep ? a->v[i] : t[i];
+}
+
+DEVICE INLINE void FN(add)(FT *r, const FT *a, const FT *b) {
+    FT s; u64 c = 0;
+    UNROLL for (int i = 0; i < NL; i++) {
+        u64 x = a->v[i] + c; u64 c1 = x < c;
+        u64 y = x + b->v[i]; c = c1 | (y < x);
+        s.v[i] = y;
+    }
+    FN(reduce_once)(r, &s, c);
+}
+DEVICE INLINE void FN(dbl)(FT *r, const FT *a) { FN(add)(r, a, a); }
+
+DEVICE INLINE void FN(sub)(FT *r, const FT *a, const FT *b) {
+    const u64 p[NL] = FMOD;
+    u64 t[NL], borrow = 0;
+    UNROLL for (int i = 0; i < NL; i++) {
+        u64 x = a->v[i], y = b->v[i] + borrow;
+        u64 nb = (y < borrow) | (x < y);
+        t[i] = x - y; borrow = nb;
+    }
+    /* add p back when it went negative; mask keeps it branch-free */
+    u64 mask = 0 - borrow, c = 0;
+    UNROLL for (int i = 0; i < NL; i++) {
+        u64 q = p[i] & mask;
+        u64 x = t[i] + c; u64 c1 = x < c;
+        u64 y = x + q; c = c1 | (y < x);
+        r->v[i] = y;
+    }
+}
+DEVICE INLINE void FN(neg)(FT *r, const FT *a) { FT z; FN(zero)(&z); FN(sub)(r, &z, a); }
+
+/* Montgomery multiplication r = a*b/R mod p: CIOS (Koc, Acar, Kaliski 1996) in the
+ * "no-carry" form, valid when the modulus' top limb is below 2^63 - 1 (true for all four
+ * fields here; native.py asserts it). The multiply and reduce passes of one outer step are
+ * merged, so t needs only NL words and no overflow words: fewer registers, fewer spills. */
+DEVICE MULFN void FN(mul)(FT *r, const FT *a, const FT *b) {
+    const u64 p[NL] = FMOD;
+    u64 t[NL];
+    UNROLL for (int i = 0; i < NL; i++) t[i] = 0;
+    UNROLL for (int i = 0; i < NL; i++) {
+        u64 bi = b->v[i], A = 0, C = 0, lo = 0;
+        MAC(t[0], A, a->v[0], bi, t[0]);
+        u64 m = t[0] * (u64)FINV;
+        MAC(lo, C, m, p[0], t[0]);
+        (void)lo;
+        UNROLL for (int j = 1; j < NL; j++) {
+            MAC(t[j], A, a->v[j], bi, t[j]);
+            MAC(t[j - 1], C, m, p[j], t[j]);
+        }
+        t[NL - 1] = C + A;
+    }
+    FT o;
+    UNROLL for (int i = 0; i < NL; i++) o.v[i] = t[i];
+    FN(reduce_once)(r, &o, 0);
+}
+DEVICE INLINE void FN(sqr)(FT *r, const FT *a) { FN(mul)(r, a, a); }
+
+DEVICE INLINE void FN(to_mont)(FT *r, const FT *a) { FT r2 = { FR2 }; FN(mul)(r, a, &r2); }
+DEVICE INLINE void FN(from_mont)(FT *r, const FT *a) {
+    FT one; FN(zero)(&one); one.v[0] = 1; FN(mul)(r, a, &one);
+}
+
+/* a^e for a little-endian NL-limb exponent, square-and-multiply (Montgomery in and out). */
+DEVICE NOINL void FN(pow_limbs)(FT *r, const FT *a, const u64 *e, int limbs) {
+    FT acc; FN(one)(&acc);
+    for (int i = limbs - 1; i >= 0; i--) {
+        for (int b = 63; b >= 0; b--) {
+            FN(sqr)(&acc, &acc);
+            if ((e[i] >> b) & 1) FN(mul)(&acc, &acc, a);
+        }
+    }
+    *r = acc;
+}
+/* Fermat inversion a^(p-2); maps 0 to 0, which callers rely on for the point at infinity. */
+DEVICE SOFT void FN(inv)(FT *r, const FT *a) {
+    const u64 e[NL] = FPM2;
+    FN(pow_limbs)(r, a, e, NL);
+}
+
+#undef FT
+#undef FN
+#undef FIELD
+#undef NL
+#undef FMOD
+#undef FONE
+#undef FR2
+#undef FPM2
+#undef FINV

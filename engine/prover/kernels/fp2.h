@@ -1,0 +1,62 @@
+/* Fp2 = Fp[u]/(u^2 + 1), the G2 coordinate field of both BN254 and BLS12-381.
+ * Define FIELD (e.g. bls12381_fp2) and BASE (e.g. bls12381_fp) before inclusion; exposes the
+ * same function names as field.h so curve.h can be instantiated over either. */
+#include "port.h"
+
+#define FN(x) PS_CAT3(FIELD, _, x)
+#define BN(x) PS_CAT3(BASE, _, x)
+#define FT FN(t)
+#define BT BN(t)
+
+typedef struct { BT c0, c1; } FT;
+
+DEVICE INLINE int FN(is_zero)(const FT *a) { return BN(is_zero)(&a->c0) & BN(is_zero)(&a->c1); }
+DEVICE INLINE int FN(eq)(const FT *a, const FT *b) { return BN(eq)(&a->c0, &b->c0) & BN(eq)(&a->c1, &b->c1); }
+DEVICE INLINE void FN(zero)(FT *r) { BN(zero)(&r->c0); BN(zero)(&r->c1); }
+DEVICE INLINE void FN(one)(FT *r) { BN(one)(&r->c0); BN(zero)(&r->c1); }
+DEVICE INLINE void FN(add)(FT *r, const FT *a, const FT *b) { BN(add)(&r->c0, &a->c0, &b->c0); BN(add)(&r->c1, &a->c1, &b->c1); }
+DEVICE INLINE void FN(sub)(FT *r, const FT *a, const FT *b) { BN(sub)(&r->c0, &a->c0, &b->c0); BN(sub)(&r->c1, &a->c1, &b->c1); }
+DEVICE INLINE void FN(dbl)(FT *r, const FT *a) { FN(add)(r, a, a); }
+DEVICE INLINE void FN(neg)(FT *r, const FT *a) { BN(neg)(&r->c0, &a->c0); BN(neg)(&r->c1, &a->c1); }
+
+/* Karatsuba: 3 base multiplications. (a0 + a1 u)(b0 + b1 u) = (a0b0 - a1b1) + ((a0+a1)(b0+b1) - a0b0 - a1b1) u */
+DEVICE SOFT void FN(mul)(FT *r, const FT *a, const FT *b) {
+    BT t0, t1, s0, s1, m;
+    BN(mul)(&t0, &a->c0, &b->c0);
+    BN(mul)(&t1, &a->c1, &b->c1);
+    BN(add)(&s0, &a->c0, &a->c1);
+    BN(add)(&s1, &b->c0, &b->c1);
+    BN(mul)(&m, &s0, &s1);
+    BN(sub)(&m, &m, &t0);
+    BN(sub)(&r->c1, &m, &t1);
+    BN(sub)(&r->c0, &t0, &t1);
+}
+/* (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: two base multiplications. */
+DEVICE SOFT void FN(sqr)(FT *r, const FT *a) {
+    BT s, d, m;
+    BN(add)(&s, &a->c0, &a->c1);
+    BN(sub)(&d, &a->c0, &a->c1);
+    BN(mul)(&m, &a->c0, &a->c1);
+    BN(mul)(&r->c0, &s, &d);
+    BN(dbl)(&r->c1, &m);
+}
+/* 1/(a0 + a1 u) = (a0 - a1 u) / (a0^2 + a1^2); 0 maps to 0. */
+DEVICE NOINL void FN(inv)(FT *r, const FT *a) {
+    BT n, t;
+    BN(sqr)(&n, &a->c0);
+    BN(sqr)(&t, &a->c1);
+    BN(add)(&n, &n, &t);
+    BN(inv)(&n, &n);
+    BN(mul)(&r->c0, &a->c0, &n);
+    BN(mul)(&t, &a->c1, &n);
+    BN(neg)(&r->c1, &t);
+}
+DEVICE INLINE void FN(to_mont)(FT *r, const FT *a) { BN(to_mont)(&r->c0, &a->c0); BN(to_mont)(&r->c1, &a->c1); }
+DEVICE INLINE void FN(from_mont)(FT *r, const FT *a) { BN(from_mont)(&r->c0, &a->c0); BN(from_mont)(&r->c1, &a->c1); }
+
+#undef FT
+#undef BT
+#undef FN
+#undef BN
+#undef FIELD
+#undef BASE

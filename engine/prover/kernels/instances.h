@@ -1,0 +1,64 @@
+/* Instantiates the four prime fields, the two Fp2 extensions and the four groups.
+ * The numeric constants (PS_<FIELD>_MOD etc.) come from a prelude that engine/prover/native.py
+ * generates from engine/prover/curves.py, so Python and C share a single source of truth. */
+#include "port.h"
+
+#define FIELD bn128_fr
+#define NL 4
+#define FMOD PS_BN128_FR_MOD
+#define FONE PS_BN128_FR_ONE
+#define FR2 PS_BN128_FR_R2
+#define FPM2 PS_BN128_FR_PM2
+#define FINV PS_BN128_FR_INV
+#include "field.h"
+
+#define FIELD bn128_fp
+#define NL 4
+#define FMOD PS_BN128_FP_MOD
+#define FONE PS_BN128_FP_ONE
+#define FR2 PS_BN128_FP_R2
+#define FPM2 PS_BN128_FP_PM2
+#define FINV PS_BN128_FP_INV
+#include "field.h"
+
+#define FIELD bls12381_fr
+#define NL 4
+#define FMOD PS_BLS12381_FR_MOD
+#define FONE PS_BLS12381_FR_ONE
+#define FR2 PS_BLS12381_FR_R2
+#define FPM2 PS_BLS12381_FR_PM2
+#define FINV PS_BLS12381_FR_INV
+#include "field.h"
+
+#define FIELD bls12381_fp
+#define NL 6
+#define FMOD PS_BLS12381_FP_MOD
+#define FONE PS_BLS12381_FP_ONE
+#define FR2 PS_BLS12381_FP_R2
+#define FPM2 PS_BLS12381_FP_PM2
+#define FINV PS_BLS12381_FP_INV
+#include "field.h"
+
+#define FIELD bn128_fp2
+#define BASE bn128_fp
+#include "fp2.h"
+
+#define FIELD bls12381_fp2
+#define BASE bls12381_fp
+#include "fp2.h"
+
+#define CURVE bn128_g1
+#define F bn128_fp
+#include "curve.h"
+
+#define CURVE bn128_g2
+#define F bn128_fp2
+#include "curve.h"
+
+#define CURVE bls12381_g1
+#define F bls12381_fp
+#include "curve.h"
+
+#define CURVE bls12381_g2
+#define F bls12381_fp2
+#include "curve.h"

@@ -1,0 +1,260 @@
+"""Synthesis: claimed partitions become assignments on real cores.
+
+The dispatcher thread keeps the pool fed: it claims the next partition (claim order), pins
+its proving key, reserves the partition's memory from the circuit's real ``MemoryNeeds``
+(blocking, so memory is the back-pressure), records ``synthesizing`` and submits the work to
+a ``ProcessPoolExecutor``. A collector thread records ``synth_done`` and hands the item to
+the GPU queue. A pacer stops claiming once enough synthesized work waits for the GPU, so a
+host never hoards partitions another host could be proving.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue
+import threading
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+
+from engine.memory import MemoryBudgetError
+from engine.models import Partition
+from engine.record import Claim, Refused
+from engine.states import PartitionState
+
+if TYPE_CHECKING:
+    from engine.runtime import Engine
+
+log = logging.getLogger("engine.synthesize")
+P = PartitionState
+
+
+@dataclass
+class WorkItem:
+    """One claimed partition on its way through this host, with everything it holds."""
+
+    claim: Claim
+    job_pk: int
+    job_id: str
+    kind: str
+    index: int
+    priority: int
+    submitted_at: datetime
+    circuit_id: str
+    inputs: dict[str, Any]
+    upload_dir: str = ""
+    key_bytes: int = 0
+    abc_bytes: int = 0
+    partition_bytes: int = 0
+    key: Any = None
+    vk: Any = None
+    reservation: Any = None
+    assignment: Any = None
+    pending: Any = None
+    proof: Any = None
+    publics: list[str] = field(default_factory=list)
+    dropped: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def order(self) -> tuple[int, datetime, int, int]:
+        """Oldest job's lowest partition first, within priority."""
+        return (self.priority, self.submitted_at, self.job_pk, self.index)
+
+    @property
+    def label(self) -> str:
+        return f"P{self.index} of {self.kind} {self.job_id}"
+
+
+# ---- what runs in the pool's processes --------------------------------------------------
+
+
+def _init_worker() -> None:
+    """Pool processes are spawned (never forked from a threaded engine): set Django up."""
+    import django
+
+    django.setup()
+
+
+def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int) -> tuple[Any, float]:
+    from engine.circuits.synthesis import synthesize_partition
+
+    started = time.perf_counter()
+    assignment = synthesize_partition(circuit_id, inputs, index)
+    return assignment, time.perf_counter() - started
+
+
+def synthesize_custom(upload_dir: str) -> tuple[Any, float]:
+    """A custom circuit's assignment from its snarkjs witness (no circuit code to run)."""
+    from pathlib import Path
+
+    from engine.prover import groth16, snarkjs  # type: ignore[attr-defined]
+
+    started = time.perf_counter()
+    pk = snarkjs.read_zkey(Path(upload_dir) / "circuit.zkey")
+    witness = snarkjs.read_wtns(Path(upload_dir) / "witness.wtns")
+    return groth16.assignment_from_witness(pk, witness), time.perf_counter() - started
+
+
+def new_pool(concurrency: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_worker)
+
+
+# ---- the dispatcher and the collector ---------------------------------------------------
+
+
+class Synthesis:
+    def __init__(self, engine: Engine, concurrency: int) -> None:
+        self.engine = engine
+        self.concurrency = concurrency
+        self.pool = new_pool(concurrency)
+        self.active = 0
+        self._slots = threading.Condition()
+        self._done: queue.Queue[tuple[WorkItem, Future[Any]] | None] = queue.Queue()
+        self.idle_poll = 0.1
+
+    def warm_up(self) -> None:
+        """Start every pool process now, so the first partition does not pay their start."""
+        for f in [self.pool.submit(time.sleep, 0) for _ in range(self.concurrency)]:
+            f.result()
+
+    # -- dispatcher ------------------------------------------------------------------------
+
+    def dispatch_forever(self) -> None:
+        engine = self.engine
+        while not engine.stopping.is_set():
+            if not self._wait_for_room():
+                continue
+            claims = engine.writer.claim(1)
+            if not claims:
+                engine.queue_empty.set()
+                engine.wake.wait(self.idle_poll)
+                engine.wake.clear()
+                continue
+            engine.queue_empty.clear()
+            item = engine.load_item(claims[0])
+            if item is not None:
+                self._start(item)
+
+    def _wait_for_room(self) -> bool:
+        """A free pool slot, and not too much synthesized work already waiting (the pacer)."""
+        with self._slots:
+            full = self.active >= self.concurrency or self.active + len(self.engine.gpu_queue) >= self.engine.pace_target
+            if full:
+                self._slots.wait(0.2)
+                return False
+        return True
+
+    def _start(self, item: WorkItem) -> None:
+        engine = self.engine
+        try:
+            item.key = engine.keycache.checkout(item.circuit_id, item.key_bytes, item.priority) if item.key_bytes else None
+            item.reservation = engine.memory.acquire(
+                f"{item.kind} {item.job_id}", item.partition_bytes, item.priority,
+                cancelled=lambda: item.dropped or engine.stopping.is_set())
+        except MemoryBudgetError as exc:
+            engine.fail(item, str(exc), retryable=False)
+            return
+        except InterruptedError:
+            engine.drop(item, hand_back=engine.stopping.is_set())
+            return
+        except Exception as exc:  # a missing or corrupt key, a failed setup: say which and why
+            log.exception("cannot prepare %s", item.label)
+            engine.fail(item, f"preparing {item.circuit_id}: {exc}", retryable=False)
+            return
+        if not engine.record(item, P.SYNTHESIZING, synth_started_at=timezone.now(),
+                             reserved_bytes=item.reservation.nbytes + item.key_bytes):
+            return
+        with self._slots:
+            self.active += 1
+        item.timings["synth_submitted"] = time.perf_counter()
+        if item.kind == "custom":
+            future = self.pool.submit(synthesize_custom, item.upload_dir)
+        else:
+            future = self.pool.submit(synthesize_builtin, item.circuit_id, item.inputs, item.index)
+        future.add_done_callback(lambda f, item=item: self._done.put((item, f)))
+
+    # -- collector -------------------------------------------------------------------------
+
+    def collect_forever(self) -> None:
+        while True:
+            entry = self._done.get()
+            if entry is None:
+                return
+            item, future = entry
+            with self._slots:
+                self.active -= 1
+                self._slots.notify_all()
+            self._collect(item, future)
+
+    def _collect(self, item: WorkItem, future: Future[Any]) -> None:
+        engine = self.engine
+        try:
+            item.assignment, item.timings["synth_s"] = future.result()
+        except Exception as exc:  # the circuit refused the inputs, or the process died
+            engine.fail(item, f"synthesis failed: {type(exc).__name__}: {exc}",
+                        retryable=not _deterministic(exc))
+            return
+        if item.dropped:
+            engine.drop(item)
+            return
+        from engine.finalize import public_inputs_of
+
+        item.publics = public_inputs_of(item.assignment.public_inputs)
+        if engine.record(item, P.SYNTH_DONE, synth_finished_at=timezone.now()):
+            engine.gpu_queue.put(item)
+
+    def stop(self) -> None:
+        self._done.put(None)
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _deterministic(exc: BaseException) -> bool:
+    """Errors another attempt cannot fix: the inputs or the circuit are wrong."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    return not isinstance(exc, BrokenProcessPool | OSError | MemoryError)
+
+
+def load_item(claim: Claim, scale: str) -> WorkItem | None:
+    """The claimed partition with its job's facts and the circuit's real memory needs."""
+    row = Partition.objects.select_related("job").get(pk=claim.partition_id)
+    job = row.job
+    item = WorkItem(claim=claim, job_pk=job.pk, job_id=job.job_id, kind=job.kind, index=row.index,
+                    priority=job.priority, submitted_at=job.submitted_at,
+                    circuit_id=job.circuit_id or f"{job.kind}/{scale}", inputs=job.inputs, upload_dir=job.upload_dir)
+    size_item(item)
+    return item
+
+
+def size_item(item: WorkItem) -> None:
+    if item.kind == "custom":
+        _size_custom(item)
+        return
+    from engine.circuits.kinds import parse_circuit_id
+
+    needs = parse_circuit_id(item.circuit_id).memory
+    item.key_bytes = int(needs.key_bytes)
+    item.abc_bytes = int(needs.abc_bytes)
+    item.partition_bytes = int(needs.witness_bytes + needs.abc_bytes)
+
+
+def _size_custom(item: WorkItem) -> None:
+    """Custom circuits: the files' sizes bound what reading them holds (key read per job)."""
+    from pathlib import Path
+
+    base = Path(item.upload_dir)
+    zkey = (base / "circuit.zkey").stat().st_size
+    wtns = (base / "witness.wtns").stat().st_size
+    item.key_bytes = 0
+    item.abc_bytes = 3 * wtns
+    item.partition_bytes = 2 * zkey + 4 * wtns
+
+
+__all__ = ["Refused", "Synthesis", "WorkItem", "load_item"]

@@ -1,0 +1,42 @@
+// Durations tick here between server flushes. The start of each running phase comes from the
+// records (data-started-at, epoch ms); "now" is the server's clock corrected for this
+// browser's skew, which every flush re-measures from #server-clock. Finished phases carry no
+// data-started-at: they show the server's final figure and never tick.
+(function () {
+  "use strict";
+  var skew = 0; // server time minus browser time, in ms
+
+  function measureSkew() {
+    var clock = document.getElementById("server-clock");
+    var serverNow = clock && Number(clock.dataset.now);
+    if (serverNow) { skew = serverNow - Date.now(); }
+  }
+
+  function fmt(ms) { // the same shapes as engine.console.fragments.fmt_ms
+    if (ms < 0) { ms = 0; }
+    if (ms < 1000) { return Math.floor(ms) + "ms"; }
+    if (ms < 60000) { return (ms / 1000).toFixed(1) + "s"; }
+    var s = Math.floor(ms / 1000), m = Math.floor(s / 60);
+    if (m < 60) { return m + "m " + String(s % 60).padStart(2, "0") + "s"; }
+    return Math.floor(m / 60) + "h " + String(m % 60).padStart(2, "0") + "m";
+  }
+
+  function tick() {
+    var now = Date.now() + skew;
+    document.querySelectorAll("[data-started-at]").forEach(function (el) {
+      var age = now - Number(el.dataset.startedAt);
+      el.textContent = fmt(age) + (el.dataset.suffix || "");
+      if (el.dataset.staleAfter) { // a heartbeat going quiet flags its host before the next flush
+        var host = el.closest(".host");
+        if (host) { host.classList.toggle("stale", age > Number(el.dataset.staleAfter)); }
+      }
+    });
+  }
+
+  document.addEventListener("htmx:sseMessage", function () { measureSkew(); tick(); });
+  document.addEventListener("htmx:sseOpen", function () { document.body.classList.add("live"); });
+  document.addEventListener("htmx:sseError", function () { document.body.classList.remove("live"); });
+  measureSkew();
+  tick();
+  setInterval(tick, 200);
+})();

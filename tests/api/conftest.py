@@ -1,0 +1,38 @@
+"""API fixtures: a live token and a client that sends it."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from engine.api.auth import issue_token
+
+SEED = "11" * 32
+RANDOMNESS = "2a" * 32
+
+
+def inputs(**extra: object) -> dict[str, object]:
+    return {"sector_seed": SEED, "randomness": RANDOMNESS, **extra}
+
+
+@pytest.fixture
+def token(db: None) -> str:
+    _, raw = issue_token("curio-test")
+    return raw
+
+
+@pytest.fixture
+def api(token: str) -> Client:
+    return Client(headers={"Authorization": f"Bearer {token}"})
+
+
+@pytest.fixture
+def anonymous(db: None) -> Client:
+    return Client()
+
+
+@pytest.fixture
+def uploads(tmp_path, settings):  # type: ignore[no-untyped-def]
+    """A private DATA_DIR, so uploads and proofs land in the test's own folder."""
+    settings.DATA_DIR = tmp_path
+    return tmp_path

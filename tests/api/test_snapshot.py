@@ -1,0 +1,94 @@
+"""farm_snapshot(): the seed's status fields for every host, read from the records alone."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from engine.models import EngineHost, Partition, StatusClock, Worker
+from engine.snapshot import farm_snapshot
+from engine.states import JobState, PartitionState
+from engine.submit import submit_job
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def host() -> EngineHost:
+    now = timezone.now()
+    return EngineHost.objects.create(
+        name="gpu-a", backend="cuda", started_at=now - timedelta(seconds=100), heartbeat_at=now,
+        memory_budget_bytes=1000, memory_used_bytes=250, memory_total_bytes=4000,
+        memory_by_owner={"job-1": 200, "key:porep-c2/tiny": 50}, synthesis_max=4, synthesis_active=1,
+        devices=[{"device": "cuda:0", "memory_total_bytes": 100, "memory_free_bytes": 40}],
+        key_cache=[{"circuit_id": "porep-c2/tiny", "bytes": 50, "in_use": 1, "last_used_secs_ago": 2.0,
+                    "evictable": False}],
+    )
+
+
+def test_a_worker_is_proving_exactly_when_a_partition_on_the_gpu_names_it(host: EngineHost) -> None:
+    w0 = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
+    Worker.objects.create(host=host, device="cuda:0", ordinal=1)
+    job, _ = submit_job(kind="porep-c2", job_id="porep-c2-long-job-id-0001", inputs={}, num_partitions=10)
+    Partition.objects.filter(job=job, index=3).update(
+        state=PartitionState.GPU, worker=w0, host=host, gpu_started_at=timezone.now() - timedelta(seconds=2))
+    workers = {w["label"]: w for w in farm_snapshot()["gpu_workers"]}
+    assert workers["W0"]["state"] == "proving"
+    assert workers["W0"]["current_job"] == "porep-c2-long-job-id-0001"
+    assert workers["W0"]["current_partition"] == 3
+    assert workers["W0"]["gpu_ordinal"] == 0
+    assert workers["W0"]["busy_secs"] >= 2
+    assert workers["W1"]["state"] == "idle" and workers["W1"]["current_job"] is None
+
+
+def test_the_snapshot_carries_the_seed_fields_per_host_and_summed(host: EngineHost) -> None:
+    snap = farm_snapshot()
+    for scope in (snap, snap["hosts"][0]):
+        assert {"uptime_secs", "memory", "synthesis", "pipelines", "gpu_workers", "allocations",
+                "counters"} <= set(scope)
+        assert scope["memory"]["available_bytes"] == 750
+        assert scope["synthesis"] == {"max_concurrent": 4, "active": 1}
+        assert scope["allocations"]["srs"][0]["circuit_id"] == "porep-c2/tiny"
+        assert scope["allocations"]["srs"][0]["evictable"] is False
+    row = snap["hosts"][0]
+    assert row["stale"] is False
+    assert row["devices"][0]["used_bytes"] == 60
+
+
+def test_a_host_whose_heartbeat_stopped_is_stale(host: EngineHost) -> None:
+    EngineHost.objects.filter(pk=host.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
+    assert farm_snapshot()["hosts"][0]["stale"] is True
+
+
+def test_pipelines_show_full_job_ids_and_partition_timings() -> None:
+    job, _ = submit_job(kind="snap-update", job_id="snap-update-sector-000042-update", inputs={}, num_partitions=16)
+    start = timezone.now() - timedelta(seconds=3)
+    Partition.objects.filter(job=job, index=0).update(
+        state=PartitionState.DONE, synth_started_at=start, synth_finished_at=start + timedelta(milliseconds=587),
+        gpu_started_at=start + timedelta(seconds=1), gpu_finished_at=start + timedelta(seconds=2.5))
+    (pipe,) = farm_snapshot()["pipelines"]
+    assert pipe["job_id"] == "snap-update-sector-000042-update"
+    assert pipe["proof_kind"] == "snap-update"
+    assert (pipe["partitions_done"], pipe["total_partitions"]) == (1, 16)
+    assert pipe["partitions"][0]["synth_ms"] == 587
+    assert pipe["partitions"][0]["gpu_ms"] == 1500
+
+
+def test_counters_count_jobs_by_kind_and_state() -> None:
+    for n, state in enumerate([JobState.DONE, JobState.DONE, JobState.FAILED, JobState.QUEUED]):
+        job, _ = submit_job(kind="winning-post", job_id=f"w-{n}", inputs={"n": n}, num_partitions=1)
+        job.state = state
+        job.save()
+    counters = farm_snapshot()["counters"]
+    assert counters["total_completed"] == 2
+    assert counters["completed_by_kind"] == {"winning-post": 2}
+    assert counters["failed_by_kind"] == {"winning-post": 1}
+    assert counters["queue_depth"] == 1
+
+
+def test_the_snapshot_names_the_status_version_it_was_read_at() -> None:
+    StatusClock.objects.create(value=41)
+    snap = farm_snapshot()
+    assert snap["version"] == 41 and snap["consistent"] is True

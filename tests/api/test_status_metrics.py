@@ -1,0 +1,123 @@
+"""/status (JSON, validated against the committed schema) and /metrics (Prometheus text)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import jsonschema
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
+
+from engine.api.status import status_schema
+from engine.models import EngineHost, Partition, ProofJob, Worker
+from engine.states import JobState, PartitionState
+from engine.submit import submit_job
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def farm() -> None:
+    """A host with two workers, W0 proving partition 2 of a porep job, one job done."""
+    now = timezone.now()
+    host = EngineHost.objects.create(
+        name="gpu-a", backend="cuda", started_at=now - timedelta(minutes=3), heartbeat_at=now,
+        memory_budget_bytes=64 << 30, memory_used_bytes=14 << 30, memory_total_bytes=128 << 30,
+        memory_by_owner={"porep-live": 14 << 30}, synthesis_max=2, synthesis_active=1,
+        devices=[{"device": "cuda:0", "memory_total_bytes": 80 << 30, "memory_free_bytes": 70 << 30}],
+        key_cache=[{"circuit_id": "porep-c2/tiny", "bytes": 1 << 20, "in_use": 0, "last_used_secs_ago": 1.0,
+                    "evictable": True}])
+    w0 = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
+    Worker.objects.create(host=host, device="cuda:0", ordinal=1)
+    live, _ = submit_job(kind="porep-c2", job_id="porep-live", inputs={}, num_partitions=10)
+    ProofJob.objects.filter(pk=live.pk).update(state=JobState.RUNNING, started_at=now - timedelta(seconds=30))
+    Partition.objects.filter(job=live, index=2).update(
+        state=PartitionState.GPU, worker=w0, host=host, synth_started_at=now - timedelta(seconds=5),
+        synth_finished_at=now - timedelta(seconds=4), gpu_started_at=now - timedelta(seconds=1))
+    done, _ = submit_job(kind="winning-post", job_id="win-done", inputs={}, num_partitions=1)
+    ProofJob.objects.filter(pk=done.pk).update(state=JobState.DONE, finished_at=now, host=host)
+    Partition.objects.filter(job=done).update(
+        state=PartitionState.DONE, synth_started_at=now - timedelta(seconds=3), synth_finished_at=now - timedelta(seconds=2),
+        gpu_started_at=now - timedelta(seconds=2), gpu_finished_at=now - timedelta(seconds=1), finished_at=now)
+    submit_job(kind="snap-update", job_id="snap-queued", inputs={}, num_partitions=16)
+
+
+def test_status_matches_the_committed_schema(farm: None, api: Client) -> None:
+    response = api.get("/status")
+    assert response.status_code == 200
+    jsonschema.validate(response.json(), status_schema(), format_checker=jsonschema.FormatChecker())
+
+
+def test_status_shows_the_worker_proving_what_the_records_say(farm: None, api: Client) -> None:
+    workers = {w["label"]: w for w in api.get("/status").json()["gpu_workers"]}
+    assert (workers["W0"]["state"], workers["W0"]["current_job"], workers["W0"]["current_partition"]) == \
+        ("proving", "porep-live", 2)
+    assert workers["W1"]["state"] == "idle"
+
+
+def test_status_of_an_empty_farm_matches_the_schema_too(api: Client) -> None:
+    jsonschema.validate(api.get("/status").json(), status_schema())
+
+
+def test_status_is_refused_without_a_token_or_a_login(anonymous: Client) -> None:
+    response = anonymous.get("/status")
+    assert response.status_code == 401 and response.json()["field"] == "Authorization"
+
+
+def test_status_is_readable_by_a_logged_in_operator(anonymous: Client) -> None:
+    User.objects.create_user("op", password="pw-long-enough", is_staff=True)
+    anonymous.login(username="op", password="pw-long-enough")
+    assert anonymous.get("/status").status_code == 200
+
+
+def test_status_refuses_a_revoked_token(api: Client) -> None:
+    from engine.api.auth import revoke_token
+
+    revoke_token("curio-test")
+    assert api.get("/status").status_code == 401
+
+
+def _families(text: str) -> dict:
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def test_metrics_parse_as_prometheus_text_with_the_farm_in_them(farm: None, anonymous: Client) -> None:
+    response = anonymous.get("/metrics", REMOTE_ADDR="127.0.0.1")
+    assert response.status_code == 200
+    families = _families(response.content.decode())
+    completed = {s.labels["kind"]: s.value for s in families["provingsite_proofs_completed"].samples
+                 if s.name.endswith("_total")}
+    assert completed == {"winning-post": 1}
+    assert families["provingsite_queue_depth"].samples[0].value == 1
+    used = {s.labels["host"]: s.value for s in families["provingsite_memory_used_bytes"].samples}
+    assert used == {"gpu-a": 14 << 30}
+    proving = {s.labels["worker"]: s.value for s in families["provingsite_worker_proving"].samples}
+    assert proving == {"W0": 1, "W1": 0}
+    keys = families["provingsite_key_cache_bytes"].samples
+    assert keys[0].labels["circuit_id"] == "porep-c2/tiny" and keys[0].value == 1 << 20
+
+
+def test_metrics_histograms_come_from_the_partition_timestamps(farm: None, anonymous: Client) -> None:
+    families = _families(anonymous.get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode())
+    gpu = [s for s in families["provingsite_phase_duration_seconds"].samples
+           if s.labels.get("phase") == "gpu" and s.labels.get("kind") == "winning-post"]
+    count = next(s.value for s in gpu if s.name.endswith("_count"))
+    total = next(s.value for s in gpu if s.name.endswith("_sum"))
+    assert count == 1 and total == pytest.approx(1.0, abs=0.01)
+    proof = [s for s in families["provingsite_proof_duration_seconds"].samples if s.name.endswith("_count")]
+    assert [s.value for s in proof] == [1]
+
+
+def test_metrics_are_refused_to_an_address_not_allowed(anonymous: Client) -> None:
+    assert anonymous.get("/metrics", REMOTE_ADDR="203.0.113.9").status_code == 403
+
+
+def test_metrics_accept_the_metrics_token_from_anywhere(anonymous: Client, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "METRICS_TOKEN": "scrape-secret", "METRICS_ALLOW": []}
+    assert anonymous.get("/metrics", REMOTE_ADDR="203.0.113.9",
+                         headers={"Authorization": "Bearer scrape-secret"}).status_code == 200
+    assert anonymous.get("/metrics", REMOTE_ADDR="203.0.113.9",
+                         headers={"Authorization": "Bearer wrong"}).status_code == 403

@@ -1,0 +1,72 @@
+"""The params directory: setup once, checksummed loads, clear errors naming the fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from engine.circuits import keystore
+from engine.circuits.kinds import circuit_for
+
+pytestmark = pytest.mark.django_db(databases=[])
+
+
+@pytest.fixture
+def params(tmp_path, settings):
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "PARAMS_DIR": tmp_path / "params"}
+    return tmp_path / "params"
+
+
+def test_ensure_keys_writes_zkey_vk_and_a_manifest_entry(params) -> None:
+    shape = circuit_for("winning-post", "tiny")
+    path = keystore.ensure_keys(shape)
+    assert path == params / "winning-post-tiny.zkey" == keystore.proving_key_path(shape.circuit_id)
+    entry = json.loads((params / "manifest.json").read_text())["winning-post/tiny"]
+    assert entry["curve"] == "bls12381"
+    assert entry["n_constraints"] == shape.n_constraints
+    assert entry["zkey"]["sha256"] == keystore.sha256_file(path)
+    assert entry["verification_key"]["sha256"] == keystore.sha256_file(keystore.verifying_key_path(shape.circuit_id))
+
+
+def test_ensure_keys_runs_the_setup_only_once(params) -> None:
+    shape = circuit_for("winning-post", "tiny")
+    keystore.ensure_keys(shape)
+    before = keystore.proving_key_path(shape.circuit_id).stat().st_mtime_ns
+    keystore.ensure_keys(shape)
+    assert keystore.proving_key_path(shape.circuit_id).stat().st_mtime_ns == before
+
+
+def test_loaded_key_fits_the_circuit(params) -> None:
+    shape = circuit_for("winning-post", "tiny")
+    keystore.ensure_keys(shape)
+    pk = keystore.load_proving_key(shape.circuit_id)
+    assert keystore.key_sizes(pk) == (shape.n_vars, shape.n_public, shape.domain_size)
+
+
+def test_a_missing_key_names_the_file_and_the_command(params) -> None:
+    with pytest.raises(keystore.KeyMissing) as info:
+        keystore.load_proving_key("porep-c2/tiny")
+    assert "porep-c2-tiny.zkey" in str(info.value)
+    assert "manage.py setupkeys --kind porep-c2 --scale tiny" in str(info.value)
+
+
+def test_a_corrupt_key_fails_its_checksum(params) -> None:
+    shape = circuit_for("winning-post", "tiny")
+    path = keystore.ensure_keys(shape)
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(keystore.KeyCorrupt) as info:
+        keystore.load_proving_key(shape.circuit_id)
+    assert str(path) in str(info.value) and "setupkeys --kind winning-post --scale tiny" in str(info.value)
+
+
+def test_setupkeys_reports_progress_per_circuit(params, capsys) -> None:
+    call_command("setupkeys", "--kind", "winning-post", "--kind", "window-post", "--scale", "tiny")
+    out = capsys.readouterr().out
+    assert "[1/2] winning-post/tiny" in out and "[2/2] window-post/tiny" in out
+    assert (params / "window-post-tiny.zkey").exists()
+    call_command("setupkeys", "--kind", "winning-post", "--scale", "tiny")
+    assert "skipped" in capsys.readouterr().out

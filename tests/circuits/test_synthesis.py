@@ -1,0 +1,125 @@
+"""Synthesis of every kind: satisfied, deterministic, and refusing dishonest witnesses."""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pytest
+
+from engine.circuits.cs import limbs_to_ints
+from engine.circuits.kinds import SIZES, circuit_for
+from engine.circuits.synthesis import UnsatisfiedConstraint, check_satisfied, synthesize, synthesize_partition
+from tests.circuits.test_kinds import inputs_for
+
+KINDS = list(SIZES)
+
+
+@pytest.mark.parametrize("scale", ["tiny", "small"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_synthesis_satisfies_the_circuit(kind: str, scale: str) -> None:
+    shape = circuit_for(kind, scale)
+    assignment = synthesize_partition(shape.circuit_id, inputs_for(kind), 0, check=False)
+    check_satisfied(shape.r1cs(), assignment)
+    assert limbs_to_ints(assignment.public_inputs) == shape.public_inputs(inputs_for(kind), 0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_synthesis_of_a_partition_is_bit_identical_each_time(kind: str) -> None:
+    circuit_id = f"{kind}/tiny"
+    first = synthesize_partition(circuit_id, inputs_for(kind), 0)
+    again = synthesize_partition(circuit_id, inputs_for(kind), 0)
+    for name in ("witness", "a", "b", "c"):
+        assert np.array_equal(getattr(first, name), getattr(again, name))
+
+
+def test_partitions_of_a_job_differ() -> None:
+    a = synthesize_partition("porep-c2/tiny", inputs_for("porep-c2"), 0)
+    b = synthesize_partition("porep-c2/tiny", inputs_for("porep-c2"), 9)
+    assert not np.array_equal(a.public_inputs, b.public_inputs)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_wrong_leaf_is_refused(kind: str) -> None:
+    shape = circuit_for(kind, "tiny")
+    data = shape.partition_data(inputs_for(kind), 0)
+    data = dataclasses.replace(data, leaves=[data.leaves[0] + 1, *data.leaves[1:]])
+    with pytest.raises(UnsatisfiedConstraint, match=r"^constraint \d+ not satisfied$"):
+        synthesize(shape, data)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_wrong_root_is_refused(kind: str) -> None:
+    shape = circuit_for(kind, "tiny")
+    data = shape.partition_data(inputs_for(kind), 0)
+    data = dataclasses.replace(data, roots=[r + 1 for r in data.roots])
+    with pytest.raises(UnsatisfiedConstraint, match=r"^constraint \d+ not satisfied$"):
+        synthesize(shape, data)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_wrong_challenge_is_refused(kind: str) -> None:
+    # The prover opens the path of the honest position, but the public challenge differs.
+    shape = circuit_for(kind, "tiny")
+    data = shape.partition_data(inputs_for(kind), 0)
+    wrong = (data.challenges[0] + 1) % 2**shape.depth
+    data = dataclasses.replace(data, challenges=[wrong, *data.challenges[1:]])
+    with pytest.raises(UnsatisfiedConstraint, match=r"^constraint \d+ not satisfied$"):
+        synthesize(shape, data)
+
+
+def test_opening_another_position_is_refused() -> None:
+    # Leaf and path of a position other than the challenged one.
+    shape = circuit_for("winning-post", "tiny")
+    data = shape.partition_data(inputs_for("winning-post"), 0)
+    other = (data.positions[0] + 1) % 2**shape.depth
+    honest_other = dataclasses.replace(data, positions=[other])
+    with pytest.raises(UnsatisfiedConstraint, match=r"^constraint \d+ not satisfied$"):
+        synthesize(shape, honest_other)
+
+
+def test_snap_update_refuses_a_new_leaf_not_encoded_with_rho() -> None:
+    shape = circuit_for("snap-update", "tiny")
+    data = shape.partition_data(inputs_for("snap-update"), 0)
+    data = dataclasses.replace(data, rho=data.rho + 1)
+    with pytest.raises(UnsatisfiedConstraint, match=r"^constraint \d+ not satisfied$"):
+        synthesize(shape, data)
+
+
+def test_check_satisfied_names_the_failing_constraint() -> None:
+    shape = circuit_for("winning-post", "tiny")
+    assignment = synthesize_partition(shape.circuit_id, inputs_for("winning-post"), 0)
+    witness = assignment.witness.copy()
+    witness[1, 0] ^= 1  # the public root: only the last constraint (root equality) sees it
+    broken = dataclasses.replace(assignment, witness=witness)
+    with pytest.raises(UnsatisfiedConstraint, match=f"^constraint {shape.n_constraints - 1} not satisfied$"):
+        check_satisfied(shape.r1cs(), broken)
+
+
+def test_synthesis_runs_in_a_process_pool() -> None:
+    here = synthesize_partition("window-post/tiny", inputs_for("window-post", partitions=2), 1)
+    # spawn, not fork: the native kernels start OpenMP threads, and forking a threaded
+    # process can deadlock the child.
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        there = pool.submit(synthesize_partition, "window-post/tiny", inputs_for("window-post", partitions=2), 1).result()
+    assert np.array_equal(here.a, there.a) and np.array_equal(here.witness, there.witness)
+
+
+def test_partition_index_outside_the_job_is_refused() -> None:
+    with pytest.raises(ValueError, match="partition index 1"):
+        synthesize_partition("winning-post/tiny", inputs_for("winning-post"), 1)
+
+
+def test_native_products_equal_the_python_fallback(monkeypatch) -> None:
+    from engine.circuits import synthesis
+
+    if synthesis._native() is None:
+        pytest.skip("native kernels not built")
+    shape = circuit_for("snap-update", "tiny")
+    witness = synthesize_partition(shape.circuit_id, inputs_for("snap-update"), 0).witness
+    native = [synthesis.matvec(shape.curve, m, witness) for m in (shape.r1cs().a, shape.r1cs().b, shape.r1cs().c)]
+    monkeypatch.setattr(synthesis, "_native", lambda: None)
+    python = [synthesis.matvec(shape.curve, m, witness) for m in (shape.r1cs().a, shape.r1cs().b, shape.r1cs().c)]
+    assert all(np.array_equal(x, y) for x, y in zip(native, python, strict=True))

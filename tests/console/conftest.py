@@ -1,0 +1,104 @@
+"""A small farm in the records, and logins for the console's two kinds of viewer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+from django.test import Client
+from django.utils import timezone
+
+from engine.console.consumers import SHARED
+from engine.console.views import operator_group
+from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
+from engine.states import JobState, PartitionState, ProofKind
+
+SNAP_ID = "snap-update-f01234-sector-000042-deadline-7"
+
+
+@dataclass
+class Farm:
+    host: EngineHost
+    w0: Worker
+    w1: Worker
+    snap: ProofJob
+
+
+def bump_version() -> int:
+    """What the engine's writer does with every transition: one farm-wide version."""
+    clock = StatusClock.objects.order_by("pk").first() or StatusClock.objects.create(value=0)
+    StatusClock.objects.filter(pk=clock.pk).update(value=F("value") + 1)
+    clock.refresh_from_db()
+    return clock.value
+
+
+def move(job_id: str, index: int, state: str, **fields: object) -> int:
+    """Apply one partition transition and its version in one transaction, as the writer does."""
+    with transaction.atomic():
+        version = bump_version()
+        Partition.objects.filter(job__job_id=job_id, index=index).update(state=state, version=version, **fields)
+    return version
+
+
+@pytest.fixture(autouse=True)
+def fresh_renders() -> None:
+    SHARED.clear()
+
+
+@pytest.fixture
+def farm() -> Farm:
+    now = timezone.now()
+    host = EngineHost.objects.create(
+        name="gpu-host-a", backend="cuda", started_at=now - timedelta(minutes=3), heartbeat_at=now,
+        memory_budget_bytes=64 * 2**30, memory_used_bytes=40 * 2**30,
+        memory_by_owner={SNAP_ID: 36 * 2**30, "key:snap-update/tiny": 4 * 2**30},
+        synthesis_max=4, synthesis_active=1,
+        devices=[{"device": "cuda:0", "name": "cuda:0", "memory_total_bytes": 141 * 2**30,
+                  "memory_free_bytes": 100 * 2**30, "pool_used_bytes": 30 * 2**30}],
+        key_cache=[{"circuit": "snap-update/tiny", "bytes": 4 * 2**30, "in_use": True, "evictable": False},
+                   {"circuit": "porep-c2/tiny", "bytes": 2**30, "in_use": False, "evictable": True}],
+    )
+    w0 = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
+    w1 = Worker.objects.create(host=host, device="cuda:0", ordinal=1)
+    snap = ProofJob.objects.create(job_id=SNAP_ID, kind=ProofKind.SNAP_UPDATE, state=JobState.RUNNING,
+                                   num_partitions=16, host=host, started_at=now - timedelta(seconds=20))
+    for index in range(16):
+        Partition.objects.create(job=snap, index=index, host=host)
+    ms = timedelta(milliseconds=1)
+    t0 = now - timedelta(seconds=15)
+    Partition.objects.filter(job=snap, index=0).update(
+        state=PartitionState.DONE, worker=w0, attempt=1, synth_started_at=t0, synth_finished_at=t0 + 587 * ms,
+        gpu_started_at=t0 + 600 * ms, gpu_finished_at=t0 + 5800 * ms, finished_at=t0 + 6000 * ms)
+    Partition.objects.filter(job=snap, index=1).update(
+        state=PartitionState.GPU, worker=w1, attempt=1, synth_started_at=t0, synth_finished_at=t0 + 700 * ms,
+        gpu_started_at=now - timedelta(seconds=2))
+    Partition.objects.filter(job=snap, index=2).update(
+        state=PartitionState.SYNTH_DONE, attempt=1, synth_started_at=t0, synth_finished_at=t0 + 650 * ms)
+    Partition.objects.filter(job=snap, index=3).update(
+        state=PartitionState.SYNTHESIZING, attempt=1, synth_started_at=now - timedelta(milliseconds=300))
+    bump_version()
+    return Farm(host, w0, w1, snap)
+
+
+@pytest.fixture
+def staff_user() -> AbstractBaseUser:
+    return get_user_model().objects.create_user("ops-lead", password="pw-for-tests-only", is_staff=True)
+
+
+@pytest.fixture
+def operator_user() -> AbstractBaseUser:
+    user = get_user_model().objects.create_user("night-shift", password="pw-for-tests-only")
+    operator_group().user_set.add(user)
+    return user
+
+
+@pytest.fixture
+def staff(staff_user: AbstractBaseUser) -> Client:
+    client = Client()
+    client.force_login(staff_user)
+    return client

@@ -1,0 +1,128 @@
+"""The console page and the job page render the whole truth from the records, no JS needed."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.test import Client
+
+from engine.console import fragments
+from tests.console.conftest import SNAP_ID, Farm
+
+pytestmark = pytest.mark.django_db
+
+
+def page(client: Client) -> str:
+    response = client.get("/")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_anonymous_visitors_are_sent_to_log_in() -> None:
+    response = Client().get("/")
+    assert response.status_code == 302
+    assert "/admin/login/" in response["Location"]
+
+
+def test_a_logged_in_user_outside_staff_and_operators_is_refused() -> None:
+    client = Client()
+    client.force_login(get_user_model().objects.create_user("visitor", password="pw-for-tests-only"))
+    assert client.get("/").status_code == 403
+
+
+def test_a_member_of_the_operator_group_sees_the_console(farm: Farm, operator_user: AbstractBaseUser) -> None:
+    client = Client()
+    client.force_login(operator_user)
+    assert SNAP_ID in page(client)
+
+
+def test_every_fragment_is_on_the_page_under_its_stable_id(staff: Client, farm: Farm) -> None:
+    html = page(staff)
+    for fragment in fragments.REGISTRY.values():
+        assert f'id="{fragment.dom_id}"' in html
+    assert 'sse-connect="/events/"' in html and 'id="server-clock"' in html
+
+
+def test_the_full_job_id_and_kind_are_shown_never_truncated(staff: Client, farm: Farm) -> None:
+    html = page(staff)
+    assert f">{SNAP_ID}</a>" in html
+    assert '<span class="kind">snap-update</span>' in html
+    assert "1/16 done" in html
+
+
+def test_partition_cells_carry_their_state_and_phase_durations(staff: Client, farm: Farm) -> None:
+    html = page(staff)
+    assert f'data-partition="{SNAP_ID}#0" data-state="done"' in html
+    assert "587ms synth" in html and "5.2s gpu" in html
+    # A running phase carries its authoritative start so the browser can tick it.
+    assert re.search(rf'data-partition="{SNAP_ID}#1" data-state="gpu".*?data-started-at="\d+" data-suffix=" gpu"',
+                     html, re.S)
+
+
+def test_a_worker_card_says_proving_exactly_while_its_partition_is_on_the_gpu(staff: Client, farm: Farm) -> None:
+    html = page(staff)
+    assert f'data-worker="gpu-host-a/cuda:0/W1" data-state="proving" data-partition="{SNAP_ID}#1"' in html
+    assert f"proving P1 of <span class=\"job-id\">{SNAP_ID}</span>" in html
+    assert 'data-worker="gpu-host-a/cuda:0/W0" data-state="idle" data-partition=""' in html
+
+
+def test_cpu_slots_are_labelled_as_cpu(staff: Client, farm: Farm) -> None:
+    farm.host.backend = "cpu"
+    farm.host.save()
+    farm.w0.device = "cpu"
+    farm.w0.save()
+    assert '<span class="device">CPU</span>' in page(staff)
+
+
+def test_memory_is_split_by_owner_and_coloured_by_the_seed_thresholds(staff: Client, farm: Farm) -> None:
+    html = page(staff)
+    assert "40.0 GiB / 64.0 GiB (62.5%)" in html
+    assert 'class="gauge split amber"' in html
+    assert f"{SNAP_ID}: 36.0 GiB" in html
+    assert "snap-update/tiny · 4.0 GiB · in use" in html and "porep-c2/tiny · 1.0 GiB · evictable" in html
+
+
+def test_gauge_levels_are_green_amber_red_at_60_and_85_percent() -> None:
+    assert [fragments.level(x) for x in (0.59, 0.60, 0.84, 0.85)] == ["green", "amber", "amber", "red"]
+
+
+def test_durations_read_like_the_seed_panel() -> None:
+    assert [fragments.fmt_ms(x) for x in (587, 5200, 64_000)] == ["587ms", "5.2s", "1m 04s"]
+
+
+def test_a_host_whose_heartbeat_stopped_is_flagged_stale(staff: Client, farm: Farm) -> None:
+    from datetime import timedelta
+    farm.host.heartbeat_at -= timedelta(minutes=5)
+    farm.host.save()
+    assert 'class="host stale"' in page(staff)
+
+
+def test_the_task_stream_draws_a_bar_per_gpu_phase_and_utilisation(staff: Client, farm: Farm) -> None:
+    html = page(staff)
+    assert html.count('<rect class="bar') == 2
+    assert '<rect class="bar running"' in html
+    assert re.search(r"gpu-host-a cuda:0 W0 <b>\d+\.\d%</b>", html)
+
+
+def test_the_job_page_lists_partitions_with_phases_and_links(staff: Client, farm: Farm) -> None:
+    response = staff.get(f"/jobs/{SNAP_ID}")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert f"/admin/engine/proofjob/{farm.snap.pk}/change/" in html
+    assert "<td>P15</td>" in html and "587ms" in html and "5.2s" in html
+
+
+def test_the_job_page_offers_the_proofs_as_json(staff: Client, farm: Farm) -> None:
+    farm.snap.partitions.filter(index=0).update(proof={"a": [1, 2]}, public_inputs=["7"])
+    assert "download proofs (JSON)" in staff.get(f"/jobs/{SNAP_ID}").content.decode()
+    body = json.loads(staff.get(f"/jobs/{SNAP_ID}/proofs.json").content)
+    assert body["job_id"] == SNAP_ID
+    assert body["partitions"][0]["proof"] == {"a": [1, 2]}
+
+
+def test_an_unknown_job_is_not_found(staff: Client) -> None:
+    assert staff.get("/jobs/no-such-job").status_code == 404

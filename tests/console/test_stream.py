@@ -1,0 +1,250 @@
+"""/events/: a snapshot on connect, then only the fragments a committed change touched."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.auth import AuthMiddlewareStack
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import ApplicationCommunicator
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.utils import timezone
+
+from engine.console import fragments
+from engine.console.consumers import GROUP, EventStreamConsumer
+from engine.states import PartitionState
+from tests.console.conftest import SNAP_ID, Farm, move
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+Frame = dict[str, Any]
+
+
+class Fast(EventStreamConsumer):
+    """The real consumer with test-sized intervals."""
+
+    ping_seconds = 0.3
+    flush_seconds = 0.2
+    refresh_seconds = 60.0
+
+
+def parse(raw: str) -> Frame:
+    frame: Frame = {"retry": None, "id": None, "data": [], "comment": []}
+    for line in raw.split("\n"):
+        if line.startswith(":"):
+            frame["comment"].append(line[1:].strip())
+        elif line.startswith("data: "):
+            frame["data"].append(line[6:])
+        elif line.startswith("id: "):
+            frame["id"] = line[4:]
+        elif line.startswith("retry: "):
+            frame["retry"] = int(line[7:])
+    html = "\n".join(frame["data"])
+    frame["html"] = html
+    frame["ids"] = [i for i in re.findall(r'<\w+ id="([\w-]+)" [^>]*hx-swap-oob="true"', html) if i != "server-clock"]
+    return frame
+
+
+class Stream:
+    def __init__(self, communicator: ApplicationCommunicator) -> None:
+        self.communicator = communicator
+        self.buffer = ""
+        self.status: int | None = None
+
+    async def frame(self, timeout: float = 2.0) -> Frame:
+        while "\n\n" not in self.buffer:
+            message = await self.communicator.receive_output(timeout)
+            if message["type"] == "http.response.start":
+                self.status = message["status"]
+                continue
+            self.buffer += message["body"].decode()
+        raw, self.buffer = self.buffer.split("\n\n", 1)
+        return parse(raw)
+
+    async def update(self, timeout: float = 2.0) -> Frame:
+        """The next frame that carries fragments (pings skipped)."""
+        while True:
+            frame = await self.frame(timeout)
+            if frame["data"]:
+                return frame
+
+    async def silent_for(self, seconds: float) -> bool:
+        """No fragment arrives for this long (pings may). Polls with receive_nothing, which,
+        unlike a timed-out receive_output, leaves the consumer running."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while loop.time() < deadline:
+            if "\n\n" in self.buffer or not await self.communicator.receive_nothing(timeout=0.05, interval=0.01):
+                if (await self.frame())["data"]:
+                    return False
+        return True
+
+
+def scope(user: Any) -> dict[str, Any]:
+    return {"type": "http", "http_version": "1.1", "method": "GET", "path": "/events/",
+            "query_string": b"", "headers": [], "user": user}
+
+
+@asynccontextmanager
+async def connected(user: Any, consumer: type[EventStreamConsumer] = Fast) -> AsyncIterator[Stream]:
+    communicator = ApplicationCommunicator(consumer.as_asgi(), scope(user))
+    await communicator.send_input({"type": "http.request", "body": b""})
+    stream = Stream(communicator)
+    try:
+        yield stream
+    finally:
+        await communicator.send_input({"type": "http.disconnect"})
+        await communicator.wait(timeout=2)
+
+
+async def hint(version: int, **where: Any) -> None:
+    await get_channel_layer().group_send(GROUP, {"type": "status.changed", "host": where.get("host"),
+                                                 "job": where.get("job"), "partition": where.get("partition"),
+                                                 "version": version})
+
+
+def run(scenario: Callable[[], Awaitable[None]]) -> None:
+    async def fresh_layer() -> None:
+        await get_channel_layer().flush()
+        await scenario()
+    async_to_sync(fresh_layer)()
+
+
+db = database_sync_to_async
+
+
+def test_the_stream_opens_with_every_fragment_retry_and_the_version(farm: Farm, staff_user: AbstractBaseUser) -> None:
+    async def scenario() -> None:
+        async with connected(staff_user) as stream:
+            first = await stream.update()
+            assert stream.status == 200
+            assert sorted(first["ids"]) == sorted(f.dom_id for f in fragments.REGISTRY.values())
+            assert first["retry"] == Fast.retry_ms
+            assert first["id"] == str(await db(fragments.current_version)())
+            assert 'id="server-clock"' in first["html"]
+    run(scenario)
+
+
+def test_anonymous_clients_get_403(farm: Farm) -> None:
+    async def scenario() -> None:
+        communicator = ApplicationCommunicator(AuthMiddlewareStack(Fast.as_asgi()),
+                                               {**scope(None), "user": None} | {"user": AnonymousUser()})
+        await communicator.send_input({"type": "http.request", "body": b""})
+        start = await communicator.receive_output(2)
+        assert start["status"] == 403
+        await communicator.wait(timeout=2)
+    run(scenario)
+
+
+def test_a_session_cookie_of_an_operator_opens_the_stream(farm: Farm, operator_user: AbstractBaseUser) -> None:
+    async def scenario() -> None:
+        async with connected(operator_user) as stream:
+            await stream.update()
+            assert stream.status == 200
+    run(scenario)
+
+
+def test_a_partition_reaching_the_gpu_sends_exactly_the_fragments_it_changed(
+        farm: Farm, staff_user: AbstractBaseUser) -> None:
+    async def scenario() -> None:
+        async with connected(staff_user) as stream:
+            await stream.update()
+            version = await db(move)(SNAP_ID, 2, PartitionState.GPU, worker=farm.w0, gpu_started_at=timezone.now())
+            await hint(version, host="gpu-host-a", job=SNAP_ID, partition=2)
+            update = await stream.update()
+            assert sorted(update["ids"]) == ["frag-pipelines", "frag-taskstream", "frag-workers"]
+            assert update["id"] == str(version)
+            assert f'data-worker="gpu-host-a/cuda:0/W0" data-state="proving" data-partition="{SNAP_ID}#2"' in update["html"]
+            assert f'data-version="{version}"' in update["html"]
+    run(scenario)
+
+
+def test_the_hint_is_only_a_pointer_the_content_is_read_from_the_records(
+        farm: Farm, staff_user: AbstractBaseUser) -> None:
+    async def scenario() -> None:
+        async with connected(staff_user) as stream:
+            await stream.update()
+            # A hint for a change that never committed re-reads the records and finds nothing new.
+            await hint(1, host="gpu-host-a", job=SNAP_ID)
+            assert await stream.silent_for(0.6)
+    run(scenario)
+
+
+def test_a_burst_of_transitions_is_coalesced_into_few_flushes(farm: Farm, staff_user: AbstractBaseUser) -> None:
+    async def scenario() -> None:
+        async with connected(staff_user) as stream:
+            await stream.update()
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            last = 0
+            for index in range(4, 16):
+                last = await db(move)(SNAP_ID, index, PartitionState.SYNTHESIZING, synth_started_at=timezone.now())
+                await hint(last, host="gpu-host-a", job=SNAP_ID, partition=index)
+            frames = []
+            while True:
+                frame = await stream.update()
+                frames.append(frame)
+                if frame["id"] == str(last):
+                    break
+            elapsed = loop.time() - started
+            # Twelve transitions, at most one flush per flush interval (plus the one in flight).
+            assert len(frames) <= elapsed / Fast.flush_seconds + 2
+            assert len(frames) < 12
+            assert frames[-1]["html"].count('data-state="synthesizing"') == 13
+    run(scenario)
+
+
+def test_a_ping_comment_keeps_the_connection_alive(farm: Farm, staff_user: AbstractBaseUser) -> None:
+    async def scenario() -> None:
+        async with connected(staff_user) as stream:
+            await stream.update()
+            frame = await stream.frame(timeout=Fast.ping_seconds * 4)
+            assert frame["comment"] == ["ping"] and not frame["data"]
+    run(scenario)
+
+
+def test_disconnecting_leaves_the_group_and_stops_the_tasks(farm: Farm, staff_user: AbstractBaseUser) -> None:
+    consumers: list[EventStreamConsumer] = []
+
+    class Watched(Fast):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            consumers.append(self)
+
+    async def scenario() -> None:
+        layer = get_channel_layer()
+        async with connected(staff_user, Watched) as stream:
+            await stream.update()
+            consumer = consumers[0]
+            assert consumer.channel_name in layer.groups.get(GROUP, {})
+            tasks = list(consumer.tasks)
+            assert tasks and not any(t.done() for t in tasks)
+        assert consumer.channel_name not in layer.groups.get(GROUP, {})
+        assert all(t.done() for t in tasks) and consumer.tasks == []
+    run(scenario)
+
+
+def test_a_host_change_refreshes_only_host_fragments(farm: Farm, staff_user: AbstractBaseUser) -> None:
+    async def scenario() -> None:
+        async with connected(staff_user) as stream:
+            await stream.update()
+
+            def fill_memory() -> int:
+                from tests.console.conftest import bump_version
+                version = bump_version()
+                farm.host.memory_used_bytes = 60 * 2**30
+                farm.host.save(update_fields=["memory_used_bytes"])
+                return version
+            version = await db(fill_memory)()
+            await hint(version, host="gpu-host-a")
+            update = await stream.update()
+            assert update["ids"] == ["frag-memory"]
+            assert "gauge split red" in update["html"]
+    run(scenario)
