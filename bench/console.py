@@ -149,7 +149,7 @@ def _burst(data_dir: Path, loop_box: dict[str, asyncio.AbstractEventLoop], trans
     time.sleep(1.0)
     from engine.console.consumers import SHARED
 
-    (data_dir / "renders.json").write_text(json.dumps(SHARED.renders))
+    (data_dir / "renders.json").write_text(json.dumps([SHARED.renders, round(SHARED.render_seconds, 3)]))
     (data_dir / "commits.json").write_text(json.dumps(commits))
 
 
@@ -227,6 +227,7 @@ async def measure(connections: int, transitions: int, rate: float) -> dict[str, 
             await asyncio.sleep(0.5)
             before_bytes = sum(r.bytes for r in readers)
             cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
+            client_before = time.process_time()
             (data_dir / "go").touch()
             deadline = time.monotonic() + 10 + 3 * transitions / rate
             while not (data_dir / "commits.json").exists():
@@ -235,6 +236,7 @@ async def measure(connections: int, transitions: int, rate: float) -> dict[str, 
                 await asyncio.sleep(0.05)
             await asyncio.sleep(1.0)  # let the last flush arrive
             cpu_after, wall_after = cpu_seconds(server.pid), time.monotonic()
+            client_cpu = time.process_time() - client_before
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -257,7 +259,7 @@ async def measure(connections: int, transitions: int, rate: float) -> dict[str, 
         "p99_ms": round(lat[min(len(lat) - 1, int(0.99 * len(lat)))], 1) if lat else None,
         "max_ms": round(lat[-1], 1) if lat else None, "missed": missed,
         "bytes_per_s_per_conn": round((sum(r.bytes for r in readers) - before_bytes) / wall / max(connections, 1)),
-        "render_passes": renders, "server_cpu_s": round(cpu, 2), "server_cpu_pct": round(100 * cpu / wall, 1),
+        "render_passes": renders, "client_cpu_pct": round(100 * client_cpu / wall, 1), "server_cpu_s": round(cpu, 2), "server_cpu_pct": round(100 * cpu / wall, 1),
     }
 
 

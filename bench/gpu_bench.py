@@ -11,6 +11,7 @@ proving, where the key's points stay on the device).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import platform
 import random
@@ -38,8 +39,11 @@ ANCHORS_MS: dict[tuple[str, str, str, int], tuple[float, str]] = {
     ("msm", "bn128", "g2", 20): (44.9, "ICICLE v3 RTX 4090"),
     ("ntt", "bls12381", "fr", 20): (0.36, "ICICLE v3 RTX 4090"),
 }
-H200_FLOOR_MS = {("msm", "bls12381", "g1", 20): 6.0, ("msm", "bls12381", "g1", 22): 21.0,
-                 ("ntt", "bls12381", "fr", 20): 0.16}
+H200_FLOOR_MS = {
+    ("msm", "bls12381", "g1", 20): 6.0,
+    ("msm", "bls12381", "g1", 22): 21.0,
+    ("ntt", "bls12381", "fr", 20): 0.16,
+}
 
 
 def _timed(dev: Any, fn: Any, repeat: int) -> float:
@@ -104,41 +108,55 @@ def run(quick: bool = False, deadline_s: float = 420.0) -> dict:
     for curve, group, logs in msm_plan:
         for lg in logs:
             if out_of_time():
-                rows.append({"what": "msm", "curve": curve, "group": group, "log_n": lg,
-                             "skipped": "time budget"})
+                rows.append({"what": "msm", "curve": curve, "group": group, "log_n": lg, "skipped": "time budget"})
                 continue
             n = 1 << lg
             bases = random_points(curve, group, n, lg)
             scalars = random_scalars(curve, n, lg)
             bases_dev = dev.upload_bases(bases)
             fn = getattr(dev, f"msm_{group}_async")
-            t = _timed(dev, lambda: fn(curve, bases_dev, scalars), 3)
+            t = _timed(dev, functools.partial(fn, curve, bases_dev, scalars), 3)
             # correctness spot check against the CPU kernels at the smallest size
             ok = None
             if lg <= 16:
-                ok = bool(np.array_equal(fn(curve, bases_dev, scalars).wait(),
-                                         getattr(native, f"msm_{group}")(curve, bases, scalars)))
-            rows.append({"what": "msm", "curve": curve, "group": group, "log_n": lg,
-                         "ms": t * 1e3, "matches_cpu": ok})
-            del bases_dev
+                ok = bool(
+                    np.array_equal(
+                        fn(curve, bases_dev, scalars).wait(), getattr(native, f"msm_{group}")(curve, bases, scalars)
+                    )
+                )
+            rows.append({"what": "msm", "curve": curve, "group": group, "log_n": lg, "ms": t * 1e3, "matches_cpu": ok})
+            bases_dev = None  # free the device copy before the next size
     for curve in ("bls12381", "bn128"):
-        for lg in ((16,) if quick else (16, 20, 22)):
+        for lg in (16,) if quick else (16, 20, 22):
             if out_of_time():
                 continue
             a = random_scalars(curve, 1 << lg, lg)
-            t = _timed(dev, lambda: dev.ntt_async(curve, a), 5)
-            rows.append({"what": "ntt", "curve": curve, "group": "fr", "log_n": lg,
-                         "ms": t * 1e3, "note": "includes pinned upload + download"})
+            t = _timed(dev, functools.partial(dev.ntt_async, curve, a), 5)
+            rows.append(
+                {
+                    "what": "ntt",
+                    "curve": curve,
+                    "group": "fr",
+                    "log_n": lg,
+                    "ms": t * 1e3,
+                    "note": "includes pinned upload + download",
+                }
+            )
     # pinned vs pageable transfer rates
     nbytes = 256 << 20
     host = dev.pinned((nbytes // 8,))
     host[:] = 1
     d = cupy.empty(nbytes // 8, dtype=cupy.uint64)
     for kind, buf in (("pinned", host), ("pageable", np.ones(nbytes // 8, dtype=np.uint64))):
-        d.set(buf, stream=dev.stream); dev.synchronize()
-        t = time.perf_counter(); d.set(buf, stream=dev.stream); dev.synchronize()
+        d.set(buf, stream=dev.stream)
+        dev.synchronize()
+        t = time.perf_counter()
+        d.set(buf, stream=dev.stream)
+        dev.synchronize()
         up = nbytes / (time.perf_counter() - t) / 1e9
-        t = time.perf_counter(); d.get(stream=dev.stream, out=buf); dev.synchronize()
+        t = time.perf_counter()
+        d.get(stream=dev.stream, out=buf, blocking=False)
+        dev.synchronize()
         down = nbytes / (time.perf_counter() - t) / 1e9
         rows.append({"what": "transfer", "kind": kind, "h2d_GBps": up, "d2h_GBps": down})
     rows += groth16_hook(dev, out_of_time)
@@ -171,8 +189,7 @@ def groth16_hook(dev: Any, out_of_time: Any) -> list[dict]:
 def markdown(res: dict) -> str:
     i = res["info"]
     lines = [
-        f"# GPU bench: {i['device']} ({i['arch']}), driver {i['driver']}, runtime {i['runtime']},"
-        f" CuPy {i['cupy']}",
+        f"# GPU bench: {i['device']} ({i['arch']}), driver {i['driver']}, runtime {i['runtime']}, CuPy {i['cupy']}",
         "",
         "| what | curve | group | n | ms | anchor ms (source) | ours/anchor | H200 floor ms |",
         "|---|---|---|---|---|---|---|---|",
@@ -180,13 +197,17 @@ def markdown(res: dict) -> str:
     for r in res["rows"]:
         if r["what"] in ("msm", "ntt"):
             if "ms" not in r:
-                lines.append(f"| {r['what']} | {r['curve']} | {r['group']} | 2^{r['log_n']} |"
-                             f" skipped ({r.get('skipped')}) | | | |")
+                lines.append(
+                    f"| {r['what']} | {r['curve']} | {r['group']} | 2^{r['log_n']} |"
+                    f" skipped ({r.get('skipped')}) | | | |"
+                )
                 continue
             anc = f"{r['anchor_ms']} ({r['anchor_src']})" if "anchor_ms" in r else ""
             ratio = f"{r['ratio_to_anchor']:.2f}x" if "ratio_to_anchor" in r else ""
-            lines.append(f"| {r['what']} | {r['curve']} | {r['group']} | 2^{r['log_n']} |"
-                         f" {r['ms']:.2f} | {anc} | {ratio} | {r.get('h200_floor_ms', '')} |")
+            lines.append(
+                f"| {r['what']} | {r['curve']} | {r['group']} | 2^{r['log_n']} |"
+                f" {r['ms']:.2f} | {anc} | {ratio} | {r.get('h200_floor_ms', '')} |"
+            )
     lines += ["", "| transfer | H2D GB/s | D2H GB/s |", "|---|---|---|"]
     for r in res["rows"]:
         if r["what"] == "transfer":

@@ -8,7 +8,6 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 OUT=${GPU_CHECK_OUT:-bench/results}
-mkdir -p "$OUT"
 
 reason=$("$PY" - <<'PYEOF'
 from engine.prover.gpu import gpu_available, gpu_unavailable_reason
@@ -21,6 +20,7 @@ if [ -n "$reason" ]; then
 fi
 
 start=$(date +%s)
+mkdir -p "$OUT"
 echo "== kernels build (NVRTC, cached after the first time)"
 timeout 300 "$PY" -c "from engine.prover.gpu import get_device; d = get_device(0); print(d.name(), d.arch)" || {
     echo "gpu_check: kernel build/load failed" >&2; exit 1; }

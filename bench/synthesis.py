@@ -6,7 +6,8 @@
 Per circuit: the one-time shape compile (matrices, cached per process), then the median of
 ``--repeat`` partition syntheses split into witness computation and the three CSR
 products. Then a job's partitions synthesized by a ProcessPoolExecutor of 1 and of 2
-workers (warmed: each worker compiles the shape in its initializer, outside the timing).
+workers (warmed: each worker compiles the shape and builds the sector tree in its
+initializer, outside the timing; one native product thread per worker).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provingsite.settings")
 
 from engine.circuits.kinds import KINDS, circuit_for  # noqa: E402
-from engine.circuits.synthesis import Timing, _native, synthesize, synthesize_partition  # noqa: E402
+from engine.circuits.synthesis import Timing, _native, configure_worker, synthesize, synthesize_partition  # noqa: E402
 
 SEEDS = {"sector_seed": "11" * 32, "randomness": "22" * 32, "data_seed": "33" * 32}
 
@@ -36,17 +37,22 @@ def inputs_for(kind: str, partitions: int = 1) -> dict:
     return out
 
 
-def _warm(circuit_id: str) -> None:
+def _warm(circuit_id: str, inputs: dict | None = None) -> None:
+    """Worker initializer: one product thread, compiled shape and sector tree in the process cache."""
+    configure_worker(1)
     kind, scale = circuit_id.split("/")
-    circuit_for(kind, scale).r1cs()
+    shape = circuit_for(kind, scale)
+    shape.r1cs()
+    if inputs is not None:
+        shape.partition_data(inputs, 0)
 
 
 def _pool_seconds(circuit_id: str, inputs: dict, partitions: int, workers: int) -> float:
     # spawn: forking a process whose native kernels started OpenMP threads can deadlock.
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm, initargs=(circuit_id,)) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm, initargs=(circuit_id, inputs)) as pool:
         # One throwaway task per worker so every initializer has run before the clock starts.
-        list(pool.map(_warm, [circuit_id] * workers))
+        list(pool.map(_warm, [circuit_id] * workers, [inputs] * workers))
         started = time.perf_counter()
         list(pool.map(synthesize_partition, [circuit_id] * partitions, [inputs] * partitions, range(partitions)))
         return time.perf_counter() - started
@@ -57,7 +63,7 @@ def main() -> None:
     parser.add_argument("--scales", nargs="+", default=["tiny", "small", "medium"])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--pool-circuit", default="porep-c2/medium", help="circuit for the pool speed-up")
-    parser.add_argument("--pool-partitions", type=int, default=6)
+    parser.add_argument("--pool-partitions", type=int, default=10)
     args = parser.parse_args()
 
     print(f"sparse products: {'native C kernel' if _native() else 'Python fallback'}; cores: {os.cpu_count()}")

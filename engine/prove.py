@@ -145,10 +145,18 @@ class GpuWorker:
 
     def start(self, item: WorkItem) -> bool:
         """Record gpu, launch the proof, record finalizing; False if the work was dropped."""
-        engine = self.engine
-        if item.dropped or not engine.record(item, P.GPU, worker=self.row, gpu_started_at=timezone.now()):
-            engine.drop(item)
+        return self.begin(item) and self.launch(item)
+
+    def begin(self, item: WorkItem) -> bool:
+        """Take the partition onto this worker: from now on the records say it proves it."""
+        if item.dropped or not self.engine.record(item, P.GPU, worker=self.row, gpu_started_at=timezone.now()):
+            self.engine.drop(item)
             return False
+        return True
+
+    def launch(self, item: WorkItem) -> bool:
+        """Launch the kernels; leave ``gpu`` (split) or finish first (no split)."""
+        engine = self.engine
         api = prover_api()
         try:
             with self.lock:

@@ -32,7 +32,7 @@ from engine.memory import MemoryManager, budget_bytes, fmt_bytes
 from engine.models import EngineHost, Partition
 from engine.prove import GpuQueue, GpuWorker, worker_rows
 from engine.record import Refused, StatusWriter, Transition
-from engine.states import PARTITION_TERMINAL, PartitionState
+from engine.states import PartitionState
 from engine.synthesize import Synthesis, WorkItem, load_item
 
 log = logging.getLogger("engine")
@@ -109,15 +109,9 @@ class Engine:
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> Engine:
-        self.host = self._register_host()
-        self.writer = StatusWriter(self.host)
-        self.synthesis = Synthesis(self, self.config.synthesis)
+        """Register, build the pipeline, start every thread."""
+        self.prepare()
         self.synthesis.warm_up()
-        n_workers = len(self.devices) * self.config.workers_per_device
-        self.finalizers = Finalizers(self, threads=max(2, n_workers))
-        locks = {d.name: threading.Lock() for d in self.devices}
-        for row in worker_rows(self.host, [d.name for d in self.devices], self.config.workers_per_device):
-            self.workers.append(GpuWorker(self, row, locks[row.device], self.config.split))
         self.beat()
         self._spawn("heartbeat", self._heartbeat_forever)
         self._spawn("sweep", self._sweep_forever)
@@ -125,11 +119,24 @@ class Engine:
         for w in self.workers:
             self._spawn(f"gpu-{w.device.replace(':', '')}-W{w.row.ordinal}", w.run)
         self._spawn("dispatch", self.synthesis.dispatch_forever)
+        assert self.host is not None
         log.info("engine %s started: backend %s, devices %s, %d worker(s) per device, split proving %s, "
                  "memory budget %s, synthesis %d, scale %s", self.host.name, self.backend,
                  ", ".join(f"{d.name} ({d.label})" for d in self.devices), self.config.workers_per_device,
                  "on" if self.config.split else "off", fmt_bytes(self.memory.budget), self.config.synthesis,
                  self.config.scale)
+        return self
+
+    def prepare(self) -> Engine:
+        """Register the host and its worker slots and build every piece, starting no thread."""
+        self.host = self._register_host()
+        self.writer = StatusWriter(self.host)
+        self.synthesis = Synthesis(self, self.config.synthesis)
+        n_workers = len(self.devices) * self.config.workers_per_device
+        self.finalizers = Finalizers(self, threads=max(2, n_workers))
+        locks = {d.name: threading.Lock() for d in self.devices}
+        for row in worker_rows(self.host, [d.name for d in self.devices], self.config.workers_per_device):
+            self.workers.append(GpuWorker(self, row, locks[row.device], self.config.split))
         return self
 
     def _register_host(self) -> EngineHost:
@@ -291,7 +298,8 @@ class Engine:
         rows = Partition.objects.filter(pk__in=list(items)).values_list("pk", "state", "attempt", "host_id")
         for pk, state, attempt, host_id in rows:
             item = items[pk]
-            if state in PARTITION_TERMINAL or attempt != item.claim.attempt or host_id != item.claim.host_id:
+            # Done and failed are this host's own writes; anything else means the record moved on.
+            if state == P.CANCELLED or attempt != item.claim.attempt or host_id != item.claim.host_id:
                 item.dropped = True
                 queued = self.gpu_queue.remove(pk)
                 if queued is not None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
+from engine import synthesize_worker
 from engine.memory import MemoryBudgetError
 from engine.models import Partition
 from engine.record import Claim, Refused
@@ -71,39 +72,9 @@ class WorkItem:
         return f"P{self.index} of {self.kind} {self.job_id}"
 
 
-# ---- what runs in the pool's processes --------------------------------------------------
-
-
-def _init_worker() -> None:
-    """Pool processes are spawned (never forked from a threaded engine): set Django up."""
-    import django
-
-    django.setup()
-
-
-def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int) -> tuple[Any, float]:
-    from engine.circuits.synthesis import synthesize_partition
-
-    started = time.perf_counter()
-    assignment = synthesize_partition(circuit_id, inputs, index)
-    return assignment, time.perf_counter() - started
-
-
-def synthesize_custom(upload_dir: str) -> tuple[Any, float]:
-    """A custom circuit's assignment from its snarkjs witness (no circuit code to run)."""
-    from pathlib import Path
-
-    from engine.prover import groth16, snarkjs  # type: ignore[attr-defined]
-
-    started = time.perf_counter()
-    pk = snarkjs.read_zkey(Path(upload_dir) / "circuit.zkey")
-    witness = snarkjs.read_wtns(Path(upload_dir) / "witness.wtns")
-    return groth16.assignment_from_witness(pk, witness), time.perf_counter() - started
-
-
 def new_pool(concurrency: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker)
+                               initializer=synthesize_worker.init_worker)
 
 
 # ---- the dispatcher and the collector ---------------------------------------------------
@@ -121,7 +92,7 @@ class Synthesis:
 
     def warm_up(self) -> None:
         """Start every pool process now, so the first partition does not pay their start."""
-        for f in [self.pool.submit(time.sleep, 0) for _ in range(self.concurrency)]:
+        for f in [self.pool.submit(synthesize_worker.nothing) for _ in range(self.concurrency)]:
             f.result()
 
     # -- dispatcher ------------------------------------------------------------------------
@@ -175,9 +146,9 @@ class Synthesis:
             self.active += 1
         item.timings["synth_submitted"] = time.perf_counter()
         if item.kind == "custom":
-            future = self.pool.submit(synthesize_custom, item.upload_dir)
+            future = self.pool.submit(synthesize_worker.synthesize_custom, item.upload_dir)
         else:
-            future = self.pool.submit(synthesize_builtin, item.circuit_id, item.inputs, item.index)
+            future = self.pool.submit(synthesize_worker.synthesize_builtin, item.circuit_id, item.inputs, item.index)
         future.add_done_callback(lambda f, item=item: self._done.put((item, f)))
 
     # -- collector -------------------------------------------------------------------------

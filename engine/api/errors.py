@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -76,6 +77,10 @@ def install(api: NinjaAPI) -> None:
             if others:
                 detail += f" (also: {', '.join(sorted(others))})"
         return respond(request, 400, body("invalid", field, detail))
+
+    @api.exception_handler(RequestDataTooBig)
+    def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+        return respond(request, 413, body("too_large", "body", "the request body is larger than this API accepts"))
 
     @api.exception_handler(Http404)
     def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:

@@ -157,7 +157,8 @@ def _detail(job: ProofJob) -> dict[str, Any]:
 
 
 def _job(job_id: str) -> ProofJob:
-    job = ProofJob.objects.filter(job_id=job_id).first()
+    # PostgreSQL refuses a NUL in a query string with an error; no job id can hold one.
+    job = None if "\x00" in job_id else ProofJob.objects.filter(job_id=job_id).first()
     if job is None:
         raise ApiError(404, "not_found", "job_id", f"no job with id {job_id!r}")
     return job
@@ -195,7 +196,8 @@ def snarkjs_files(job: ProofJob, part: Partition) -> tuple[dict[str, Any], list[
 def create_job(request: HttpRequest, payload: JobIn) -> Status:
     """201 with the new job; 200 with the existing job when the same request is sent again;
     409 when the job id is already used by a different request."""
-    job, created = submit_builtin(payload.kind, payload.job_id, payload.inputs, payload.priority,
+    inputs = payload.inputs.model_dump(exclude_none=True)
+    job, created = submit_builtin(payload.kind, payload.job_id, inputs, payload.priority,
                                   client=request.auth)  # type: ignore[attr-defined]
     return Status(201 if created else 200, _detail(job))
 

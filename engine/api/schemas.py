@@ -12,7 +12,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, StrictInt, StrictStr
+
+from engine.states import MAX_WINDOW_POST_PARTITIONS
 
 # Letters, digits and . _ - : only: no slash, so /jobs/{job_id}/proof is never ambiguous,
 # and nothing a shell or a URL would need quoted. 200 is the records' column width.
@@ -28,16 +30,33 @@ class ErrorOut(Schema):
     detail: str = Field(description="What is wrong, for a person")
 
 
+HEX64 = r"^[0-9a-fA-F]{64}$"
+
+
+class InputsIn(Schema):
+    """The inputs of a built-in kind (engine.circuits.kinds says which kind takes which)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sector_seed: str = Field(pattern=HEX64, description="64 hex digits: the sector's content seed")
+    randomness: str = Field(pattern=HEX64, description="64 hex digits: the challenge randomness")
+    data_seed: str | None = Field(None, pattern=HEX64, description="snap-update only: the new data's seed")
+    partitions: StrictInt | None = Field(None, ge=1, le=MAX_WINDOW_POST_PARTITIONS,
+                                         description="window-post only: how many partitions")
+
+
 class JobIn(Schema):
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "kind": "winning-post", "job_id": "winning-post-epoch-1234",
+        "inputs": {"sector_seed": "11" * 32, "randomness": "2a" * 32}}]})
+
     kind: BuiltinKind
     job_id: str = Field(pattern=JOB_ID_PATTERN, max_length=JOB_ID_MAX,
                         description="Your id for this request; resubmitting the same request is safe")
     # Checked by the endpoint (names and numbers both), so a bad value gets one clear message.
     priority: StrictStr | StrictInt | None = Field(
         None, description="Override the kind's default: critical, high, normal, low, or 0 (critical) .. 3 (low)")
-    inputs: dict[str, Any] = Field(default_factory=dict,
-                                   description="sector_seed, randomness (64 hex digits); data_seed for "
-                                               "snap-update; partitions for window-post")
+    inputs: InputsIn
 
 
 class PartitionOut(Schema):

@@ -25,6 +25,8 @@ from py_ecc import optimized_bls12_381 as bls
 from engine.states import Curve
 
 UPLOAD_FIELDS = ("zkey", "wtns")
+# The names the engine reads a custom circuit from (engine/synthesize.py).
+STORED_NAMES = {"zkey": "circuit.zkey", "wtns": "witness.wtns"}
 # (base field q, scalar field r) of each curve a snarkjs file can be over.
 CURVES: dict[str, tuple[int, int]] = {
     Curve.BN254: (int(bn128.field_modulus), int(bn128.curve_order)),
@@ -78,7 +80,7 @@ class StreamingLimitHandler(FileUploadHandler):
             raise SkipFile()  # only one zkey and one wtns; anything else is not stored
         self._seen.add(field_name)
         self.staging.mkdir(parents=True, exist_ok=True)
-        self._out = open(self.staging / f"circuit.{field_name}", "wb")  # noqa: SIM115 closed in file_complete
+        self._out = open(self.staging / STORED_NAMES[field_name], "wb")  # noqa: SIM115 closed in file_complete
         self._hash = hashlib.sha256()
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> None:

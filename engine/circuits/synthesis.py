@@ -33,6 +33,17 @@ except ImportError:  # pragma: no cover - depends on which modules exist yet
 SCALAR_FIELD = {"bls12381": R, "bn128": 21888242871839275222246405745257275088548364400416034343698204186575808495617}
 
 
+# Threads of the native sparse products in this process; None = every core. A pool of N
+# synthesis processes should give each one thread (see ``configure_worker``).
+_PRODUCT_THREADS: int | None = None
+
+
+def configure_worker(threads: int | None = 1) -> None:
+    """ProcessPoolExecutor initializer: cap this worker's native threads (no oversubscription)."""
+    global _PRODUCT_THREADS
+    _PRODUCT_THREADS = threads
+
+
 def _native():
     try:
         from engine.prover import native
@@ -45,7 +56,7 @@ def matvec(curve: str, m: SparseMatrix, witness: np.ndarray) -> np.ndarray:
     """Rows of M·w as (rows, 4) limbs: the native kernel when built, else Python ints."""
     native = _native()
     if native is not None:
-        return native.sparse_matvec(curve, m.row_ptr, m.cols, m.coeffs, witness)
+        return native.sparse_matvec(curve, m.row_ptr, m.cols, m.coeffs, witness, threads=_PRODUCT_THREADS)
     w = limbs_to_ints(witness)
     coeffs = limbs_to_ints(m.coeffs)
     cols = m.cols.tolist()

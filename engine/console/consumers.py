@@ -54,12 +54,14 @@ class SharedRenders:
     def __init__(self) -> None:
         self.latest: dict[str, Entry] = {}
         self.renders = 0
+        self.render_seconds = 0.0
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def clear(self) -> None:
         self.latest.clear()
         self.renders = 0
+        self.render_seconds = 0.0
 
     def _lock_for_loop(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
@@ -82,8 +84,10 @@ class SharedRenders:
             now = time.monotonic()
             missing = {n for n in names if not self._usable(n, min_version, max_age, now)}
             if missing:
+                began = time.monotonic()
                 rendered = await database_sync_to_async(fragments.render)(missing)
                 self.renders += 1
+                self.render_seconds += time.monotonic() - began
                 at = time.monotonic()
                 for name in missing:
                     self.latest[name] = Entry(rendered.version, rendered.consistent, at,
@@ -176,6 +180,15 @@ class EventStreamConsumer(AsyncHttpConsumer):
         version = await database_sync_to_async(fragments.current_version)()
         await self.flush(fragments.ALL, version, snapshot=True)
         self.tasks = [asyncio.create_task(self.flusher()), asyncio.create_task(self.pinger())]
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # The base dispatch closes stale DB connections through a thread hop before every
+        # handler. A hint touches no database, and fifty consoles at sixty hints a second
+        # would queue thousands of those hops a second in front of the renders.
+        if message.get("type") == "status.changed":
+            await self.status_changed(message)
+            return
+        await super().dispatch(message)
 
     async def status_changed(self, message: dict[str, Any]) -> None:
         self.dirty |= fragments.affected(message)

@@ -25,6 +25,8 @@ from django.db import connections, transaction
 from django.db.models import Count, Q
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
@@ -151,12 +153,14 @@ def devices_context(now: datetime) -> dict[str, Any]:
             total = int(_first(entry, "memory_total_bytes", "total_bytes", "memory_total", default=0) or 0)
             free = _first(entry, "memory_free_bytes", "free_bytes", "memory_free")
             pool = _first(entry, "pool_used_bytes", "pool_bytes", "pool_in_use", "pool_used")
-            used = total - int(free) if free is not None and total else None
+            if not total:  # the CPU backend's slot has no device memory to show
+                continue
+            used = total - int(free) if free is not None else None
             fraction = used / total if used is not None and total else 0.0
             devices.append({
                 "host": host.name, "name": _first(entry, "device", "name", "id", default="?"),
                 "label": _first(entry, "label", "model", "product", default=""),
-                "total": fmt_bytes(total) if total else "—", "used": fmt_bytes(used) if used is not None else "—",
+                "total": fmt_bytes(total), "used": fmt_bytes(used) if used is not None else "—",
                 "pool": fmt_bytes(int(pool)) if pool is not None else "—",
                 "pct": round(100 * fraction, 1), "level": level(fraction),
             })
@@ -182,23 +186,23 @@ def counters_context(now: datetime) -> dict[str, Any]:
             "pending_partitions": pending}
 
 
-def _cell(part: Partition, now: datetime) -> dict[str, Any]:
-    """One partition cell: the finished phases with the server's final figures, the running
-    phase with its authoritative start so the browser can tick it."""
-    lines: list[dict[str, Any]] = []
-    if part.synth_started_at:
-        if part.synth_finished_at:
-            lines.append({"text": fmt_ms(part.synth_ms), "suffix": " synth"})
-        elif part.state == PartitionState.SYNTHESIZING:
-            lines.append({"text": fmt_ms(ms_between(part.synth_started_at, now)), "suffix": " synth",
-                          "started": epoch_ms(part.synth_started_at)})
-    if part.gpu_started_at:
-        if part.gpu_finished_at:
-            lines.append({"text": fmt_ms(part.gpu_ms), "suffix": " gpu"})
-        elif part.state == PartitionState.GPU:
-            lines.append({"text": fmt_ms(ms_between(part.gpu_started_at, now)), "suffix": " gpu",
-                          "started": epoch_ms(part.gpu_started_at)})
-    return {"part": part, "lines": lines}
+def _cell(part: Partition, job_id: str, now: datetime) -> str:
+    """One partition cell: finished phases with the server's final figures, the running phase
+    with its authoritative start so the browser can tick it. Built here rather than in the
+    template: a busy farm has hundreds of cells per flush, and this is the hot loop."""
+    lines: list[str] = []
+    for started, finished, live_state, suffix in (
+            (part.synth_started_at, part.synth_finished_at, PartitionState.SYNTHESIZING, " synth"),
+            (part.gpu_started_at, part.gpu_finished_at, PartitionState.GPU, " gpu")):
+        if started and finished:
+            lines.append(f'<span class="final">{fmt_ms(ms_between(started, finished))}{suffix}</span>')
+        elif started and part.state == live_state:
+            lines.append(f'<span class="tick" data-started-at="{epoch_ms(started)}" data-suffix="{suffix}">'
+                         f"{fmt_ms(ms_between(started, now))}{suffix}</span>")
+    if not lines:
+        lines.append(f"<span>{part.state}</span>")
+    return (f'<div class="cell {part.state}" data-partition="{escape(job_id)}#{part.index}" '
+            f'data-state="{part.state}" title="P{part.index} {part.state}"><b>P{part.index}</b>{"".join(lines)}</div>')
 
 
 def pipelines_context(now: datetime) -> dict[str, Any]:
@@ -209,7 +213,7 @@ def pipelines_context(now: datetime) -> dict[str, Any]:
         parts = sorted(job.partitions.all(), key=lambda p: p.index)
         since = job.started_at or job.submitted_at
         rows.append({
-            "job": job, "cells": [_cell(p, now) for p in parts],
+            "job": job, "cells": mark_safe("".join(_cell(p, job.job_id, now) for p in parts)),
             "done": sum(p.state == PartitionState.DONE for p in parts), "total": job.num_partitions or len(parts),
             "elapsed": fmt_ms(ms_between(since, now)), "since_ms": epoch_ms(since),
         })
@@ -245,7 +249,8 @@ def keys_context(now: datetime) -> dict[str, Any]:
             chips.append({"host": host.name,
                           "circuit": _first(entry, "circuit", "circuit_id", "name", "key", default="?"),
                           "size": fmt_bytes(int(_first(entry, "bytes", "size_bytes", "size", default=0) or 0)),
-                          "state": "in use" if in_use else "evictable" if evictable else "loaded"})
+                          "state": "in use" if in_use else "evictable" if evictable else "loaded",
+                          "idle": _first(entry, "last_used_secs_ago")})
     return {"chips": chips}
 
 

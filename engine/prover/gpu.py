@@ -112,7 +112,13 @@ def kernel_names() -> list[str]:
     names: list[str] = []
     for curve in ("bn128", "bls12381"):
         for k in (
-            "to_mont", "from_mont", "powers", "bitrev", "ntt_stage", "pointwise_mul", "scale",
+            "to_mont",
+            "from_mont",
+            "powers",
+            "bitrev",
+            "ntt_stage",
+            "pointwise_mul",
+            "scale",
             "h_final",
         ):
             names.append(f"{curve}_fr_k_{k}")
@@ -212,7 +218,9 @@ class GpuDevice:
         if threads <= 0:
             return
         grid = (threads + BLOCK - 1) // BLOCK
-        self._fn(name)((grid,), (BLOCK,), args, stream=self.stream)
+        # RawKernel launches on the current stream; make ours current for the launch
+        with self.device, self.stream:
+            self._fn(name)((grid,), (BLOCK,), args)
 
     def pinned(self, shape: tuple[int, ...], dtype: Any = np.uint64) -> np.ndarray:
         count = int(np.prod(shape))
@@ -235,7 +243,7 @@ class GpuDevice:
 
     def _finish(self, dev: Any, keep: list[Any]) -> PendingResult:
         host = self.pinned(tuple(dev.shape), dev.dtype)
-        dev.get(stream=self.stream, out=host)
+        dev.get(stream=self.stream, out=host, blocking=False)
         ev = self.cp.cuda.Event(block=False, disable_timing=True)
         ev.record(self.stream)
         keep.append(dev)
@@ -275,22 +283,18 @@ class GpuDevice:
             with self.stream:
                 keys = cp.empty(nwin * n, dtype=cp.uint32)
                 vals = cp.empty(nwin * n, dtype=cp.uint32)
-                self._launch(f"{pre}_k_digits", n, keys, vals, sc, np.uint64(n), np.int32(cw),
-                             np.int32(nwin))
+                self._launch(f"{pre}_k_digits", n, keys, vals, sc, np.uint64(n), np.int32(cw), np.int32(nwin))
                 order = cp.argsort(keys)
                 skeys = keys[order]
                 svals = cp.ascontiguousarray(vals[order])
                 starts = cp.searchsorted(skeys, cp.arange(nb + 1, dtype=cp.uint32)).astype(cp.int64)
                 buckets = cp.empty((nb, 2 * width), dtype=cp.uint64)
-                self._launch(f"{pre}_k_buckets", nb, buckets, bases_dev, svals, starts,
-                             np.uint64(nb))
+                self._launch(f"{pre}_k_buckets", nb, buckets, bases_dev, svals, starts, np.uint64(nb))
                 S = max(1, min(half, 8192 // nwin))
                 seg = cp.empty((nwin * S, 2 * width), dtype=cp.uint64)
-                self._launch(f"{pre}_k_segments", nwin * S, seg, buckets, np.uint64(half),
-                             np.int32(nwin), np.uint64(S))
+                self._launch(f"{pre}_k_segments", nwin * S, seg, buckets, np.uint64(half), np.int32(nwin), np.uint64(S))
                 out = cp.zeros((1, width), dtype=cp.uint64)
-                self._launch(f"{pre}_k_combine", 1, out, seg, np.int32(nwin), np.uint64(S),
-                             np.int32(cw))
+                self._launch(f"{pre}_k_combine", 1, out, seg, np.int32(nwin), np.uint64(S), np.int32(cw))
             keep += [keys, vals, order, skeys, svals, starts, buckets, seg, sc]
             pending = self._finish(out, keep)
         pending.shape = (width,)
@@ -367,7 +371,12 @@ class GpuDevice:
         return self.ntt_async(curve, a, inverse=inverse).wait()
 
     def h_coset_dev(
-        self, curve: str, a: np.ndarray, b: np.ndarray, c_: np.ndarray, shift: int | None,
+        self,
+        curve: str,
+        a: np.ndarray,
+        b: np.ndarray,
+        c_: np.ndarray,
+        shift: int | None,
         keep: list[Any],
     ) -> Any:
         """snarkjs's H evaluations left on the device (std form), ready for the H MSM."""
@@ -402,8 +411,7 @@ class GpuDevice:
         with self.device:
             return self._finish(out, keep)
 
-    def h_coset(self, curve: str, a: np.ndarray, b: np.ndarray, c_: np.ndarray,
-                shift: int | None = None) -> np.ndarray:
+    def h_coset(self, curve: str, a: np.ndarray, b: np.ndarray, c_: np.ndarray, shift: int | None = None) -> np.ndarray:
         return self.h_coset_async(curve, a, b, c_, shift).wait()
 
 

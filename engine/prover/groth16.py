@@ -204,6 +204,7 @@ class PendingProof:
     g1: dict[str, np.ndarray] = field(default_factory=dict)  # "a", "b1", "c" (incl. H) — cpu results
     handle: Any = None  # gpu.py's async handle on cuda devices
     finished: bool = False
+    _abc_returned: bool = False
 
     @property
     def retained_bytes(self) -> int:
@@ -211,8 +212,8 @@ class PendingProof:
 
     def release_abc(self) -> int:
         """Returns the bytes of a/b/c the caller may now release (idempotent: 0 the second time)."""
-        if not self.abc_released:
-            self.abc_released = True
+        if self.abc_released and not self._abc_returned:
+            self._abc_returned = True
             return self.abc_nbytes
         return 0
 

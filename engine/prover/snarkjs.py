@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.prover.curves import CURVES, CurveParams, g1_from_mont, g2_from_mont, get_curve
+from engine.prover.curves import CURVES, CurveParams, get_curve
 from engine.prover.keys import ProvingKey, VerifyingKey
 from engine.prover.r1cs import R1CS, SparseMatrix
 
@@ -119,7 +119,15 @@ def _check_below(values: np.ndarray, modulus: int, what: str) -> None:
 # .wtns
 
 
-def read_wtns(path: str | os.PathLike[str]) -> tuple[str, np.ndarray]:
+def read_wtns(path: str | os.PathLike[str], curve: str | None = None) -> np.ndarray:
+    """The witness, (n, 4) uint64 standard form; with curve, also checks the file's field."""
+    found, w = read_wtns_with_curve(path)
+    if curve is not None and found != get_curve(curve).name:
+        raise FormatError(f"{path}: witness is over {found}, expected {get_curve(curve).name}")
+    return w
+
+
+def read_wtns_with_curve(path: str | os.PathLike[str]) -> tuple[str, np.ndarray]:
     """Returns (curve name, witness (n, 4) uint64 standard form)."""
     name = str(path)
     _, sec = read_binfile(path, b"wtns")
@@ -548,8 +556,6 @@ def read_vk_json(path: str | os.PathLike[str]) -> VerifyingKey:
 __all__ = [
     "FormatError",
     "cs_hash_of",
-    "g1_from_mont",
-    "g2_from_mont",
     "parse_binfile",
     "proof_from_json",
     "proof_to_json",
@@ -560,6 +566,7 @@ __all__ = [
     "read_r1cs",
     "read_vk_json",
     "read_wtns",
+    "read_wtns_with_curve",
     "read_zkey",
     "vk_from_json",
     "vk_to_json",

@@ -52,7 +52,7 @@ def test_an_upload_becomes_a_custom_job_over_the_curve_of_its_zkey(api: Client, 
     assert (job.kind, job.curve, job.num_partitions) == ("custom", curve, 1)
     assert Path(job.upload_dir) == uploads / "uploads" / str(job.pk)
     assert (Path(job.upload_dir) / "circuit.zkey").read_bytes() == zkey_bytes(curve)
-    assert (Path(job.upload_dir) / "circuit.wtns").read_bytes() == wtns_bytes(curve)
+    assert (Path(job.upload_dir) / "witness.wtns").read_bytes() == wtns_bytes(curve)
 
 
 def test_the_same_files_again_return_the_existing_job(api: Client, uploads: Path) -> None:
@@ -119,3 +119,12 @@ def test_an_upload_without_a_token_is_refused_before_it_is_read(anonymous: Clien
     response = upload(anonymous)
     assert response.status_code == 401
     assert not (uploads / "uploads").exists()
+
+
+@pytest.mark.parametrize("folder, curve", [("bn128", Curve.BN254), ("bls12381", Curve.BLS12_381)])
+def test_real_snarkjs_files_are_recognised(api: Client, uploads: Path, folder: str, curve: str) -> None:
+    here = Path(__file__).resolve().parent.parent / "fixtures" / "snarkjs" / folder
+    response = upload(api, job_id=f"chain-{folder}", zkey=(here / "circuit.zkey").read_bytes(),
+                      wtns=(here / "witness.wtns").read_bytes())
+    assert response.status_code == 201, response.content
+    assert response.json()["curve"] == curve

@@ -199,3 +199,17 @@ def test_retrying_a_queued_job_is_a_409(api: Client) -> None:
 def test_cancel_and_retry_of_an_unknown_job_are_404(api: Client) -> None:
     assert_error(api.post("/api/v1/jobs/ghost/cancel"), 404, "job_id")
     assert_error(api.post("/api/v1/jobs/ghost/retry"), 404, "job_id")
+
+
+def test_a_body_too_large_to_be_a_request_is_a_413(api: Client, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
+    response = submit(api, inputs=inputs(padding="x" * 4096))
+    assert_error(response, 413, "body")
+
+
+def test_a_job_id_with_a_nul_in_the_path_is_simply_not_found(api: Client) -> None:
+    assert_error(api.get("/api/v1/jobs/a%00b"), 404, "job_id")
+
+
+def test_the_api_docs_are_served(anonymous: Client) -> None:
+    assert anonymous.get("/api/v1/docs").status_code == 200

@@ -121,3 +121,7 @@ def test_metrics_accept_the_metrics_token_from_anywhere(anonymous: Client, setti
                          headers={"Authorization": "Bearer scrape-secret"}).status_code == 200
     assert anonymous.get("/metrics", REMOTE_ADDR="203.0.113.9",
                          headers={"Authorization": "Bearer wrong"}).status_code == 403
+
+
+def test_the_committed_status_schema_is_itself_a_valid_json_schema() -> None:
+    jsonschema.Draft202012Validator.check_schema(status_schema())

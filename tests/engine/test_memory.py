@@ -152,9 +152,18 @@ def test_random_concurrent_sequences_never_exceed_the_budget(scripts: list[list[
 
     def run(script: list[tuple[str, int, int]], me: int) -> None:
         mine: list = []
+        try:
+            play(script, me, mine)
+        except TimeoutError:
+            pass  # this thread holds what it waits for; it gives up, as a caller would
+        finally:
+            for r in mine:
+                r.release()
+
+    def play(script: list[tuple[str, int, int]], me: int, mine: list) -> None:
         for kind, a, b in script:
             if kind == "acquire":
-                mine.append(m.acquire(f"t{me}", b, a, timeout=2))
+                mine.append(m.acquire(f"t{me}", b, a, timeout=0.3))
             elif kind == "key":
                 r = m.try_acquire(f"key{me}", b, 3)
                 if r is not None:
@@ -163,24 +172,16 @@ def test_random_concurrent_sequences_never_exceed_the_budget(scripts: list[list[
             elif mine:
                 r = mine[a % len(mine)]
                 r.release_part(b) if kind == "part" else r.release()
-        for r in mine:
-            r.release()
 
     threads = [threading.Thread(target=run, args=(s, i)) for i, s in enumerate(scripts)]
-    errors: list[BaseException] = []
-
-    def guarded(t: threading.Thread) -> None:
-        t.start()
-
     for t in threads:
-        guarded(t)
+        t.start()
     for t in threads:
         t.join(30)
     assert not over
     evictor(budget)
     # Timeouts are allowed (a thread may hold what another waits for); leaks are not.
     assert m.used == 0 and m.by_owner == {}
-    assert not errors
 
 
 @settings(max_examples=30, deadline=None)

@@ -40,6 +40,7 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = str(REPO / ".venv" / "bin" / "python")
 DAPHNE = str(REPO / ".venv" / "bin" / "daphne")
 MANAGE = str(REPO / "manage.py")
+ENGINE_MANAGE = os.environ.get("PROVINGSITE_FARM_ENGINE_MANAGE", MANAGE)  # the engines' manage.py
 
 ADMIN_DATABASE_URL = os.environ.get("PROVINGSITE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test")
 REDIS_HOST = os.environ.get("PROVINGSITE_TEST_REDIS_HOST", "127.0.0.1")
@@ -354,7 +355,7 @@ class Farm:
 
     def start_engine(self, host_name: str, *extra_args: str, wait: bool = True, **env: str) -> Process:
         """``manage.py runengine --host-name NAME``; waits for its first heartbeat."""
-        argv = [PYTHON, MANAGE, "runengine", "--host-name", host_name, *extra_args]
+        argv = [PYTHON, ENGINE_MANAGE, "runengine", "--host-name", host_name, *extra_args]
         # application_name: the host's sessions are recognisable in pg_stat_activity.
         env = {"DATABASE_URL": f"{self.database_url}?application_name={host_name}", **env}
         proc = self._spawn(host_name, argv, self.env(data_dir=host_name, PROVINGSITE_HOST_NAME=host_name, **env))

@@ -52,7 +52,7 @@ def test_msm_small_vs_naive(curve: str, group: str, seed: int, n: int) -> None:
         ks[1] = ks[0]  # a repeated point
     ss = [rng.choice([0, 1, c.r - 1, 2**255 % c.r, rng.randrange(c.r)]) for _ in range(n)]
     bases = enc(curve, group, oracle_points(curve, group, ks))
-    total = sum((k or 0) * s for k, s in zip(ks, ss)) % c.r
+    total = sum((k or 0) * s for k, s in zip(ks, ss, strict=False)) % c.r
     expect = oracle_points(curve, group, [total])[0]
     fn = getattr(native, f"msm_{group}")
     got = fn(curve, bases, fr_to_limbs(ss))
@@ -139,5 +139,5 @@ def test_msm_bn128_larger_window() -> None:
     bases = native.g1_mul_generator_batch("bn128", fr_to_limbs(ks))
     assert native.msm_window("bn128", "g1", n) >= 9
     got = dec("bn128", "g1", native.msm_g1("bn128", bases, fr_to_limbs(ss)))[0]
-    total = sum(k * s for k, s in zip(ks, ss)) % c.r
+    total = sum(k * s for k, s in zip(ks, ss, strict=False)) % c.r
     assert got == oracle_points("bn128", "g1", [total])[0]

@@ -82,7 +82,7 @@ def test_h_coset_matches_naive(curve: str, log_n: int) -> None:
     n = 1 << log_n
     va = [rng.randrange(c.r) for _ in range(n)]
     vb = [rng.randrange(c.r) for _ in range(n)]
-    vc = [x * y % c.r for x, y in zip(va, vb)]  # as in a satisfied R1CS: c = a·b on the domain
+    vc = [x * y % c.r for x, y in zip(va, vb, strict=False)]  # as in a satisfied R1CS: c = a·b on the domain
     shift = native.h_shift(curve, n)
     assert shift == root_of_unity(c, log_n + 1)  # snarkjs: the odd coset of the 2n domain
     got = native.h_coset(curve, fr_to_limbs(va), fr_to_limbs(vb), fr_to_limbs(vc))
@@ -121,10 +121,7 @@ def test_sparse_matvec(curve: str, seed: int, rows: int, nvars: int) -> None:
         fr_to_limbs(coeffs).reshape(-1, 4),
         fr_to_limbs(w),
     )
-    expect = [
-        sum(coeffs[k] * w[cols[k]] for k in range(row_ptr[i], row_ptr[i + 1])) % c.r
-        for i in range(rows)
-    ]
+    expect = [sum(coeffs[k] * w[cols[k]] for k in range(row_ptr[i], row_ptr[i + 1])) % c.r for i in range(rows)]
     assert got.shape == (rows, 4)
     assert (limbs_to_ints(got) if rows else []) == expect
 

@@ -83,6 +83,12 @@ void CN(msm)(u64 *out, const u64 *bases_, const u64 *scalars, size_t n, int thre
         for (size_t j = 0; j < half; j++) CN(set_inf)(&b[j]);
         const int32_t *d = digits + (size_t)w * n;
         for (size_t i = 0; i < n; i++) {
+            /* the bucket table is bigger than L1: fetch a few iterations ahead */
+            if (i + 8 < n) {
+                int32_t y = d[i + 8];
+                if (y) __builtin_prefetch(&b[(y > 0 ? y : -y) - 1], 1);
+                __builtin_prefetch(&bases[i + 8]);
+            }
             int32_t x = d[i];
             if (x > 0) CN(add_affine)(&b[x - 1], &b[x - 1], &bases[i]);
             else if (x < 0) CN(sub_affine)(&b[-x - 1], &b[-x - 1], &bases[i]);

@@ -1,0 +1,212 @@
+"""The console in headless Chromium against the embedded default with real proving.
+
+`manage.py runengine --serve --demo` runs as a subprocess on a free port with its own data
+directory (SQLite, in-memory channel layer, CPU backend, scale tiny). While the demo jobs
+prove, the test samples the DOM and, beside it, reads the records in snapshots; every DOM
+sample whose version was also read from the database must show exactly the workers the
+records say are proving at that version.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import require_service
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+# What the page says: per worker card its key, state and partition; the workers fragment's
+# version; and every partition cell's state.
+SAMPLE_JS = """() => {
+  const workers = document.getElementById('frag-workers');
+  const cards = [...workers.querySelectorAll('[data-worker]')].map(
+      c => [c.dataset.worker, c.dataset.state, c.dataset.partition]);
+  const cells = {};
+  document.querySelectorAll('.cell[data-partition]').forEach(c => { cells[c.dataset.partition] = c.dataset.state; });
+  const ticks = [...document.querySelectorAll('#frag-hosts .tick[data-started-at]')].map(t => t.textContent);
+  return {version: workers.dataset.version, cards, cells, ticks, live: document.body.classList.contains('live')};
+}"""
+
+GPU_NOW = """
+SELECT h.name || '/' || w.device || '/W' || w.ordinal, j.job_id || '#' || p."index"
+FROM engine_partition p JOIN engine_worker w ON p.worker_id = w.id JOIN engine_enginehost h ON w.host_id = h.id
+JOIN engine_proofjob j ON p.job_id = j.id WHERE p.state = 'gpu'
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, server: subprocess.Popen[str], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"runengine exited early: {server.stdout.read() if server.stdout else ''}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("runengine did not start listening")
+
+
+class RecordsPoller(threading.Thread):
+    """Reads (version, proving workers) from the records in read snapshots, as often as it can."""
+
+    def __init__(self, database: Path) -> None:
+        super().__init__(daemon=True)
+        self.database = database
+        self.states: dict[int, frozenset[tuple[str, str]]] = {}
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        db = sqlite3.connect(f"file:{self.database}?mode=ro", uri=True, isolation_level=None, timeout=5)
+        try:
+            while not self.stop.is_set():
+                try:
+                    db.execute("BEGIN")
+                    row = db.execute("SELECT value FROM engine_statusclock ORDER BY id LIMIT 1").fetchone()
+                    proving = frozenset(db.execute(GPU_NOW).fetchall())
+                    db.execute("COMMIT")
+                except sqlite3.OperationalError:
+                    continue
+                if row is not None:
+                    self.states[int(row[0])] = proving
+                time.sleep(0.01)
+        finally:
+            db.close()
+
+
+@pytest.fixture
+def embedded_server(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    env = {**os.environ, "PROVINGSITE_DATA_DIR": str(tmp_path), "PROVINGSITE_DEVICES": "cpu",
+           "PROVINGSITE_SCALE": "tiny", "DJANGO_SETTINGS_MODULE": "provingsite.settings"}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "--verbosity", "0"], env=env, cwd=ROOT, check=True, timeout=120)
+    login = subprocess.run([*manage, "shell", "-c", (
+        "from django.contrib.auth import get_user_model\n"
+        "from django.contrib.sessions.backends.db import SessionStore\n"
+        "u = get_user_model().objects.create_user('browser', password='browser-test-pw', is_staff=True)\n"
+        "s = SessionStore(); s['_auth_user_id'] = str(u.pk)\n"
+        "s['_auth_user_backend'] = 'django.contrib.auth.backends.ModelBackend'\n"
+        "s['_auth_user_hash'] = u.get_session_auth_hash(); s.create(); print(s.session_key)")],
+        env=env, cwd=ROOT, check=True, timeout=120, capture_output=True, text=True)
+    port = free_port()
+    server = subprocess.Popen([*manage, "runengine", "--serve", "--demo", "--host", "127.0.0.1", "--port", str(port)],
+                              env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for_port(port, server)
+        yield {"url": f"http://127.0.0.1:{port}/", "session": login.stdout.strip().splitlines()[-1],
+               "database": tmp_path / "provingsite.sqlite3"}
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def test_the_console_goes_live_and_agrees_with_the_records(embedded_server: dict[str, Any]) -> None:
+    require_service(Path(CHROMIUM).exists(), "Debian's chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    poller = RecordsPoller(embedded_server["database"])
+    poller.start()
+    samples: list[dict[str, Any]] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1440, "height": 900})
+            context.add_cookies([{"name": "sessionid", "value": embedded_server["session"],
+                                  "url": embedded_server["url"]}])
+            page = context.new_page()
+            page.goto(embedded_server["url"])
+            page.wait_for_function("document.body.classList.contains('live')", timeout=30_000)
+            deadline = time.monotonic() + 120
+            screenshot_taken = False
+            while time.monotonic() < deadline:
+                samples.append(page.evaluate(SAMPLE_JS))
+                if not screenshot_taken and any(s == "proving" for _, s, _ in samples[-1]["cards"]):
+                    shoot(page)
+                    screenshot_taken = True
+                if screenshot_taken and seen_enough(samples, poller):
+                    break
+                time.sleep(0.1)
+            if not screenshot_taken:
+                shoot(page)
+        finally:
+            browser.close()
+            poller.stop.set()
+            poller.join(5)
+
+    assert all(s["live"] for s in samples), "the stream dropped during the run"
+    first_cells = samples[0]["cells"]
+    assert any(s["cells"].get(p) not in (None, state) for s in samples for p, state in first_cells.items()), \
+        "no partition cell changed state without a reload"
+    assert worker_went_proving_then_idle(samples), "no worker card showed proving and then idle"
+    assert len({tuple(s["ticks"]) for s in samples}) > 1, "durations did not tick"
+    compared, mismatches = compare_with_records(samples, poller.states)
+    assert not mismatches, f"DOM and records disagree at these versions: {mismatches[:3]}"
+    assert compared >= 3, f"only {compared} DOM samples could be compared with a read at the same version"
+
+
+def shoot(page: Any) -> None:
+    artifacts = ROOT / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    page.screenshot(path=str(artifacts / "console.png"), full_page=True)
+    (ROOT / "docs").mkdir(exist_ok=True)
+    shutil.copyfile(artifacts / "console.png", ROOT / "docs" / "console.png")
+
+
+def worker_went_proving_then_idle(samples: list[dict[str, Any]]) -> bool:
+    proving_seen: set[str] = set()
+    for sample in samples:
+        for key, state, _ in sample["cards"]:
+            if state == "proving":
+                proving_seen.add(key)
+            elif key in proving_seen:
+                return True
+    return False
+
+
+def compare_with_records(samples: list[dict[str, Any]],
+                         states: dict[int, frozenset[tuple[str, str]]]) -> tuple[int, list[Any]]:
+    compared, mismatches = 0, []
+    for sample in samples:
+        if not str(sample["version"]).isdigit() or int(sample["version"]) not in states:
+            continue
+        dom = frozenset((key, part) for key, state, parts in sample["cards"] if state == "proving"
+                        for part in parts.split())
+        idle_with_partition = [key for key, state, parts in sample["cards"] if state == "idle" and parts]
+        compared += 1
+        if dom != states[int(sample["version"])] or idle_with_partition:
+            mismatches.append((sample["version"], sorted(dom), sorted(states[int(sample["version"])])))
+    return compared, mismatches
+
+
+def seen_enough(samples: list[dict[str, Any]], poller: RecordsPoller) -> bool:
+    return (len(samples) > 20 and worker_went_proving_then_idle(samples)
+            and compare_with_records(samples, dict(poller.states))[0] >= 10)

@@ -1,0 +1,61 @@
+"""Fixtures of the engine tests: hosts, writers and jobs made from the real records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from engine.models import EngineHost, ProofJob
+from engine.record import StatusWriter
+from engine.submit import submit_job
+
+
+@pytest.fixture
+def make_writer() -> Callable[[str], StatusWriter]:
+    def make(name: str = "host-a") -> StatusWriter:
+        host, _ = EngineHost.objects.get_or_create(name=name)
+        return StatusWriter(host)
+
+    return make
+
+
+@pytest.fixture
+def make_job() -> Callable[..., ProofJob]:
+    counter = iter(range(10**6))
+
+    def make(kind: str = "porep-c2", partitions: int = 1, priority: int | None = None, job_id: str = "") -> ProofJob:
+        job, _ = submit_job(kind=kind, job_id=job_id or f"{kind}-{next(counter)}", inputs={"n": next(counter)},
+                            num_partitions=partitions, priority=priority)
+        return job
+
+    return make
+
+
+@pytest.fixture
+def engine_params(settings) -> None:  # type: ignore[no-untyped-def]
+    """Proving keys shared by the engine tests (made lazily by the engine on first use)."""
+    from pathlib import Path
+
+    params = Path(__file__).resolve().parents[2] / ".cache" / "engine-test-params"
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "PARAMS_DIR": params, "HEARTBEAT_SECONDS": 0.5}
+
+
+@pytest.fixture
+def start_engine(engine_params):  # type: ignore[no-untyped-def]
+    """Start a real engine (CPU backend, scale tiny); stopped and drained after the test."""
+    from engine.runtime import Engine, EngineConfig
+
+    engines: list[Engine] = []
+
+    def start(**overrides):  # type: ignore[no-untyped-def]
+        config = EngineConfig.from_settings(**{"devices": "cpu", "scale": "tiny", "budget": "2GiB",
+                                               "synthesis": 1, "workers_per_device": 2,
+                                               "host_name": f"test-host-{len(engines)}", **overrides})
+        engine = Engine(config).start()
+        engines.append(engine)
+        return engine
+
+    yield start
+    for engine in engines:
+        engine.stop(drain_seconds=5)

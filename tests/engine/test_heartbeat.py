@@ -1,0 +1,71 @@
+"""Leases: a host that stops renewing loses its work to the queue, attempt counted, and its
+late writes are refused."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from engine.heartbeat import renew_leases
+from engine.models import Partition
+from engine.record import Refused, Transition
+from engine.states import JobState, PartitionState
+
+pytestmark = pytest.mark.django_db
+P = PartitionState
+
+
+def lapse(partition_id: int) -> None:
+    Partition.objects.filter(pk=partition_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+
+
+def test_a_lapsed_lease_is_requeued_with_the_attempt_counted(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    a, b = make_writer("host-a"), make_writer("host-b")
+    make_job()
+    [claim] = a.claim(1)
+    a.apply(Transition(claim, P.SYNTHESIZING))
+    lapse(claim.partition_id)
+    assert b.requeue_lapsed() == 1
+    row = Partition.objects.get(pk=claim.partition_id)
+    assert row.state == P.PENDING and row.host is None
+    assert "lease lapsed on host host-a during synthesizing (attempt 1)" in row.errors[-1]["reason"]
+    [again] = b.claim(1)
+    assert again.attempt == 2
+
+
+def test_the_old_host_cannot_write_after_its_work_was_requeued(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    a, b = make_writer("host-a"), make_writer("host-b")
+    make_job()
+    [claim] = a.claim(1)
+    a.apply(Transition(claim, P.SYNTHESIZING))
+    lapse(claim.partition_id)
+    b.requeue_lapsed()
+    b.claim(1)
+    with pytest.raises(Refused):
+        a.apply(Transition(claim, P.SYNTH_DONE))
+
+
+def test_lapses_past_max_attempts_fail_the_job_with_the_history(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    a = make_writer("host-a")
+    a.max_attempts = 2
+    job = make_job()
+    for _ in range(2):
+        [claim] = a.claim(1)
+        lapse(claim.partition_id)
+        a.requeue_lapsed()
+    job.refresh_from_db()
+    assert job.state == JobState.FAILED
+    assert "history: attempt 1: lease lapsed" in job.error and "attempt 2: lease lapsed" in job.error
+
+
+def test_renewal_extends_only_the_claims_a_host_holds(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    a = make_writer("host-a")
+    make_job(partitions=2)
+    first, second = a.claim(2)
+    lapse(first.partition_id)
+    lapse(second.partition_id)
+    assert renew_leases(a.host.pk, [first]) == 1
+    assert a.requeue_lapsed() == 1
+    assert Partition.objects.get(pk=first.partition_id).host_id == a.host.pk

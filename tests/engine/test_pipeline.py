@@ -1,0 +1,20 @@
+"""The whole pipeline with real proving at scale tiny: every kind ends done and verified."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.demo import submit_demo_jobs
+from engine.models import ProofJob
+from engine.states import JobState
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def test_one_job_of_every_kind_is_proved_and_verified(start_engine) -> None:  # type: ignore[no-untyped-def]
+    jobs = submit_demo_jobs("tiny")
+    engine = start_engine()
+    assert engine.run_until_idle(timeout=120)
+    for job in ProofJob.objects.filter(pk__in=[j.pk for j in jobs]):
+        assert job.state == JobState.DONE, job.error
+        assert job.verified and len(job.proof) == job.num_partitions

@@ -1,0 +1,68 @@
+"""The seed system's famous race, reproduced with real proving: W0 starts partition A, A's
+finalizer has not run when W0 starts partition B, then A finishes. The records must say W0
+is proving B and A is done — a worker's state is derived from its partitions, and no
+finalizer writes it."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from engine.models import Partition, Worker
+from engine.runtime import Engine, EngineConfig
+from engine.states import PartitionState
+from engine.submit import submit_job
+from engine.synthesize_worker import synthesize_builtin
+
+pytestmark = pytest.mark.django_db(transaction=True)
+P = PartitionState
+
+
+def proving(worker: Worker) -> list[int]:
+    """What the console shows for a worker: the partitions in gpu with it."""
+    return list(Partition.objects.filter(worker=worker, state=P.GPU).values_list("index", flat=True))
+
+
+def synthesized(engine: Engine, claim):  # type: ignore[no-untyped-def]
+    """Take a claimed partition through the real synthesis steps, in this process."""
+    item = engine.load_item(claim)
+    item.key = engine.keycache.checkout(item.circuit_id, item.key_bytes)
+    item.reservation = engine.memory.acquire(item.job_id, item.partition_bytes)
+    assert engine.record(item, P.SYNTHESIZING, synth_started_at=timezone.now())
+    item.assignment, _ = synthesize_builtin(item.circuit_id, item.inputs, item.index)
+    from engine.finalize import public_inputs_of
+
+    item.publics = public_inputs_of(item.assignment.public_inputs)
+    assert engine.record(item, P.SYNTH_DONE, synth_finished_at=timezone.now())
+    return item
+
+
+def test_a_late_finalizer_never_makes_a_proving_worker_look_idle(engine_params) -> None:  # type: ignore[no-untyped-def]
+    from engine.circuits.kinds import validate_inputs
+    from engine.demo import demo_inputs
+
+    inputs, n = validate_inputs("window-post", demo_inputs("window-post", window_partitions=2))
+    submit_job(kind="window-post", job_id="race-window-post", inputs=inputs, num_partitions=n,
+               circuit_id="window-post/tiny", scale="tiny")
+    engine = Engine(EngineConfig.from_settings(devices="cpu", workers_per_device=1, budget="64MiB",
+                                               host_name="race-host")).prepare()
+    try:
+        w0 = engine.workers[0]
+        a, b = (synthesized(engine, c) for c in engine.writer.claim(2))
+
+        assert w0.begin(a) and w0.launch(a)  # A's kernels launched; its finalizer has not run
+        assert w0.begin(b)  # W0 is on B while A still waits for its finalizer
+        assert proving(w0.row) == [1]
+        engine.finalizers.finish(a)  # now A finishes
+
+        assert Partition.objects.get(pk=a.claim.partition_id).state == P.DONE
+        assert proving(w0.row) == [1], "W0 must still show P1 after P0's finalizer ran"
+        assert Partition.objects.get(pk=a.claim.partition_id).worker_id == w0.row.pk  # who proved A stays recorded
+
+        assert w0.launch(b)
+        engine.finalizers.finish(b)
+        assert proving(w0.row) == []
+        assert Partition.objects.get(pk=b.claim.partition_id).state == P.DONE
+    finally:
+        engine.finalizers.stop()
+        engine.synthesis.stop()
