@@ -37,6 +37,7 @@ class KeyCache:
         self.loader = loader
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
+        self.evictions = 0
         self._loading = threading.Lock()  # one load at a time: two misses never load twice
         memory.add_evictor(self.evict)
 
@@ -76,6 +77,7 @@ class KeyCache:
                     break
                 if entry.users == 0:
                     del self._entries[entry.circuit_id]
+                    self.evictions += 1
                     freed += entry.reservation.nbytes
                     dropped.append(entry)
         for entry in dropped:  # release outside our lock: the manager notifies its waiters

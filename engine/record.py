@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -152,6 +153,7 @@ class StatusWriter:
         self.lock = threading.Lock()
         self.max_attempts = int(settings.PROVINGSITE["MAX_ATTEMPTS"])
         self.refused = 0
+        self.busy_s = 0.0  # seconds spent writing records (the engine's own overhead)
         self.listeners: list[Callable[[int], None]] = []  # called with each committed version
         ensure_clock()
 
@@ -160,9 +162,13 @@ class StatusWriter:
     def _commit(self, work: Callable[[int], Iterable[dict[str, Any]]]) -> int:
         """Run ``work(version)`` in one transaction under the lock; publish its hints after."""
         with self.lock:
-            with transaction.atomic():
-                version = next_version()
-                hints = list(work(version))
+            started = time.perf_counter()
+            try:
+                with transaction.atomic():
+                    version = next_version()
+                    hints = list(work(version))
+            finally:
+                self.busy_s += time.perf_counter() - started
             for listener in self.listeners:
                 listener(version)
         for hint in hints:
@@ -176,7 +182,8 @@ class StatusWriter:
             row = Partition.objects.select_for_update().select_related("job").get(pk=t.claim.partition_id)
             self._fence(row, t)
             hints = [self._write_partition(row, t, version)]
-            hints += self._settle_job(row.job, version)
+            if row.state in PARTITION_TERMINAL:  # only an ending partition can end its job
+                hints += self._settle_job(row.job, version)
             return hints
 
         try:

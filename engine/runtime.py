@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
+from django.db.backends.signals import connection_created
 from django.utils import timezone
 
 from engine import devices as devices_mod
@@ -72,6 +73,20 @@ def load_proving_key(circuit_id: str) -> Any:
         log.info("generating development proving key for %s (one time, into %s)", circuit_id, keystore.params_dir())
         keystore.ensure_keys(shape)
     return keystore.load_proving_key(circuit_id)
+
+
+def bound_idle_transactions(sender: Any, connection: Any, **_: Any) -> None:
+    """PostgreSQL: end a session left idle inside a transaction (a frozen or hung host).
+
+    Engine transactions last milliseconds; one idle for seconds belongs to a process that
+    stopped mid-way, and its row locks (the status clock's above all) would stall every
+    other host. The server rolls it back well before the host's lease would lapse.
+    """
+    if connection.vendor != "postgresql":
+        return
+    seconds = min(float(settings.PROVINGSITE["LEASE_SECONDS"]) / 2, 5.0)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET idle_in_transaction_session_timeout = {int(seconds * 1000)}")
 
 
 @dataclass
@@ -129,6 +144,9 @@ class Engine:
 
     def prepare(self) -> Engine:
         """Register the host and its worker slots and build every piece, starting no thread."""
+        connection_created.connect(bound_idle_transactions, weak=False)
+        if connection.connection is not None:
+            bound_idle_transactions(None, connection)
         self.host = self._register_host()
         self.writer = StatusWriter(self.host)
         self.synthesis = Synthesis(self, self.config.synthesis)
@@ -230,6 +248,13 @@ class Engine:
         except Refused:
             item.dropped = True
             return False
+        except DatabaseError as exc:
+            # The database is unreachable or killed our session: drop the work here; its
+            # lease lapses and another host (or this one, later) proves it again.
+            log.error("recording %s for %s failed (%s); the lease will requeue it", target, item.label, exc)
+            connection.close()
+            item.dropped = True
+            return False
         return True
 
     def fail(self, item: WorkItem, reason: str, retryable: bool) -> None:
@@ -239,6 +264,9 @@ class Engine:
             self.stats.failed += 1
         except Refused:
             pass
+        except DatabaseError as exc:
+            log.error("recording the failure of %s failed (%s); the lease will requeue it", item.label, exc)
+            connection.close()
         self.release(item)
 
     def drop(self, item: WorkItem, hand_back: bool = False) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from engine import synthesize_worker
@@ -102,7 +103,13 @@ class Synthesis:
         while not engine.stopping.is_set():
             if not self._wait_for_room():
                 continue
-            claims = engine.writer.claim(1)
+            try:
+                claims = engine.writer.claim(1)
+            except DatabaseError as exc:  # the database went away: try again shortly
+                log.error("claiming failed: %s", exc)
+                connection.close()
+                engine.wake.wait(0.5)
+                continue
             if not claims:
                 engine.queue_empty.set()
                 engine.wake.wait(self.idle_poll)
@@ -125,10 +132,18 @@ class Synthesis:
     def _start(self, item: WorkItem) -> None:
         engine = self.engine
         try:
-            item.key = engine.keycache.checkout(item.circuit_id, item.key_bytes, item.priority) if item.key_bytes else None
+            if item.kind != "custom":
+                item.key = engine.keycache.checkout(item.circuit_id, item.key_bytes, item.priority)
             item.reservation = engine.memory.acquire(
                 f"{item.kind} {item.job_id}", item.partition_bytes, item.priority,
                 cancelled=lambda: item.dropped or engine.stopping.is_set())
+            if item.kind == "custom":  # the client's own key, read once per job, inside its reservation
+                from pathlib import Path
+
+                from engine.prover import read_zkey
+
+                item.key = read_zkey(Path(item.upload_dir) / "circuit.zkey")
+                item.vk = item.key.vk
         except MemoryBudgetError as exc:
             engine.fail(item, str(exc), retryable=False)
             return

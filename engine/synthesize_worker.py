@@ -19,6 +19,11 @@ def init_worker() -> None:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provingsite.settings")
     django.setup()
+    try:  # one native product thread per process: the pool's size is the parallelism
+        from engine.circuits.synthesis import configure_worker
+    except ImportError:
+        return
+    configure_worker(1)
 
 
 def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int) -> tuple[Any, float]:
@@ -37,7 +42,7 @@ def synthesize_custom(upload_dir: str) -> tuple[Any, float]:
 
     started = time.perf_counter()
     pk = read_zkey(Path(upload_dir) / "circuit.zkey")
-    _, witness = read_wtns(Path(upload_dir) / "witness.wtns")
+    witness = read_wtns(Path(upload_dir) / "witness.wtns", pk.curve)
     return assignment_from_witness(pk, witness), time.perf_counter() - started
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 import secrets
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from django.conf import settings
 from django.db import transaction
 from django.http import HttpRequest
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
+from ninja import Path as PathParam
 from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
@@ -50,7 +51,10 @@ router = Router(tags=["jobs"])
 
 ERRORS: dict[int | tuple[int, ...], Any] = {(400, 401, 404, 409, 413): ErrorOut}
 MAX_PAGE = 500
-RESERVED_JOB_IDS = frozenset({"custom"})  # POST /jobs/custom is the upload, not a job
+RESERVED_JOB_IDS = frozenset({"custom"})
+# The example is the id of JobIn's example, so a fuzzer that submits the example first then
+# reads, cancels and retries a job that exists, not only ids that 404.
+JobIdPath = Annotated[str, PathParam(..., example="winning-post-epoch-1234")]  # POST /jobs/custom is the upload, not a job
 
 
 # ---- helpers shared with the CLI -------------------------------------------------------
@@ -309,12 +313,12 @@ def list_jobs(request: HttpRequest, filters: Query[JobFilters]) -> dict[str, Any
 
 
 @router.get("/jobs/{job_id}", response={200: JobOut, **ERRORS}, summary="One job: state, partitions, timings")
-def get_job(request: HttpRequest, job_id: str) -> dict[str, Any]:
+def get_job(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
     return _detail(_job(job_id))
 
 
 @router.get("/jobs/{job_id}/proof", response={200: ProofOut, **ERRORS}, summary="The proof, in our format")
-def get_proof(request: HttpRequest, job_id: str) -> dict[str, Any]:
+def get_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
     job = _job(job_id)
     _done(job)
     return proof_document(job)
@@ -322,7 +326,7 @@ def get_proof(request: HttpRequest, job_id: str) -> dict[str, Any]:
 
 @router.get("/jobs/{job_id}/proof/snarkjs", response={200: SnarkjsOut, **ERRORS},
             summary="proof.json and public.json per partition, as snarkjs writes them")
-def get_snarkjs_proof(request: HttpRequest, job_id: str) -> dict[str, Any]:
+def get_snarkjs_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
     job = _job(job_id)
     _done(job)
     rows = []
@@ -333,7 +337,7 @@ def get_snarkjs_proof(request: HttpRequest, job_id: str) -> dict[str, Any]:
 
 
 @router.post("/jobs/{job_id}/cancel", response={200: JobOut, **ERRORS}, summary="Cancel a queued or running job")
-def cancel(request: HttpRequest, job_id: str) -> dict[str, Any]:
+def cancel(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
     from engine import actions
 
     job = _job(job_id)
@@ -344,7 +348,7 @@ def cancel(request: HttpRequest, job_id: str) -> dict[str, Any]:
 
 
 @router.post("/jobs/{job_id}/retry", response={200: JobOut, **ERRORS}, summary="Retry a failed or cancelled job")
-def retry(request: HttpRequest, job_id: str) -> dict[str, Any]:
+def retry(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
     from engine import actions
 
     job = _job(job_id)

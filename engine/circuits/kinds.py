@@ -244,6 +244,12 @@ class CircuitShape:
         normalised, _ = validate_inputs(self.kind, inputs)
         return self.partition_data(normalised, index).public_inputs()
 
+    def synthesize(self, inputs: dict, index: int):
+        """DESIGN.md's ``circuit.synthesize(inputs, partition_index)``: witness + A·w, B·w, C·w."""
+        from engine.circuits.synthesis import synthesize_partition
+
+        return synthesize_partition(self.circuit_id, inputs, index)
+
     # -- sizes ------------------------------------------------------------------------
 
     def r1cs(self) -> R1CS:

@@ -2,7 +2,12 @@
 
 ``synthesize_partition`` is module-level and takes only picklable arguments, so the engine
 can run it in a ``ProcessPoolExecutor`` (real cores); each worker process compiles a
-circuit's matrices once and keeps them (``CircuitShape.r1cs`` caches per process).
+circuit's matrices once and keeps them (``CircuitShape.r1cs`` caches per process, and the
+compiled matrices are also stored under CACHE_DIR so a new worker loads them in milliseconds).
+
+Use a "spawn" (or "forkserver") pool context: the native kernels start OpenMP threads, and
+forking a threaded parent can deadlock the child. Pass ``initializer=configure_worker`` so
+each worker's native products use one thread instead of every core.
 """
 
 from __future__ import annotations

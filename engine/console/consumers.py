@@ -98,6 +98,51 @@ class SharedRenders:
 SHARED = SharedRenders()
 
 
+class Hub:
+    """The process's one member of the status group, fanning each hint out to the open
+    streams by a plain call. Fifty consoles as fifty group members would cost fifty channel
+    messages (and fifty dispatches) per transition; this costs one."""
+
+    def __init__(self) -> None:
+        self.streams: set[EventStreamConsumer] = set()
+        self.channel: str | None = None
+        self.task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def join(self, stream: EventStreamConsumer) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # a new event loop is a new server (tests)
+            self._loop, self.streams, self.channel, self.task = loop, set(), None, None
+        self.streams.add(stream)
+        if self.task is None:
+            layer = stream.channel_layer
+            self.channel = await layer.new_channel("console-hub.")
+            await layer.group_add(GROUP, self.channel)
+            self.task = asyncio.create_task(self._pump(layer, self.channel))
+
+    async def leave(self, stream: EventStreamConsumer) -> None:
+        self.streams.discard(stream)
+        if self.streams or self.task is None or self._loop is not asyncio.get_running_loop():
+            return
+        task, channel, self.task, self.channel = self.task, self.channel, None, None
+        task.cancel()
+        try:
+            await task
+        except (asyncio.CancelledError, Exception):
+            pass
+        await stream.channel_layer.group_discard(GROUP, channel)
+
+    async def _pump(self, layer: Any, channel: str) -> None:
+        while True:
+            message = await layer.receive(channel)
+            if message.get("type") == "status.changed":
+                for stream in list(self.streams):
+                    stream.hint(message)
+
+
+HUB = Hub()
+
+
 def sse_frame(html: str, *, event_id: str | None = None, retry_ms: int | None = None) -> bytes:
     lines: list[str] = []
     if retry_ms is not None:
@@ -175,7 +220,7 @@ class EventStreamConsumer(AsyncHttpConsumer):
         ])
         self.streaming = True
         # Join before the snapshot, so a change committed while it renders is not missed.
-        await self.channel_layer.group_add(GROUP, self.channel_name)
+        await HUB.join(self)
         self.joined = True
         version = await database_sync_to_async(fragments.current_version)()
         await self.flush(fragments.ALL, version, snapshot=True)
@@ -191,6 +236,10 @@ class EventStreamConsumer(AsyncHttpConsumer):
         await super().dispatch(message)
 
     async def status_changed(self, message: dict[str, Any]) -> None:
+        """A hint sent to this stream's own channel (the hub delivers the group's)."""
+        self.hint(message)
+
+    def hint(self, message: dict[str, Any]) -> None:
         self.dirty |= fragments.affected(message)
         try:
             self.min_version = max(self.min_version, int(message.get("version") or 0))
@@ -270,4 +319,4 @@ class EventStreamConsumer(AsyncHttpConsumer):
                 pass
         if self.joined:
             self.joined = False
-            await self.channel_layer.group_discard(GROUP, self.channel_name)
+            await HUB.leave(self)

@@ -102,6 +102,34 @@ def assignment_from_witness(pk: ProvingKey, witness: np.ndarray) -> Assignment:
     return Assignment(curve=pk.curve, witness=w, a=ev[0], b=ev[1], c=c, n_public=pk.n_public)
 
 
+def _live_rows(pk: ProvingKey, name: str) -> np.ndarray | None:
+    """Indices of the key's non-infinity bases in pk.<name> (None when all are live), cached.
+
+    Signals that never occur in A (or B) have the point at infinity there; in circom circuits
+    and ours that is often half of them, and skipping them halves those MSMs (the G2 one is
+    the dearest) without changing the sum.
+    """
+    key = f"live:{name}"
+    if key not in pk.extra:
+        pts = getattr(pk, name)
+        live = np.flatnonzero(np.any(pts != 0, axis=1))
+        pk.extra[key] = None if live.shape[0] == pts.shape[0] else live
+    return pk.extra[key]  # type: ignore[return-value]
+
+
+def _msm_live(pk: ProvingKey, name: str, scalars: np.ndarray) -> np.ndarray:
+    live = _live_rows(pk, name)
+    pts = getattr(pk, name)
+    fn = native.msm_g2 if name == "b2_points" else native.msm_g1
+    if live is None:
+        return fn(pk.curve, pts, scalars)
+    if live.shape[0] == 0:
+        return np.zeros(pts.shape[1], np.uint64)
+    # gathered per proof rather than cached: a second copy of the bases would sit outside the
+    # key's accounted nbytes; the gather costs milliseconds next to the MSM
+    return fn(pk.curve, np.ascontiguousarray(pts[live]), np.ascontiguousarray(scalars[live]))
+
+
 def _domain_evals(pk: ProvingKey, asg: Assignment) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """a, b, c over the whole domain: circuit rows, then one A row per public signal (and the 1)."""
     n, N, P = pk.n_constraints, pk.domain_size, pk.n_public + 1
@@ -236,8 +264,8 @@ def gpu_prove_start(
         h = native.h_coset(curve, a, b, c)
         del a, b, c
         priv = w[pk.n_public + 1 :]
-        pa = native.msm_g1(curve, pk.a_points, w)
-        pb1 = native.msm_g1(curve, pk.b1_points, w)
+        pa = _msm_live(pk, "a_points", w)
+        pb1 = _msm_live(pk, "b1_points", w)
         pc = native.msm_g1(curve, pk.c_points, priv) if priv.shape[0] else np.zeros_like(pa)
         ph = native.msm_g1(curve, pk.h_points, h)
         pending.g1 = {"a": pa, "b1": pb1, "c": native.g1_add_affine(curve, pc, ph)}
@@ -255,7 +283,7 @@ def gpu_prove_finish(pending: PendingProof) -> Proof:
         raise RuntimeError("gpu_prove_finish called twice for the same pending proof")
     pk, curve, w = pending.pk, pending.pk.curve, pending.witness
     # the G2 MSM runs here on the CPU while the device (if any) finishes its G1 work
-    pb2 = native.msm_g2(curve, pk.b2_points, w)
+    pb2 = _msm_live(pk, "b2_points", w)
     if pending.handle is not None:
         g1 = pending.handle.wait(curve)
         pending.handle = None

@@ -9,9 +9,11 @@ to prove a job whatever the fuzzer left behind.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import schemathesis
 from django.core.wsgi import get_wsgi_application
@@ -19,6 +21,7 @@ from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
+from engine.api.status import status_schema
 from engine.circuits import keystore
 from engine.prover import snarkjs
 from engine.prover.verify import verify
@@ -32,13 +35,24 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "snarkjs"
 FUZZ_EXAMPLES = 15
 
 
-def prove_queue(timeout: float = 240) -> None:
+def prove_queue(timeout: float = 240, watch: Client | None = None) -> list[dict[str, Any]]:
+    """Run the real engine on the CPU until the queue is empty; with ``watch``, read /status
+    through that client while it works and return what was seen."""
     engine = Engine(EngineConfig.from_settings(devices="cpu", synthesis=1, workers_per_device=1,
                                                scale="tiny", host_name="api-e2e")).start()
+    seen: list[dict[str, Any]] = []
     try:
+        if watch is not None:
+            deadline = time.monotonic() + timeout
+            while not (engine.queue_empty.is_set() and not engine.inflight) and time.monotonic() < deadline:
+                seen.append(watch.get("/status").json())
+                time.sleep(0.2)
         assert engine.run_until_idle(timeout=timeout), "the engine did not drain the queue in time"
+        if watch is not None:
+            seen.append(watch.get("/status").json())
     finally:
         engine.stop(drain_seconds=5)
+    return seen
 
 
 def snarkjs_verifies(vk: dict[str, Any], proof: dict[str, Any], public: list[str], tmp: Path) -> bool:
@@ -53,8 +67,12 @@ def test_a_job_submitted_through_the_api_comes_back_with_a_proof_that_verifies(
     body = {"kind": "window-post", "job_id": "e2e-window-post-0001",
             "inputs": {"sector_seed": SEED, "randomness": RANDOMNESS, "partitions": 2}}
     assert api.post("/api/v1/jobs", body, content_type="application/json").status_code == 201
-    prove_queue()
+    seen = prove_queue(watch=api)
 
+    # /status, as the live engine wrote the records, keeps to the committed schema throughout.
+    for snap in seen:
+        jsonschema.validate(snap, status_schema())
+    assert any(h["name"] == "api-e2e" and not h["stale"] for h in seen[-1]["hosts"])
     job = api.get("/api/v1/jobs/e2e-window-post-0001").json()
     assert job["state"] == "done", job
     assert all(p["state"] == "done" and p["gpu_ms"] is not None for p in job["partitions"])

@@ -18,7 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils import timezone
 
 from engine.console import fragments
-from engine.console.consumers import GROUP, EventStreamConsumer
+from engine.console.consumers import GROUP, HUB, EventStreamConsumer
 from engine.states import PartitionState
 from tests.console.conftest import SNAP_ID, Farm, move
 
@@ -58,7 +58,7 @@ class Stream:
         self.buffer = ""
         self.status: int | None = None
 
-    async def frame(self, timeout: float = 2.0) -> Frame:
+    async def frame(self, timeout: float = 10.0) -> Frame:
         while "\n\n" not in self.buffer:
             message = await self.communicator.receive_output(timeout)
             if message["type"] == "http.response.start":
@@ -68,7 +68,7 @@ class Stream:
         raw, self.buffer = self.buffer.split("\n\n", 1)
         return parse(raw)
 
-    async def update(self, timeout: float = 2.0) -> Frame:
+    async def update(self, timeout: float = 10.0) -> Frame:
         """The next frame that carries fragments (pings skipped)."""
         while True:
             frame = await self.frame(timeout)
@@ -223,11 +223,24 @@ def test_disconnecting_leaves_the_group_and_stops_the_tasks(farm: Farm, staff_us
         async with connected(staff_user, Watched) as stream:
             await stream.update()
             consumer = consumers[0]
-            assert consumer.channel_name in layer.groups.get(GROUP, {})
+            hub_channel, hub_task = HUB.channel, HUB.task
+            assert consumer in HUB.streams and hub_channel in layer.groups.get(GROUP, {})
             tasks = list(consumer.tasks)
             assert tasks and not any(t.done() for t in tasks)
-        assert consumer.channel_name not in layer.groups.get(GROUP, {})
-        assert all(t.done() for t in tasks) and consumer.tasks == []
+        # The last stream gone, the process leaves the group and stops listening.
+        assert consumer not in HUB.streams and hub_channel not in layer.groups.get(GROUP, {})
+        assert all(t.done() for t in tasks) and consumer.tasks == [] and hub_task is not None and hub_task.done()
+    run(scenario)
+
+
+def test_one_hint_reaches_every_open_stream(farm: Farm, staff_user: AbstractBaseUser) -> None:
+    async def scenario() -> None:
+        async with connected(staff_user) as first, connected(staff_user) as second:
+            await first.update()
+            await second.update()
+            version = await db(move)(SNAP_ID, 2, PartitionState.GPU, worker=farm.w0, gpu_started_at=timezone.now())
+            await hint(version, host="gpu-host-a", job=SNAP_ID, partition=2)
+            assert (await first.update())["id"] == (await second.update())["id"] == str(version)
     run(scenario)
 
 

@@ -8,7 +8,7 @@ from engine.demo import submit_demo_jobs
 from engine.models import ProofJob
 from engine.states import JobState
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
 def test_one_job_of_every_kind_is_proved_and_verified(start_engine) -> None:  # type: ignore[no-untyped-def]

@@ -54,9 +54,9 @@ def _shows_worker_of(events: list[SseEvent], host_name: str) -> bool:
 
 def test_two_engine_hosts_and_one_web_front_prove_every_kind_exactly_once(farm: Farm) -> None:
     web = farm.start_daphne()
-    hosts = [farm.start_engine("farm-a"), farm.start_engine("farm-b")]
+    hosts = farm.start_engines("farm-a", "farm-b")
     with farm.sse(web) as stream:
-        jobs = farm.submit(batch("every-kind", {"winning-post": 2, "window-post": 2, "porep-c2": 1, "snap-update": 1}))
+        jobs = farm.submit(batch("every-kind", {"winning-post": 1, "window-post": 1, "porep-c2": 1, "snap-update": 1}))
         farm.wait_jobs_finished(jobs, timeout=200, watch=hosts)
 
         stream.wait(lambda events: _shows_worker_of(events, "farm-a") and _shows_worker_of(events, "farm-b"),
@@ -71,9 +71,8 @@ def test_two_engine_hosts_and_one_web_front_prove_every_kind_exactly_once(farm: 
 
 def test_a_killed_host_s_partitions_are_finished_by_the_other_host_after_its_lease_lapses(farm: Farm) -> None:
     web = farm.start_daphne()
-    doomed = farm.start_engine("crash-a")
-    survivor = farm.start_engine("crash-b")
-    jobs = farm.submit(batch("crash", {"porep-c2": 1, "snap-update": 1}))
+    doomed, survivor = farm.start_engines("crash-a", "crash-b")
+    jobs = farm.submit(batch("crash", {"window-post": 2}, window_partitions=4))
 
     wait_for(lambda: farm.live_partitions_of("crash-a"), 90, "crash-a to own live partitions",
              on_timeout=doomed.tail)
@@ -124,9 +123,8 @@ def _host_item(page: str, host_name: str) -> dict[str, Any]:
 
 
 def test_a_paused_host_that_resumes_after_its_lease_lapsed_cannot_overwrite_the_reassigned_result(farm: Farm) -> None:
-    sleeper = farm.start_engine("fence-a")
-    other = farm.start_engine("fence-b")
-    jobs = farm.submit(batch("fence", {"porep-c2": 1}))
+    sleeper, other = farm.start_engines("fence-a", "fence-b")
+    jobs = farm.submit(batch("fence", {"window-post": 1}, window_partitions=4))
 
     def owned_late() -> dict[str, Any] | None:
         live = farm.live_partitions_of("fence-a")
@@ -166,19 +164,18 @@ def test_a_paused_host_that_resumes_after_its_lease_lapsed_cannot_overwrite_the_
 
 
 def test_a_host_frozen_inside_a_transaction_does_not_stall_the_other_hosts(farm: Farm) -> None:
-    frozen = farm.start_engine("stall-a")
-    other = farm.start_engine("stall-b")
-    jobs = farm.submit(batch("stall", {"snap-update": 1, "porep-c2": 1}))
+    frozen, other = farm.start_engines("stall-a", "stall-b")
+    jobs = farm.submit(batch("stall", {"window-post": 2}, window_partitions=3))
     wait_for(lambda: farm.live_partitions_of("stall-a"), 90, "stall-a to be proving", on_timeout=frozen.tail)
 
     # Every write of every host bumps the one status clock row; freeze stall-a holding it.
     tx = farm.pause_inside_transaction(frozen, "engine_statusclock")
-    clock = farm.one("SELECT value FROM engine_statusclock")
+    clock = farm.one("SELECT value FROM engine_statusclock")["value"]  # type: ignore[index]
     time.sleep(LEASE_SECONDS + 2)
     blocked = farm.rows("SELECT application_name, wait_event_type, query FROM pg_stat_activity "
                         "WHERE datname = %s AND application_name = 'stall-b' AND wait_event_type = 'Lock'",
                         farm.database)
-    advanced = farm.one("SELECT value FROM engine_statusclock")
+    advanced = farm.one("SELECT value FROM engine_statusclock")["value"]  # type: ignore[index]
     assert not blocked and advanced != clock, (
         f"stall-b is blocked behind frozen stall-a's open transaction ({tx['state']} since {tx['xact_start']}, "
         f"last statement {tx['query'][:200]!r}): clock {clock} → {advanced}, waiting: {blocked}")
@@ -196,16 +193,16 @@ def _snapshot_version(event: SseEvent) -> int | None:
 
 def test_after_a_redis_restart_engines_keep_proving_and_a_reconnecting_console_is_not_stale(farm: Farm) -> None:
     web = farm.start_daphne()
-    hosts = [farm.start_engine("redis-a"), farm.start_engine("redis-b")]
+    hosts = farm.start_engines("redis-a", "redis-b")
     first = farm.sse(web)
     try:
         first.wait(lambda events: events, 20, "the first snapshot")
-        before = farm.submit(batch("before-restart", {"snap-update": 1, "window-post": 1}))
+        before = farm.submit(batch("before-restart", {"window-post": 2}, window_partitions=3))
         wait_for(lambda: farm.one("SELECT count(*) AS n FROM engine_partition WHERE state = 'done'")["n"] >= 2,  # type: ignore[index]
                  90, "some partitions to be proved")
 
         restart_redis(down_seconds=2)
-        after = farm.submit(batch("after-restart", {"porep-c2": 1, "winning-post": 1}))
+        after = farm.submit(batch("after-restart", {"window-post": 1, "winning-post": 1}))
         farm.wait_jobs_finished(before + after, timeout=200, watch=hosts)
         assert completion_problems(farm, before + after) == []
 

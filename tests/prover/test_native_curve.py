@@ -85,7 +85,7 @@ def test_edge_cases(grp: Group) -> None:
     assert grp.dec(grp.smul(grp.curve, G, fr_to_limbs([r + 5])[0])) == grp.point(5)
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=4, deadline=None)
 @given(a=st.integers(1, 2**256), b=st.integers(1, 2**256))
 def test_random_add_and_mul(grp: Group, a: int, b: int) -> None:
     m = grp.m

@@ -46,6 +46,8 @@ def dec(curve: str, group: str, arr):
 def test_msm_small_vs_naive(curve: str, group: str, seed: int, n: int) -> None:
     c = CURVES[curve]
     rng = random.Random(seed)
+    if group == "g2":
+        n = min(n, 5)  # py_ecc's G2 is slow; arkworks covers large G2 MSMs below
     # discrete logs of the bases: the naive answer is then (sum k_i s_i)·G
     ks = [rng.choice([None, 1, 2, rng.randrange(1, c.r)]) for _ in range(n)]
     if n > 2:
@@ -87,7 +89,7 @@ def test_msm_edge_cases(curve: str) -> None:
 def test_fixed_base_batch_vs_py_ecc(curve: str, group: str) -> None:
     c = CURVES[curve]
     rng = random.Random(5)
-    ks = [0, 1, 2, c.r - 1, 2**255 % c.r] + [rng.randrange(c.r) for _ in range(5)]
+    ks = [0, 1, 2, c.r - 1, 2**255 % c.r] + [rng.randrange(c.r) for _ in range(5 if group == "g1" else 2)]
     got = getattr(native, f"{group}_mul_generator_batch")(curve, fr_to_limbs(ks))
     assert dec(curve, group, got) == oracle_points(curve, group, ks)
 

@@ -19,8 +19,17 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_prove_writes_snarkjs_files(tmp_path: Path) -> None:
     d = FIXTURES / "bls12381"
-    call_command("prove", str(d / "circuit.zkey"), str(d / "witness.wtns"), str(tmp_path / "proof.json"),
-                 str(tmp_path / "public.json"), "--device", "cpu", "--r1cs", str(d / "circuit.r1cs"))
+    call_command(
+        "prove",
+        str(d / "circuit.zkey"),
+        str(d / "witness.wtns"),
+        str(tmp_path / "proof.json"),
+        str(tmp_path / "public.json"),
+        "--device",
+        "cpu",
+        "--r1cs",
+        str(d / "circuit.r1cs"),
+    )
     proof = read_proof_json(tmp_path / "proof.json")
     pub = read_public_json(tmp_path / "public.json")
     assert json.loads((tmp_path / "public.json").read_text()) == json.loads((d / "public.json").read_text())
@@ -45,19 +54,32 @@ def test_bad_inputs_are_clear_errors(tmp_path: Path) -> None:
     w[150, 0] ^= 1
     write_wtns(tmp_path / "bad.wtns", "bls12381", w)
     with pytest.raises(CommandError, match=r"does not satisfy the circuit: constraint \d+ not satisfied"):
-        call_command("prove", str(d / "circuit.zkey"), str(tmp_path / "bad.wtns"), *out, "--r1cs", str(d / "circuit.r1cs"))
+        call_command(
+            "prove", str(d / "circuit.zkey"), str(tmp_path / "bad.wtns"), *out, "--r1cs", str(d / "circuit.r1cs")
+        )
     with pytest.raises(CommandError, match="does not satisfy the circuit: the proof failed verification"):
         call_command("prove", str(d / "circuit.zkey"), str(tmp_path / "bad.wtns"), *out)
     assert not (tmp_path / "p.json").exists()
 
 
+@pytest.mark.slow
 def test_exit_status_from_the_shell(tmp_path: Path) -> None:
     d = FIXTURES / "bls12381"
     base = [sys.executable, str(REPO / "manage.py"), "prove"]
-    ok = subprocess.run(base + [str(d / "circuit.zkey"), str(d / "witness.wtns"), str(tmp_path / "p.json"),
-                                str(tmp_path / "q.json")], capture_output=True, text=True, cwd=REPO, timeout=120)
+    ok = subprocess.run(
+        base + [str(d / "circuit.zkey"), str(d / "witness.wtns"), str(tmp_path / "p.json"), str(tmp_path / "q.json")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert ok.returncode == 0, ok.stderr
     assert (tmp_path / "p.json").exists() and "verified" in ok.stderr
-    bad = subprocess.run(base + [str(d / "witness.wtns"), str(d / "witness.wtns"), str(tmp_path / "x.json"),
-                                 str(tmp_path / "y.json")], capture_output=True, text=True, cwd=REPO, timeout=120)
+    bad = subprocess.run(
+        base + [str(d / "witness.wtns"), str(d / "witness.wtns"), str(tmp_path / "x.json"), str(tmp_path / "y.json")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert bad.returncode != 0 and "not a zkey file" in bad.stderr and "Traceback" not in bad.stderr

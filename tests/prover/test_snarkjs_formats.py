@@ -77,8 +77,20 @@ def test_roundtrips(curve: str, tmp_path: Path) -> None:
     pk = read_zkey(d / "circuit.zkey")
     write_zkey(tmp_path / "k.zkey", pk)
     pk2 = read_zkey(tmp_path / "k.zkey")
-    for name in ("alpha1", "beta1", "beta2", "gamma2", "delta1", "delta2", "ic", "a_points", "b1_points",
-                 "b2_points", "c_points", "h_points"):
+    for name in (
+        "alpha1",
+        "beta1",
+        "beta2",
+        "gamma2",
+        "delta1",
+        "delta2",
+        "ic",
+        "a_points",
+        "b1_points",
+        "b2_points",
+        "c_points",
+        "h_points",
+    ):
         assert np.array_equal(getattr(pk, name), getattr(pk2, name)), name
     for name in ("a_matrix", "b_matrix"):
         m1, m2 = getattr(pk, name), getattr(pk2, name)

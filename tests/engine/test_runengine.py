@@ -1,0 +1,65 @@
+"""``manage.py runengine`` as an operator runs it: SIGTERM drains in-flight work and exits 0."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from engine.circuits.kinds import validate_inputs
+from engine.demo import demo_inputs
+from engine.models import EngineHost, Partition
+from engine.states import PARTITION_LIVE, PartitionState
+from engine.submit import submit_job
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+P = PartitionState
+
+
+def database_url() -> str:
+    """The test database, as the child process must reach it (SQLite file or PostgreSQL)."""
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
+    return f"postgres://{auth}@{s['HOST'] or 'localhost'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+def wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            out = proc.communicate()[0]
+            pytest.fail(f"no {what}; engine output:\n{out[-3000:]}")
+        time.sleep(0.1)
+
+
+def test_sigterm_finishes_in_flight_work_and_exits_zero(engine_params, settings) -> None:  # type: ignore[no-untyped-def]
+    inputs, n = validate_inputs("porep-c2", demo_inputs("porep-c2"))
+    job, _ = submit_job(kind="porep-c2", job_id="drain-porep", inputs=inputs, num_partitions=n,
+                        circuit_id="porep-c2/tiny", scale="tiny")
+    env = {**os.environ, "DATABASE_URL": database_url(), "PROVINGSITE_PARAMS_DIR": str(settings.PROVINGSITE["PARAMS_DIR"]),
+           "PROVINGSITE_DEVICES": "cpu", "PROVINGSITE_SCALE": "tiny", "PROVINGSITE_HEARTBEAT_SECONDS": "0.5"}
+    proc = subprocess.Popen([sys.executable, str(REPO / "manage.py"), "runengine", "--host-name", "drain-host",
+                             "--synthesis", "1", "--workers-per-device", "1", "--drain-seconds", "30"],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    live = Partition.objects.filter(job=job, state__in=PARTITION_LIVE)
+    wait_for(lambda: Partition.objects.filter(job=job, state=P.DONE).exists() and live.exists(), 90,
+             "partition in flight", proc)
+
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 0, out[-3000:]
+
+    assert not live.exists(), "in-flight work must be finished or handed back"
+    assert not Partition.objects.filter(job=job, state=P.PENDING, host__isnull=False).exists()
+    assert EngineHost.objects.get(name="drain-host").stopped_at is not None
+    assert "engine drain-host stopped" in out
