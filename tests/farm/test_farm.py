@@ -131,11 +131,19 @@ def test_a_paused_host_that_resumes_after_its_lease_lapsed_cannot_overwrite_the_
         late = [p for p in live if p["state"] in ("gpu", "finalizing")]
         return (late or live or [None])[0]
 
-    target = wait_for(owned_late, 90, "fence-a to own a live partition", interval=0.05, on_timeout=sleeper.tail)
-    # Frozen between transactions: a host frozen inside one is the next test's subject.
-    farm.pause_outside_transaction(sleeper)
-    target = farm.one("SELECT * FROM engine_partition WHERE id = %s", target["id"]) or target
-    assert target["state"] in LIVE_STATES and target["host_id"] is not None, f"fence-a let go of it first: {target}"
+    # Tiny partitions finish in ~100 ms, so the partition seen live may be done by the time the
+    # host is frozen: pick the target from what the frozen host still owns, else thaw and retry.
+    target: dict[str, Any] | None = None
+    for _ in range(20):
+        wait_for(owned_late, 90, "fence-a to own a live partition", interval=0.05, on_timeout=sleeper.tail)
+        # Frozen between transactions: a host frozen inside one is the next test's subject.
+        farm.pause_outside_transaction(sleeper)
+        target = owned_late()
+        if target is not None:
+            break
+        sleeper.resume()
+    assert target is not None, "fence-a never stayed frozen while owning a live partition"
+    assert target["state"] in LIVE_STATES and target["host_id"] is not None
     paused_at = time.monotonic()
     # Whatever it is doing, the paused host sees its rows only once it wakes up.
     target_attempt = farm.one("SELECT attempt FROM engine_partition WHERE id = %s", target["id"])["attempt"]  # type: ignore[index]
