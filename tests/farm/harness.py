@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[2]
 PYTHON = str(REPO / ".venv" / "bin" / "python")
 DAPHNE = str(REPO / ".venv" / "bin" / "daphne")
 MANAGE = str(REPO / "manage.py")
-ENGINE_MANAGE = os.environ.get("PROVINGSITE_FARM_ENGINE_MANAGE", MANAGE)  # the engines' manage.py
+ENGINE_MANAGE = MANAGE
 
 ADMIN_DATABASE_URL = os.environ.get("PROVINGSITE_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test")
 REDIS_HOST = os.environ.get("PROVINGSITE_TEST_REDIS_HOST", "127.0.0.1")
