@@ -19,6 +19,7 @@ from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from engine.prove import prover_api
+from engine.prover.groth16 import ProofAborted
 from engine.states import PartitionState
 
 if TYPE_CHECKING:
@@ -78,10 +79,15 @@ class Finalizers:
         try:
             api = prover_api()
             t0 = time.perf_counter()
-            proof = item.proof if item.proof is not None else api.gpu_prove_finish(item.pending)
+            proof = item.proof if item.proof is not None else api.gpu_prove_finish(item.pending, abort=item.abandoned)
             item.timings["finish_s"] = time.perf_counter() - t0
+            if item.dropped:
+                raise ProofAborted("proof abandoned before verification")
             publics = item.publics
             ok = api.verify(self.verifying_key(item), proof, [int(x) for x in publics])
+        except ProofAborted:  # cancelled or fenced meanwhile: nothing to record
+            engine.drop(item)
+            return
         except Exception as exc:  # finishing on the CPU failed; a new attempt starts over
             log.exception("finishing %s failed", item.label)
             engine.fail(item, f"finishing the proof failed: {type(exc).__name__}: {exc}", retryable=True)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 
 from engine.models import Worker
+from engine.prover.groth16 import ProofAborted
 from engine.states import PartitionState
 
 if TYPE_CHECKING:
@@ -158,17 +159,21 @@ class GpuWorker:
         """Launch the kernels; leave ``gpu`` (split) or finish first (no split)."""
         engine = self.engine
         api = prover_api()
+        abandoned = item.abandoned
         try:
             with self.lock:
                 t0 = time.perf_counter()
                 try:
-                    item.pending = api.gpu_prove_start(item.key, item.assignment, self.device)
+                    item.pending = api.gpu_prove_start(item.key, item.assignment, self.device, abort=abandoned)
                     if not self.split:  # benchmark mode: hold the device until the proof is whole
-                        item.proof = api.gpu_prove_finish(item.pending)
+                        item.proof = api.gpu_prove_finish(item.pending, abort=abandoned)
                 finally:
                     elapsed = time.perf_counter() - t0
                     self.busy_s += elapsed
                     item.timings["gpu_s"] = elapsed
+        except ProofAborted:  # cancelled or fenced while proving: free its memory now
+            engine.drop(item)
+            return False
         except Exception as exc:  # a kernel or prover error: another attempt may succeed
             log.exception("%s: proving %s failed", self.name, item.label)
             engine.fail(item, f"proving on {self.device} failed: {type(exc).__name__}: {exc}", retryable=True)

@@ -72,6 +72,10 @@ class WorkItem:
     def label(self) -> str:
         return f"P{self.index} of {self.kind} {self.job_id}"
 
+    def abandoned(self) -> bool:
+        """The prover's abort check: the sweep marks cancelled or fenced work dropped."""
+        return self.dropped
+
 
 def new_pool(concurrency: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn"),
@@ -156,6 +160,7 @@ class Synthesis:
             return
         if not engine.record(item, P.SYNTHESIZING, synth_started_at=timezone.now(),
                              reserved_bytes=item.reservation.nbytes + item.key_bytes):
+            engine.drop(item)  # cancelled (or fenced) between the claim and now: free what it holds
             return
         with self._slots:
             self.active += 1
@@ -195,6 +200,8 @@ class Synthesis:
         item.publics = public_inputs_of(item.assignment.public_inputs)
         if engine.record(item, P.SYNTH_DONE, synth_finished_at=timezone.now()):
             engine.gpu_queue.put(item)
+        else:
+            engine.drop(item)
 
     def stop(self) -> None:
         self._done.put(None)

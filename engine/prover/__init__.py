@@ -10,6 +10,7 @@ import os
 from engine.prover.groth16 import (
     PendingProof,
     Proof,
+    ProofAborted,
     UnsatisfiedConstraint,
     assignment_from_r1cs,
     assignment_from_witness,
@@ -52,6 +53,7 @@ __all__ = [
     "InvalidProof",
     "PendingProof",
     "Proof",
+    "ProofAborted",
     "ProvingKey",
     "UnsatisfiedConstraint",
     "VerifyingKey",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import secrets
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,20 @@ class UnsatisfiedConstraint(ValueError):
     def __init__(self, index: int, detail: str = "") -> None:
         self.index = index
         super().__init__(f"constraint {index} not satisfied{': ' + detail if detail else ''}")
+
+
+class ProofAborted(RuntimeError):
+    """The caller asked to stop (its job was cancelled, its claim fenced): no proof was made."""
+
+
+Abort = Callable[[], bool] | None
+
+
+def _check(abort: Abort, phase: str) -> None:
+    # Between phases only: a native MSM cannot be interrupted, but each phase is short next
+    # to a whole proof, so a cancelled partition frees its memory within one phase.
+    if abort is not None and abort():
+        raise ProofAborted(f"proof abandoned before {phase}")
 
 
 @dataclass(frozen=True)
@@ -247,8 +262,11 @@ class PendingProof:
 
 
 def gpu_prove_start(
-    pk: ProvingKey, assignment: Assignment, device: str = "cpu", *, r: int | None = None, s: int | None = None
+    pk: ProvingKey, assignment: Assignment, device: str = "cpu", *, r: int | None = None, s: int | None = None,
+    abort: Abort = None,
 ) -> PendingProof:
+    """Launch a proof. ``abort`` is polled between phases; when it turns true ProofAborted
+    is raised and nothing of the proof is kept."""
     _validate(pk, assignment)
     curve = pk.curve
     cp = get_curve(curve)
@@ -261,12 +279,17 @@ def gpu_prove_start(
         abc_nbytes=int(assignment.a.nbytes + assignment.b.nbytes + assignment.c.nbytes),
     )
     if device == "cpu":
+        _check(abort, "the H polynomial")
         h = native.h_coset(curve, a, b, c)
         del a, b, c
         priv = w[pk.n_public + 1 :]
+        _check(abort, "the A MSM")
         pa = _msm_live(pk, "a_points", w)
+        _check(abort, "the B1 MSM")
         pb1 = _msm_live(pk, "b1_points", w)
+        _check(abort, "the C MSM")
         pc = native.msm_g1(curve, pk.c_points, priv) if priv.shape[0] else np.zeros_like(pa)
+        _check(abort, "the H MSM")
         ph = native.msm_g1(curve, pk.h_points, h)
         pending.g1 = {"a": pa, "b1": pb1, "c": native.g1_add_affine(curve, pc, ph)}
     elif device.startswith("cuda"):
@@ -278,10 +301,12 @@ def gpu_prove_start(
     return pending
 
 
-def gpu_prove_finish(pending: PendingProof) -> Proof:
+def gpu_prove_finish(pending: PendingProof, *, abort: Abort = None) -> Proof:
+    """Wait for the launched work and assemble the proof; ``abort`` as in gpu_prove_start."""
     if pending.finished:
         raise RuntimeError("gpu_prove_finish called twice for the same pending proof")
     pk, curve, w = pending.pk, pending.pk.curve, pending.witness
+    _check(abort, "the B2 MSM")
     # the G2 MSM runs here on the CPU while the device (if any) finishes its G1 work
     pb2 = _msm_live(pk, "b2_points", w)
     if pending.handle is not None:

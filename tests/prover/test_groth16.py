@@ -15,6 +15,7 @@ import pytest
 from engine.prover import gpu_prove_finish, gpu_prove_start, select_device
 from engine.prover.curves import get_curve
 from engine.prover.groth16 import (
+    ProofAborted,
     UnsatisfiedConstraint,
     assignment_from_r1cs,
     assignment_from_witness,
@@ -122,6 +123,28 @@ def test_split_path_is_byte_identical(curve: str) -> None:
     assert other != one
     if curve == "bls12381":
         assert verify(pk.vk, other, public_inputs_of(asg))
+
+
+@pytest.mark.parametrize("stop_after", [0, 2, 4])
+def test_an_abort_request_stops_the_proof_at_the_next_phase(stop_after: int) -> None:
+    _, pk, asg = _fixture("bls12381")
+    polls: list[int] = []
+
+    def abort() -> bool:
+        polls.append(1)
+        return len(polls) > stop_after
+
+    with pytest.raises(ProofAborted, match="abandoned before"):
+        gpu_prove_start(pk, asg, "cpu", abort=abort)
+    assert len(polls) == stop_after + 1  # no phase ran after the first "stop"
+
+
+def test_an_abort_request_stops_the_finish_before_the_g2_msm() -> None:
+    _, pk, asg = _fixture("bls12381")
+    pending = gpu_prove_start(pk, asg, "cpu", abort=lambda: False)
+    with pytest.raises(ProofAborted, match="B2 MSM"):
+        gpu_prove_finish(pending, abort=lambda: True)
+    assert verify(pk.vk, gpu_prove_finish(pending, abort=lambda: False), public_inputs_of(asg))
 
 
 @pytest.mark.gpu
