@@ -24,6 +24,7 @@ if __package__ in (None, ""):
 
 import numpy as np
 
+from bench._table import markdown_table
 from engine.prover import native
 from engine.prover.curves import CURVES, fr_to_limbs
 
@@ -108,18 +109,22 @@ def run(
 
 
 def format_table(rows: list[dict]) -> str:
-    lines = [
-        "| what | curve | n | threads | ours (ms) | arkworks (ms) | ours/arkworks |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        ark = "" if r["arkworks_s"] is None else f"{r['arkworks_s'] * 1e3:.1f}"
-        ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}x"
-        lines.append(
-            f"| {r['what']} | {r['curve']} | 2^{int(np.log2(r['n']))} | {r['threads']} | "
-            f"{r['ours_s'] * 1e3:.1f} | {ark} | {ratio} |"
-        )
-    return "\n".join(lines)
+    header = ("what", "curve", "n", "threads", "ours (ms)", "arkworks (ms)", "ours/arkworks")
+    return markdown_table(
+        header,
+        (
+            (
+                r["what"],
+                r["curve"],
+                f"2^{int(np.log2(r['n']))}",
+                r["threads"],
+                f"{r['ours_s'] * 1e3:.1f}",
+                "" if r["arkworks_s"] is None else f"{r['arkworks_s'] * 1e3:.1f}",
+                "" if r["ratio"] is None else f"{r['ratio']:.2f}x",
+            )
+            for r in rows
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench._table import markdown_table  # noqa: E402
 from engine.prover import native  # noqa: E402
 from engine.prover.groth16 import assignment_from_witness, prove, public_inputs_of  # noqa: E402
 from engine.prover.setup import setup, synthetic_circuit  # noqa: E402
@@ -82,19 +83,25 @@ def bench_one(curve: str, log_n: int, work: Path) -> dict:
 
 
 def format_table(rows: list[dict]) -> str:
-    lines = [
-        "| curve | constraints | domain | our setup (s) | ours e2e (s) | ours prove (s) | snarkjs (s) | snarkjs/ours | proofs verify |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        sj = "n/a" if r["snarkjs_s"] is None else f"{r['snarkjs_s']:.2f}"
-        ratio = "n/a" if r["snarkjs_s"] is None else f"{r['snarkjs_s'] / r['ours_s']:.1f}x"
-        ok = f"ours {r['ours_valid']}, snarkjs {r['snarkjs_valid']}"
-        lines.append(
-            f"| {r['curve']} | {r['constraints']} | 2^{r['log_n']} | {r['setup_s']:.1f} | {r['ours_s']:.2f} | "
-            f"{r['prove_s']:.2f} | {sj} | {ratio} | {ok} |"
-        )
-    return "\n".join(lines)
+    header = ("curve", "constraints", "domain", "our setup (s)", "ours e2e (s)", "ours prove (s)", "snarkjs (s)",
+              "snarkjs/ours", "proofs verify")
+    return markdown_table(
+        header,
+        (
+            (
+                r["curve"],
+                r["constraints"],
+                f"2^{r['log_n']}",
+                f"{r['setup_s']:.1f}",
+                f"{r['ours_s']:.2f}",
+                f"{r['prove_s']:.2f}",
+                "n/a" if r["snarkjs_s"] is None else f"{r['snarkjs_s']:.2f}",
+                "n/a" if r["snarkjs_s"] is None else f"{r['snarkjs_s'] / r['ours_s']:.1f}x",
+                f"ours {r['ours_valid']}, snarkjs {r['snarkjs_valid']}",
+            )
+            for r in rows
+        ),
+    )
 
 
 def main() -> None:

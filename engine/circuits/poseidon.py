@@ -17,6 +17,8 @@ are copied into fresh variables (2 constraints), which bounds every row to a few
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from engine.circuits.cs import ConstraintSystem, Term
 from engine.circuits.grain import BLS12_381_R as R
 from engine.circuits.poseidon_constants import MDS, ROUND_CONSTANTS
@@ -35,18 +37,51 @@ def _is_full(rnd: int) -> bool:
     return rnd < HALF_F or rnd >= HALF_F + R_P
 
 
-def permute(state: list[int]) -> list[int]:
-    """The native permutation on three field elements."""
-    s0, s1, s2 = (x % R for x in state)
+def _materializes(rnd: int) -> bool:
+    """Whether lanes 1 and 2 are copied into fresh variables after round rnd: every
+    MATERIALIZE_EVERY-th partial round, except the last one (full rounds follow it)."""
+    p = rnd - HALF_F
+    return 0 <= p < R_P - 1 and (p + 1) % MATERIALIZE_EVERY == 0
+
+
+def _pow5(x: int) -> int:
+    return pow(x, 5, R)
+
+
+def _recorded_sbox(push: Callable[[int], object]) -> Callable[[int], int]:
+    """x -> x⁵, handing push x², x⁴ and x⁵: the three variables an in-circuit S-box allocates."""
+
+    def sbox(x: int) -> int:
+        x2 = x * x % R
+        x4 = x2 * x2 % R
+        x5 = x4 * x % R
+        push(x2)
+        push(x4)
+        push(x5)
+        return x5
+
+    return sbox
+
+
+def _rounds(s0: int, s1: int, s2: int, push: Callable[[int], object] | None) -> tuple[int, int, int]:
+    """The permutation on plain ints: the one round loop behind ``permute`` and witness
+    synthesis. With push, it is handed every value hash2_gadget allocates, in its order (x²,
+    x⁴, x⁵ for each S-box, then lanes 1 and 2 at each materialisation); without, each S-box
+    is a single pow.
+
+    This is the hot loop of witness synthesis and of the native sector trees: one list append
+    per variable and no method call per constraint.
+    """
     (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = MDS
     rc = ROUND_CONSTANTS
+    sbox = _pow5 if push is None else _recorded_sbox(push)
     for rnd in range(R_F + R_P):
         k = 3 * rnd
-        s0 = pow(s0 + rc[k], 5, R)
+        s0 = sbox(s0 + rc[k])
         if _is_full(rnd):
-            s1 = pow(s1 + rc[k + 1], 5, R)
-            s2 = pow(s2 + rc[k + 2], 5, R)
-        else:
+            s1 = sbox(s1 + rc[k + 1])
+            s2 = sbox(s2 + rc[k + 2])
+        else:  # partial round: S-box on lane 0 only
             s1 += rc[k + 1]
             s2 += rc[k + 2]
         s0, s1, s2 = (
@@ -54,7 +89,16 @@ def permute(state: list[int]) -> list[int]:
             (m10 * s0 + m11 * s1 + m12 * s2) % R,
             (m20 * s0 + m21 * s1 + m22 * s2) % R,
         )
-    return [s0, s1, s2]
+        if push is not None and _materializes(rnd):
+            push(s1)
+            push(s2)
+    return s0, s1, s2
+
+
+def permute(state: list[int]) -> list[int]:
+    """The native permutation on three field elements."""
+    s0, s1, s2 = (x % R for x in state)
+    return list(_rounds(s0, s1, s2, None))
 
 
 def hash2(left: int, right: int) -> int:
@@ -73,7 +117,6 @@ def hash2_gadget(cs: ConstraintSystem, left: Term, right: Term) -> Term:
     if cs.witness_mode:
         return _hash2_witness(cs, left, right)  # type: ignore[arg-type]
     state: list[Term] = [cs.const(0), left, right]
-    partial_since = 0
     rc = ROUND_CONSTANTS
     for rnd in range(R_F + R_P):
         k = 3 * rnd
@@ -82,62 +125,12 @@ def hash2_gadget(cs: ConstraintSystem, left: Term, right: Term) -> Term:
         else:
             x = [_sbox(cs, cs.lin(((1, state[0]),), rc[k])), cs.lin(((1, state[1]),), rc[k + 1]), cs.lin(((1, state[2]),), rc[k + 2])]
         state = [cs.lin(zip(MDS[i], x, strict=True)) for i in range(T)]
-        if not _is_full(rnd):
-            partial_since += 1
-            last_partial = rnd == HALF_F + R_P - 1
-            if partial_since == MATERIALIZE_EVERY and not last_partial:
-                state[1] = cs.materialize(state[1])
-                state[2] = cs.materialize(state[2])
-                partial_since = 0
+        if _materializes(rnd):
+            state[1] = cs.materialize(state[1])
+            state[2] = cs.materialize(state[2])
     return state[0]
 
 
 def _hash2_witness(cs: ConstraintSystem, left: int, right: int) -> int:
-    """The same allocations as ``hash2_gadget`` in the same order, computed on plain ints.
-
-    This is the hot loop of witness synthesis: one local list append per variable and no
-    method call per constraint.
-    """
-    out = cs.private  # type: ignore[attr-defined]
-    push = out.append
-    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = MDS
-    rc = ROUND_CONSTANTS
-    s0, s1, s2 = 0, left, right
-    partial_since = 0
-    for rnd in range(R_F + R_P):
-        k = 3 * rnd
-        x = (s0 + rc[k]) % R
-        x2 = x * x % R
-        x4 = x2 * x2 % R
-        s0 = x4 * x % R
-        push(x2)
-        push(x4)
-        push(s0)
-        if _is_full(rnd):
-            for lane in (1, 2):
-                x = ((s1 if lane == 1 else s2) + rc[k + lane]) % R
-                x2 = x * x % R
-                x4 = x2 * x2 % R
-                x5 = x4 * x % R
-                push(x2)
-                push(x4)
-                push(x5)
-                if lane == 1:
-                    s1 = x5
-                else:
-                    s2 = x5
-        else:
-            s1 += rc[k + 1]
-            s2 += rc[k + 2]
-        s0, s1, s2 = (
-            (m00 * s0 + m01 * s1 + m02 * s2) % R,
-            (m10 * s0 + m11 * s1 + m12 * s2) % R,
-            (m20 * s0 + m21 * s1 + m22 * s2) % R,
-        )
-        if not _is_full(rnd):
-            partial_since += 1
-            if partial_since == MATERIALIZE_EVERY and rnd != HALF_F + R_P - 1:
-                push(s1)
-                push(s2)
-                partial_since = 0
-    return s0
+    """The same allocations as ``hash2_gadget`` in the same order, computed on plain ints."""
+    return _rounds(0, left, right, cs.private.append)[0]  # type: ignore[attr-defined]

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -31,17 +32,20 @@ from engine.prover.curves import CURVES, CurveParams, get_curve, root_of_unity
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-KERNEL_FILES = (
+# What both builds compile: the arithmetic, the per-group/per-Fr instance lists, the MSM
+# digit recoding. Each build's source hash covers these plus its own files, so an edit to
+# any of them rebuilds both.
+SHARED_KERNEL_FILES = (
     "port.h",
     "field.h",
     "fp2.h",
     "curve.h",
     "instances.h",
-    "host_field.h",
-    "host_fr.h",
-    "host_group.h",
-    "host.c",
+    "each_fr.h",
+    "each_group.h",
+    "digits.h",
 )
+KERNEL_FILES = (*SHARED_KERNEL_FILES, "host_field.h", "host_fr.h", "host_group.h", "host.c")
 # -march=native would make a cached .so unportable across machines sharing the cache.
 COMPILE_ARGS = ["-O3", "-fopenmp", "-std=gnu99", "-fno-strict-aliasing"]
 LINK_ARGS = ["-fopenmp"]
@@ -247,49 +251,43 @@ def _threads(threads: int | None) -> int:
     return default_threads() if threads is None else max(1, int(threads))
 
 
-def _vec_op(curve: str, field: str, op: int, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-    c = get_curve(curve)
-    width = c.fr_limbs if field == "fr" else c.fp_limbs
-    a = _u64(a, width, "a")
-    bb = _u64(b, width, "b", a.shape[0]) if b is not None else a
-    out = np.empty_like(a)
-    _, lib = build()
-    fn = getattr(lib, f"{c.name}_{field}_vec_op")
-    fn(_ptr(out), _ptr(a), _ptr(bb), a.shape[0], op, default_threads())
-    return out
+@dataclass(frozen=True)
+class _Field:
+    """Elementwise arithmetic over one of a curve's prime fields, Fr (scalars) or Fp (point
+    coordinates): one vec_op kernel serves both, so each wrapper is written once here and
+    bound to its fr_/fp_ name below. Arrays: (n, limbs) uint64, standard form in and out."""
+
+    name: str  # "fr" or "fp", the infix of the kernels' names
+
+    def _vec_op(self, curve: str, op: int, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+        """op: host_field.h's code, 0 add, 1 sub, 2 mul, 3 inv (b unused)."""
+        c = get_curve(curve)
+        width = c.fr_limbs if self.name == "fr" else c.fp_limbs
+        a = _u64(a, width, "a")
+        bb = _u64(b, width, "b", a.shape[0]) if b is not None else a
+        out = np.empty_like(a)
+        _, lib = build()
+        fn = getattr(lib, f"{c.name}_{self.name}_vec_op")
+        fn(_ptr(out), _ptr(a), _ptr(bb), a.shape[0], op, default_threads())
+        return out
+
+    def add(self, curve: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return self._vec_op(curve, 0, a, b)
+
+    def sub(self, curve: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return self._vec_op(curve, 1, a, b)
+
+    def mul(self, curve: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return self._vec_op(curve, 2, a, b)
+
+    def inv(self, curve: str, a: np.ndarray) -> np.ndarray:
+        """Elementwise inverse; 0 maps to 0."""
+        return self._vec_op(curve, 3, a, None)
 
 
-def fr_add(curve: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _vec_op(curve, "fr", 0, a, b)
-
-
-def fr_sub(curve: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _vec_op(curve, "fr", 1, a, b)
-
-
-def fr_mul(curve: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _vec_op(curve, "fr", 2, a, b)
-
-
-def fr_inv(curve: str, a: np.ndarray) -> np.ndarray:
-    """Elementwise inverse; 0 maps to 0."""
-    return _vec_op(curve, "fr", 3, a, None)
-
-
-def fp_add(curve: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _vec_op(curve, "fp", 0, a, b)
-
-
-def fp_sub(curve: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _vec_op(curve, "fp", 1, a, b)
-
-
-def fp_mul(curve: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _vec_op(curve, "fp", 2, a, b)
-
-
-def fp_inv(curve: str, a: np.ndarray) -> np.ndarray:
-    return _vec_op(curve, "fp", 3, a, None)
+_FR, _FP = _Field("fr"), _Field("fp")
+fr_add, fr_sub, fr_mul, fr_inv = _FR.add, _FR.sub, _FR.mul, _FR.inv
+fp_add, fp_sub, fp_mul, fp_inv = _FP.add, _FP.sub, _FP.mul, _FP.inv
 
 
 def _log2_exact(n: int) -> int:
@@ -403,84 +401,9 @@ def sparse_matvec(
 # groups
 
 
-def _width(c: CurveParams, group: str) -> int:
-    return (2 if group == "g1" else 4) * c.fp_limbs
-
-
-def _msm(curve: str, group: str, bases: np.ndarray, scalars: np.ndarray, threads: int | None):
-    c = get_curve(curve)
-    w = _width(c, group)
-    b = _u64(bases, w, "bases")
-    s = _u64(scalars, 4, "scalars", b.shape[0])
-    out = np.zeros(w, dtype=np.uint64)
-    _, lib = build()
-    getattr(lib, f"{c.name}_{group}_msm")(_ptr(out), _ptr(b), _ptr(s), b.shape[0], _threads(threads))
-    return out
-
-
-def msm_g1(curve: str, bases: np.ndarray, scalars: np.ndarray, *, threads: int | None = None):
-    """sum scalars[i]·bases[i] -> (2L,) affine Montgomery (zeros = infinity)."""
-    return _msm(curve, "g1", bases, scalars, threads)
-
-
-def msm_g2(curve: str, bases: np.ndarray, scalars: np.ndarray, *, threads: int | None = None):
-    """G2 version of msm_g1 -> (4L,)."""
-    return _msm(curve, "g2", bases, scalars, threads)
-
-
 def msm_window(curve: str, group: str, n: int) -> int:
     _, lib = build()
     return int(getattr(lib, f"{get_curve(curve).name}_{group}_msm_window")(n))
-
-
-def _generator_mont(c: CurveParams, group: str) -> np.ndarray:
-    from engine.prover.curves import g1_to_mont, g2_to_mont
-
-    return g1_to_mont([c.g1], c)[0] if group == "g1" else g2_to_mont([c.g2], c)[0]
-
-
-def _fixed_base(curve: str, group: str, scalars: np.ndarray, base: np.ndarray | None, threads):
-    c = get_curve(curve)
-    w = _width(c, group)
-    s = _u64(scalars, 4, "scalars")
-    bv = _generator_mont(c, group) if base is None else np.ascontiguousarray(base, np.uint64)
-    if bv.shape != (w,):
-        raise ValueError(f"base: expected shape ({w},)")
-    out = np.empty((s.shape[0], w), dtype=np.uint64)
-    _, lib = build()
-    getattr(lib, f"{c.name}_{group}_fixed_base_batch")(_ptr(out), _ptr(bv), _ptr(s), s.shape[0], _threads(threads))
-    return out
-
-
-def g1_mul_generator_batch(
-    curve: str, scalars: np.ndarray, *, base: np.ndarray | None = None, threads: int | None = None
-) -> np.ndarray:
-    """scalars[i]·G1 (or ·base) for every i, affine Montgomery (n, 2L): trusted-setup helper."""
-    return _fixed_base(curve, "g1", scalars, base, threads)
-
-
-def g2_mul_generator_batch(
-    curve: str, scalars: np.ndarray, *, base: np.ndarray | None = None, threads: int | None = None
-) -> np.ndarray:
-    return _fixed_base(curve, "g2", scalars, base, threads)
-
-
-def _point_op(curve: str, group: str, fn: str, *args: np.ndarray) -> np.ndarray:
-    c = get_curve(curve)
-    w = _width(c, group)
-    arrs = []
-    for i, a in enumerate(args):
-        v = np.ascontiguousarray(a, dtype=np.uint64).reshape(-1)
-        arrs.append(v)
-        if fn == "scalar_mul_api" and i == 1:
-            if v.shape != (4,):
-                raise ValueError("scalar: expected 4 limbs")
-        elif v.shape != (w,):
-            raise ValueError(f"point: expected {w} limbs, got {v.shape}")
-    out = np.zeros(w, dtype=np.uint64)
-    _, lib = build()
-    getattr(lib, f"{c.name}_{group}_{fn}")(_ptr(out), *[_ptr(a) for a in arrs])
-    return out
 
 
 def _scalar_limbs(k: int | np.ndarray, c: CurveParams) -> np.ndarray:
@@ -489,35 +412,89 @@ def _scalar_limbs(k: int | np.ndarray, c: CurveParams) -> np.ndarray:
     return np.ascontiguousarray(k, dtype=np.uint64).reshape(4)
 
 
-def g1_add_affine(curve: str, p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    return _point_op(curve, "g1", "add_affine_api", p, q)
+@dataclass(frozen=True)
+class _Group:
+    """The entry points of one group, G1 (points over Fp) or G2 (over Fp2): the C kernels are
+    the same template for both, so each wrapper is written once here and bound to its g1_/g2_
+    name below. Points: affine Montgomery limbs, (2L,) for G1 and (4L,) for G2 with
+    L = fp_limbs; all-zero limbs are the point at infinity."""
+
+    name: str  # "g1" or "g2", the infix of the kernels' names
+
+    def width(self, c: CurveParams) -> int:
+        return (2 if self.name == "g1" else 4) * c.fp_limbs
+
+    def _kernel(self, c: CurveParams, fn: str) -> Any:
+        _, lib = build()
+        return getattr(lib, f"{c.name}_{self.name}_{fn}")
+
+    def msm(self, curve: str, bases: np.ndarray, scalars: np.ndarray, *, threads: int | None = None) -> np.ndarray:
+        """sum scalars[i]·bases[i] -> one affine Montgomery point (zeros = infinity)."""
+        c = get_curve(curve)
+        w = self.width(c)
+        b = _u64(bases, w, "bases")
+        s = _u64(scalars, 4, "scalars", b.shape[0])
+        out = np.zeros(w, dtype=np.uint64)
+        self._kernel(c, "msm")(_ptr(out), _ptr(b), _ptr(s), b.shape[0], _threads(threads))
+        return out
+
+    def mul_generator_batch(
+        self, curve: str, scalars: np.ndarray, *, base: np.ndarray | None = None, threads: int | None = None
+    ) -> np.ndarray:
+        """scalars[i]·G (or ·base) for every i, affine Montgomery (n, width): trusted-setup helper."""
+        c = get_curve(curve)
+        w = self.width(c)
+        s = _u64(scalars, 4, "scalars")
+        bv = self._generator_mont(c) if base is None else np.ascontiguousarray(base, np.uint64)
+        if bv.shape != (w,):
+            raise ValueError(f"base: expected shape ({w},)")
+        out = np.empty((s.shape[0], w), dtype=np.uint64)
+        self._kernel(c, "fixed_base_batch")(_ptr(out), _ptr(bv), _ptr(s), s.shape[0], _threads(threads))
+        return out
+
+    def _generator_mont(self, c: CurveParams) -> np.ndarray:
+        from engine.prover.curves import g1_to_mont, g2_to_mont
+
+        return g1_to_mont([c.g1], c)[0] if self.name == "g1" else g2_to_mont([c.g2], c)[0]
+
+    def _point_op(self, curve: str, fn: str, *points: np.ndarray, scalar: np.ndarray | None = None) -> np.ndarray:
+        c = get_curve(curve)
+        w = self.width(c)
+        arrs = []
+        for a in points:
+            v = np.ascontiguousarray(a, dtype=np.uint64).reshape(-1)
+            if v.shape != (w,):
+                raise ValueError(f"point: expected {w} limbs, got {v.shape}")
+            arrs.append(v)
+        if scalar is not None:
+            k = np.ascontiguousarray(scalar, dtype=np.uint64).reshape(-1)
+            if k.shape != (4,):
+                raise ValueError("scalar: expected 4 limbs")
+            arrs.append(k)
+        out = np.zeros(w, dtype=np.uint64)
+        self._kernel(c, fn)(_ptr(out), *[_ptr(a) for a in arrs])
+        return out
+
+    def add_affine(self, curve: str, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """p + q (the mixed XYZZ + affine formula)."""
+        return self._point_op(curve, "add_affine_api", p, q)
+
+    def add_projective(self, curve: str, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """p + q through the full XYZZ add formula (tests use it to cover that code path)."""
+        return self._point_op(curve, "add_xyzz_api", p, q)
+
+    def double(self, curve: str, p: np.ndarray) -> np.ndarray:
+        return self._point_op(curve, "dbl_affine_api", p)
+
+    def scalar_mul(self, curve: str, p: np.ndarray, k: int | np.ndarray) -> np.ndarray:
+        """k·p; an int k is reduced mod r."""
+        return self._point_op(curve, "scalar_mul_api", p, scalar=_scalar_limbs(k, get_curve(curve)))
 
 
-def g1_add_projective(curve: str, p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """p + q through the full XYZZ add formula (tests use it to cover that code path)."""
-    return _point_op(curve, "g1", "add_xyzz_api", p, q)
-
-
-def g1_double(curve: str, p: np.ndarray) -> np.ndarray:
-    return _point_op(curve, "g1", "dbl_affine_api", p)
-
-
-def g1_scalar_mul(curve: str, p: np.ndarray, k: int | np.ndarray) -> np.ndarray:
-    """k·p; an int k is reduced mod r."""
-    return _point_op(curve, "g1", "scalar_mul_api", p, _scalar_limbs(k, get_curve(curve)))
-
-
-def g2_add_affine(curve: str, p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    return _point_op(curve, "g2", "add_affine_api", p, q)
-
-
-def g2_add_projective(curve: str, p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    return _point_op(curve, "g2", "add_xyzz_api", p, q)
-
-
-def g2_double(curve: str, p: np.ndarray) -> np.ndarray:
-    return _point_op(curve, "g2", "dbl_affine_api", p)
-
-
-def g2_scalar_mul(curve: str, p: np.ndarray, k: int | np.ndarray) -> np.ndarray:
-    return _point_op(curve, "g2", "scalar_mul_api", p, _scalar_limbs(k, get_curve(curve)))
+_G1, _G2 = _Group("g1"), _Group("g2")
+msm_g1, msm_g2 = _G1.msm, _G2.msm
+g1_mul_generator_batch, g2_mul_generator_batch = _G1.mul_generator_batch, _G2.mul_generator_batch
+g1_add_affine, g2_add_affine = _G1.add_affine, _G2.add_affine
+g1_add_projective, g2_add_projective = _G1.add_projective, _G2.add_projective
+g1_double, g2_double = _G1.double, _G2.double
+g1_scalar_mul, g2_scalar_mul = _G1.scalar_mul, _G2.scalar_mul

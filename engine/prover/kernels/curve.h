@@ -1,16 +1,10 @@
 /* Short Weierstrass a = 0 curve group in XYZZ coordinates (x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2),
  * the representation the fastest MSMs use for buckets: a mixed add costs 8M + 2S and needs
  * no inversion. Formulas: Explicit-Formulas Database, "xyzz" for a = 0 (add-2008-s,
- * madd-2008-s, dbl-2008-s-1, mdbl-2008-s-1). Define before inclusion:
- *   CURVE (prefix, e.g. bls12381_g1)   F (coordinate field prefix, e.g. bls12381_fp)
+ * madd-2008-s, dbl-2008-s-1, mdbl-2008-s-1). Instantiated once per group by each_group.h
+ * (from instances.h), which names the group: CN(x), FF(x), ET, AFF, XZ.
  * Affine points: (x, y) with all-zero limbs meaning infinity. ZZ = 0 means infinity. */
 #include "port.h"
-
-#define CN(x) PS_CAT3(CURVE, _, x)
-#define FF(x) PS_CAT3(F, _, x)
-#define ET FF(t)
-#define AFF CN(affine)
-#define XZ CN(xyzz)
 
 typedef struct { ET x, y; } AFF;
 typedef struct { ET X, Y, ZZ, ZZZ; } XZ;
@@ -134,11 +128,3 @@ DEVICE NOINL void CN(scalar_mul)(XZ *r, const AFF *p, const u64 *k) {
         }
     *r = acc;
 }
-
-#undef CN
-#undef FF
-#undef ET
-#undef AFF
-#undef XZ
-#undef CURVE
-#undef F

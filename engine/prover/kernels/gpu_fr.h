@@ -1,7 +1,6 @@
-/* GPU kernels over one scalar field (NTT building blocks). Define FIELD. One thread per
- * element or butterfly; the host (engine/prover/gpu.py) sequences the launches on a stream. */
-#define FN(x) PS_CAT3(FIELD, _, x)
-#define FT FN(t)
+/* GPU kernels over one scalar field (NTT building blocks). One thread per element or
+ * butterfly; the host (engine/prover/gpu.py) sequences the launches on a stream.
+ * Instantiated once per Fr by each_fr.h (which names it: FIELD, FN, FT). */
 #define GID ((u64)blockIdx.x * blockDim.x + threadIdx.x)
 
 extern "C" __global__ void FN(k_to_mont)(FT *a, u64 n) {
@@ -46,6 +45,3 @@ extern "C" __global__ void FN(k_h_final)(FT *out, const FT *a, const FT *b, cons
 }
 
 #undef GID
-#undef FN
-#undef FT
-#undef FIELD

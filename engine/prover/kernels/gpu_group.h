@@ -1,39 +1,28 @@
-/* GPU Pippenger MSM over one group. Define CURVE and F. Pipeline (host: gpu.py):
+/* GPU Pippenger MSM over one group. Pipeline (host: gpu.py):
  *   k_digits   one thread per scalar: signed c-bit digits -> (bucket key, signed point index)
  *   (cupy argsort by key groups every bucket's points together; searchsorted gives offsets)
  *   k_buckets  one thread per bucket: XYZZ sum of its points (mixed adds)
  *   k_segments per window, S threads each reduce a contiguous bucket range to
  *              W + lo*S_sum (sum_j (j+1) B_j restricted to the range)
- *   k_combine  one thread: sum segments per window, Horner over windows, to affine. */
-#define CN(x) PS_CAT3(CURVE, _, x)
-#define FF(x) PS_CAT3(F, _, x)
-#define ET FF(t)
-#define AFF CN(affine)
-#define XZ CN(xyzz)
+ *   k_combine  one thread: sum segments per window, Horner over windows, to affine.
+ * Instantiated once per group by each_group.h (which names it: CN, FF, ET, AFF, XZ). */
+#include "digits.h"
 #define GID ((u64)blockIdx.x * blockDim.x + threadIdx.x)
 
-/* keys[w*n + i] = w*half + |d| - 1 (0xffffffff when d = 0: sorts last, never read);
- * vals[w*n + i] = i | (d < 0) << 31. Scalars: (n, 4) standard form, n < 2^31. */
+/* Signed c-bit digits d (digits.h) as sort keys: keys[w*n + i] = w*half + |d| - 1
+ * (0xffffffff when d = 0: sorts last, never read); vals[w*n + i] = i | (d < 0) << 31.
+ * Scalars: (n, 4) standard form, n < 2^31. */
 extern "C" __global__ void CN(k_digits)(u32 *keys, u32 *vals, const u64 *scalars, u64 n, int c, int nwin) {
     u64 i = GID; if (i >= n) return;
-    const u64 *k = scalars + 4 * i;
-    const u64 mask = ((u64)1 << c) - 1;
-    const i64 half = (i64)1 << (c - 1);
+    const u32 half = (u32)1 << (c - 1);
     i64 carry = 0;
     for (int w = 0; w < nwin; w++) {
-        int bit = w * c, limb = bit >> 6, sh = bit & 63;
-        u64 v = 0;
-        if (limb < 4) {
-            v = k[limb] >> sh;
-            if (sh + c > 64 && limb + 1 < 4) v |= k[limb + 1] << (64 - sh);
-        }
-        i64 d = (i64)(v & mask) + carry;
-        if (d > half) { d -= (i64)1 << c; carry = 1; } else carry = 0;
+        i64 d = ps_signed_digit(scalars + 4 * i, w, c, &carry);
         u64 o = (u64)w * n + i;
         if (d == 0) { keys[o] = 0xffffffffu; vals[o] = 0; }
         else {
             u32 b = (u32)((d > 0 ? d : -d) - 1);
-            keys[o] = (u32)w * (u32)half + b;
+            keys[o] = (u32)w * half + b;
             vals[o] = (u32)i | (d < 0 ? 0x80000000u : 0u);
         }
     }
@@ -83,10 +72,3 @@ extern "C" __global__ void CN(k_combine)(AFF *out, const XZ *seg, int nwin, u64 
 }
 
 #undef GID
-#undef CN
-#undef FF
-#undef ET
-#undef AFF
-#undef XZ
-#undef CURVE
-#undef F

@@ -11,20 +11,8 @@
 #define FIELD bls12381_fp
 #include "host_field.h"
 
-#define FIELD bn128_fr
-#include "host_fr.h"
-#define FIELD bls12381_fr
-#include "host_fr.h"
+#define PS_TEMPLATE "host_fr.h"
+#include "each_fr.h"
 
-#define CURVE bn128_g1
-#define F bn128_fp
-#include "host_group.h"
-#define CURVE bn128_g2
-#define F bn128_fp2
-#include "host_group.h"
-#define CURVE bls12381_g1
-#define F bls12381_fp
-#include "host_group.h"
-#define CURVE bls12381_g2
-#define F bls12381_fp2
-#include "host_group.h"
+#define PS_TEMPLATE "host_group.h"
+#include "each_group.h"

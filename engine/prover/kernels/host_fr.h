@@ -1,6 +1,5 @@
-/* CPU NTT, coset scaling, the fused H evaluation and sparse mat-vec over one Fr. Define FIELD. */
-#define FN(x) PS_CAT3(FIELD, _, x)
-#define FT FN(t)
+/* CPU NTT, coset scaling, the fused H evaluation and sparse mat-vec over one Fr.
+ * Instantiated once per Fr by each_fr.h (which names it: FIELD, FN, FT). */
 
 static void FN(to_mont_vec)(FT *a, size_t n, int threads) {
     #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
@@ -130,7 +129,3 @@ void FN(sparse_matvec)(u64 *out_, const i64 *row_ptr, const i64 *cols, const u64
         o[i] = acc;
     }
 }
-
-#undef FN
-#undef FT
-#undef FIELD

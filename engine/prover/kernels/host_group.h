@@ -1,10 +1,7 @@
 /* CPU entry points over one group: Pippenger MSM, fixed-base batches, batch normalisation.
- * Define CURVE and F (coordinate field). Points cross as affine Montgomery limbs. */
-#define CN(x) PS_CAT3(CURVE, _, x)
-#define FF(x) PS_CAT3(F, _, x)
-#define ET FF(t)
-#define AFF CN(affine)
-#define XZ CN(xyzz)
+ * Instantiated once per group by each_group.h (which names it: CN, FF, ET, AFF, XZ).
+ * Points cross as affine Montgomery limbs. */
+#include "digits.h"
 
 /* Montgomery's trick: one inversion for the whole batch. Infinity stays all-zero. */
 static void CN(batch_to_affine)(AFF *out, const XZ *in, size_t n) {
@@ -44,26 +41,13 @@ int CN(msm_window)(size_t n) {
     return c > 16 ? 16 : c;
 }
 
-/* Signed digits of c bits: d in [-2^(c-1), 2^(c-1)], window-major (digits[w*n + i]). nwin
- * windows cover 256 bits plus the final carry. */
+/* Signed c-bit digits (digits.h), window-major: digits[w*n + i]. */
 static void CN(signed_digits)(int32_t *digits, const u64 *scalars, size_t n, int c, int nwin, int threads) {
-    const u64 mask = ((u64)1 << c) - 1;
-    const i64 half = (i64)1 << (c - 1);
     #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
     for (size_t i = 0; i < n; i++) {
-        const u64 *k = scalars + 4 * i;
         i64 carry = 0;
-        for (int w = 0; w < nwin; w++) {
-            int bit = w * c, limb = bit >> 6, sh = bit & 63;
-            u64 v = 0;
-            if (limb < 4) {
-                v = k[limb] >> sh;
-                if (sh + c > 64 && limb + 1 < 4) v |= k[limb + 1] << (64 - sh);
-            }
-            i64 d = (i64)(v & mask) + carry;
-            if (d > half) { d -= (i64)1 << c; carry = 1; } else carry = 0;
-            digits[(size_t)w * n + i] = (int32_t)d;
-        }
+        for (int w = 0; w < nwin; w++)
+            digits[(size_t)w * n + i] = (int32_t)ps_signed_digit(scalars + 4 * i, w, c, &carry);
     }
 }
 
@@ -173,11 +157,3 @@ void CN(scalar_mul_api)(u64 *out, const u64 *p, const u64 *k) {
     XZ a; CN(scalar_mul)(&a, (const AFF *)p, k);
     CN(to_affine)((AFF *)out, &a);
 }
-
-#undef CN
-#undef FF
-#undef ET
-#undef AFF
-#undef XZ
-#undef CURVE
-#undef F

@@ -1,4 +1,4 @@
-/* Instantiates the four prime fields, the two Fp2 extensions and the four groups.
+/* Instantiates the four prime fields, the two Fp2 extensions and the four groups (each_group.h).
  * The numeric constants (PS_<FIELD>_MOD etc.) come from a prelude that engine/prover/native.py
  * generates from engine/prover/curves.py, so Python and C share a single source of truth. */
 #include "port.h"
@@ -47,18 +47,5 @@
 #define BASE bls12381_fp
 #include "fp2.h"
 
-#define CURVE bn128_g1
-#define F bn128_fp
-#include "curve.h"
-
-#define CURVE bn128_g2
-#define F bn128_fp2
-#include "curve.h"
-
-#define CURVE bls12381_g1
-#define F bls12381_fp
-#include "curve.h"
-
-#define CURVE bls12381_g2
-#define F bls12381_fp2
-#include "curve.h"
+#define PS_TEMPLATE "curve.h"
+#include "each_group.h"
