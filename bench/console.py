@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/console.py                 # 1, 10 and 50 connections
     .venv/bin/python bench/console.py --connections 50 --transitions 400 --rate 80
+    .venv/bin/python bench/console.py --connections 50 --busy 2   # on a loaded machine
 
 For each connection count it starts a server process (Daphne with provingsite.asgi, SQLite
 and the in-memory channel layer in a fresh data directory, exactly the embedded default),
@@ -9,8 +10,16 @@ opens that many plain asyncio HTTP readers on /events/ with a staff session, and
 the server apply a burst of partition transitions the way the engine's writer does (bump the
 farm version and update the partition in one transaction, then hand the hint to Daphne's
 loop with run_coroutine_threadsafe). Latency is, per connection and transition, the time from
-the commit to the first frame whose event id is at least that version. Server CPU is the
-server process's user+system time during the burst, from /proc.
+the commit to the first frame whose event id is at least that version; the stream promises
+with an id that everything up to it is on screen. Server CPU is the server process's
+user+system time during the burst, from /proc; "hub" is the console's own account of its
+passes (wall time reading and building, and handing frames to Daphne).
+
+The readers share the machine with the server, so their cost is reported too
+(client_cpu_pct, of one core): they decode each chunk and look only for the id line, which
+stays a few per cent of a core at fifty connections. --busy N adds N busy-loop processes for
+the length of each run, so a before/after comparison on a shared 2-core machine can be made
+under a known load rather than whatever the neighbours happen to do.
 """
 
 from __future__ import annotations
@@ -102,7 +111,7 @@ def _burst(data_dir: Path, loop_box: dict[str, asyncio.AbstractEventLoop], trans
     from django.db.models import F
     from django.utils import timezone
 
-    from engine.console.consumers import GROUP
+    from engine.console.consumers import GROUP, HUB
     from engine.models import Partition, StatusClock, Worker
 
     parts = _farm()
@@ -110,6 +119,7 @@ def _burst(data_dir: Path, loop_box: dict[str, asyncio.AbstractEventLoop], trans
     go = data_dir / "go"
     while not go.exists():
         time.sleep(0.02)
+    HUB.clear()  # count the burst's passes, not the snapshots of the connections opening
     layer = get_channel_layer()
     commits: dict[int, float] = {}
     step = {p: 0 for p in parts}
@@ -147,9 +157,9 @@ def _burst(data_dir: Path, loop_box: dict[str, asyncio.AbstractEventLoop], trans
         if pause > 0:
             time.sleep(pause)
     time.sleep(1.0)
-    from engine.console.consumers import SHARED
-
-    (data_dir / "renders.json").write_text(json.dumps([SHARED.renders, round(SHARED.render_seconds, 3)]))
+    (data_dir / "renders.json").write_text(json.dumps({
+        "passes": HUB.renders, "render_s": round(HUB.render_seconds, 3), "fan_out_s": round(HUB.fan_out_seconds, 3),
+        "frames_built": HUB.frames_built, "frames_sent": HUB.frames_sent}))
     (data_dir / "commits.json").write_text(json.dumps(commits))
 
 
@@ -162,6 +172,7 @@ class Reader:
     def __init__(self) -> None:
         self.seen: list[tuple[int, float]] = []  # (event id, arrival wall time)
         self.bytes = 0
+        self.frames = 0
         self.ready = asyncio.Event()
 
     async def run(self, port: int, session: str) -> None:
@@ -188,6 +199,7 @@ class Reader:
                     match = re.search(r"^id: (\d+)$", frame, re.M)
                     if match:
                         self.seen.append((int(match.group(1)), arrived))
+                        self.frames += 1
                         self.ready.set()
         except asyncio.IncompleteReadError:
             pass
@@ -211,7 +223,10 @@ def latencies(readers: list[Reader], commits: dict[int, float]) -> list[float]:
     return out
 
 
-async def measure(connections: int, transitions: int, rate: float) -> dict[str, Any]:
+BUSY_LOOP = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass\n"
+
+
+async def measure(connections: int, transitions: int, rate: float, busy: int = 0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="console-bench-") as tmp:
         data_dir = Path(tmp)
         port = _free_port()
@@ -228,6 +243,9 @@ async def measure(connections: int, transitions: int, rate: float) -> dict[str, 
             before_bytes = sum(r.bytes for r in readers)
             cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
             client_before = time.process_time()
+            # Neighbours that want whole cores, as other work on a shared machine does.
+            neighbours = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP.format(seconds=30 + 3 * transitions / rate)])
+                          for _ in range(busy)]
             (data_dir / "go").touch()
             deadline = time.monotonic() + 10 + 3 * transitions / rate
             while not (data_dir / "commits.json").exists():
@@ -237,6 +255,9 @@ async def measure(connections: int, transitions: int, rate: float) -> dict[str, 
             await asyncio.sleep(1.0)  # let the last flush arrive
             cpu_after, wall_after = cpu_seconds(server.pid), time.monotonic()
             client_cpu = time.process_time() - client_before
+            for neighbour in neighbours:
+                neighbour.kill()
+                neighbour.wait()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -259,7 +280,9 @@ async def measure(connections: int, transitions: int, rate: float) -> dict[str, 
         "p99_ms": round(lat[min(len(lat) - 1, int(0.99 * len(lat)))], 1) if lat else None,
         "max_ms": round(lat[-1], 1) if lat else None, "missed": missed,
         "bytes_per_s_per_conn": round((sum(r.bytes for r in readers) - before_bytes) / wall / max(connections, 1)),
-        "render_passes": renders, "client_cpu_pct": round(100 * client_cpu / wall, 1), "server_cpu_s": round(cpu, 2), "server_cpu_pct": round(100 * cpu / wall, 1),
+        "frames_per_s_per_conn": round(sum(r.frames for r in readers) / wall / max(connections, 1), 1),
+        "hub": renders, "client_cpu_pct": round(100 * client_cpu / wall, 1), "server_cpu_s": round(cpu, 2),
+        "server_cpu_pct": round(100 * cpu / wall, 1), "busy_neighbours": busy,
     }
 
 
@@ -291,6 +314,8 @@ def main() -> None:
                         help="connection counts; a run with none is added as the baseline (the burst alone)")
     parser.add_argument("--transitions", type=int, default=300)
     parser.add_argument("--rate", type=float, default=60.0, help="transitions per second in the burst")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="busy-loop processes beside the burst (2 reproduces a loaded 2-core machine)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", type=Path, help=argparse.SUPPRESS)
@@ -303,13 +328,13 @@ def main() -> None:
 
     django.setup()
     from engine.console.consumers import EventStreamConsumer
-    print(f"burst: {args.transitions} transitions at {args.rate:g}/s; "
-          f"flush interval {EventStreamConsumer.flush_seconds} s per connection")
+    print(f"burst: {args.transitions} transitions at {args.rate:g}/s; one flusher per process, at most one frame "
+          f"per {EventStreamConsumer.flush_seconds} s; {args.busy} busy neighbours")
     # The burst's own writes run in the server process; their cost is the baseline.
-    baseline = asyncio.run(measure(0, args.transitions, args.rate))
+    baseline = asyncio.run(measure(0, args.transitions, args.rate, args.busy))
     print(json.dumps(baseline), flush=True)
     for n in args.connections:
-        result = asyncio.run(measure(n, args.transitions, args.rate))
+        result = asyncio.run(measure(n, args.transitions, args.rate, args.busy))
         extra = result["server_cpu_s"] - baseline["server_cpu_s"]
         result["console_cpu_ms_per_s_per_conn"] = round(1000 * extra / result["wall_s"] / n, 2)
         print(json.dumps(result), flush=True)

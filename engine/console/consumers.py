@@ -1,30 +1,33 @@
 """/events/: the console's server-sent event stream.
 
 On connect: every fragment as an out-of-band swap. Then, for each "status.changed" hint from
-the engine's writer, the fragments that hint can affect are marked dirty; a flusher re-reads
-them from the records at most a few times per second and sends only those whose content
-changed. Hints are never trusted for content: they only say where to look.
+the engine's writer, the units that hint can affect are marked for reading; the process's one
+flusher re-reads them from the records at most a few times per second and sends each open
+stream only the units whose content differs from what that stream last received. Hints are
+never trusted for content: they only say where to look.
 
-All connections in a process share one memo of renders (SharedRenders), so fifty open
-consoles cost one database read and one template render per change, not fifty.
+One Hub per process does the work once for every open console: it is the process's single
+member of the status group, it reads the records once per flush, and it builds each distinct
+frame once; fifty consoles in step (nearly always all of them) get the same bytes. The flush
+interval is a throttle: a change after a quiet spell goes out at once, a burst goes out in
+frames one interval apart. Every few seconds a full pass re-reads everything, which moves the
+sliding task stream and the stale flags and repairs anything a dropped hint left behind.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
-import time
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
+from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from engine.console import fragments
+from engine.console.fragments import Rendered, Want
 from engine.console.views import can_view
 
 try:
@@ -33,114 +36,6 @@ except ImportError:  # the status writer is being written beside us; its group n
     GROUP = "provingsite.status"
 
 log = logging.getLogger("engine.console")
-
-
-@dataclass(frozen=True)
-class Entry:
-    version: int
-    consistent: bool
-    at: float  # time.monotonic() of the render
-    html: str
-    digest: str
-
-
-class SharedRenders:
-    """The newest render of each fragment in this process, re-rendered only when a caller
-    needs a newer version than the one held (or a timed fragment has aged)."""
-
-    # An inexact render (the farm moved while it was read) is reused only briefly.
-    INEXACT_REUSE_S = 0.1
-
-    def __init__(self) -> None:
-        self.latest: dict[str, Entry] = {}
-        self.renders = 0
-        self.render_seconds = 0.0
-        self._lock: asyncio.Lock | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def clear(self) -> None:
-        self.latest.clear()
-        self.renders = 0
-        self.render_seconds = 0.0
-
-    def _lock_for_loop(self) -> asyncio.Lock:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._lock is None:
-            # A new event loop is a new server (tests start one per test): start afresh.
-            self._loop, self._lock = loop, asyncio.Lock()
-            self.latest.clear()
-        return self._lock
-
-    def _usable(self, name: str, min_version: int, max_age: float, now: float) -> bool:
-        entry = self.latest.get(name)
-        if entry is None or entry.version < min_version:
-            return False
-        if not entry.consistent and now - entry.at > self.INEXACT_REUSE_S:
-            return False
-        return not (name in fragments.TIMED and now - entry.at > max_age)
-
-    async def get(self, names: frozenset[str] | set[str], min_version: int, max_age: float) -> dict[str, Entry]:
-        async with self._lock_for_loop():
-            now = time.monotonic()
-            missing = {n for n in names if not self._usable(n, min_version, max_age, now)}
-            if missing:
-                began = time.monotonic()
-                rendered = await database_sync_to_async(fragments.render)(missing)
-                self.renders += 1
-                self.render_seconds += time.monotonic() - began
-                at = time.monotonic()
-                for name in missing:
-                    self.latest[name] = Entry(rendered.version, rendered.consistent, at,
-                                              rendered.html(name), rendered.digest(name))
-            return {n: self.latest[n] for n in names}
-
-
-SHARED = SharedRenders()
-
-
-class Hub:
-    """The process's one member of the status group, fanning each hint out to the open
-    streams by a plain call. Fifty consoles as fifty group members would cost fifty channel
-    messages (and fifty dispatches) per transition; this costs one."""
-
-    def __init__(self) -> None:
-        self.streams: set[EventStreamConsumer] = set()
-        self.channel: str | None = None
-        self.task: asyncio.Task[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def join(self, stream: EventStreamConsumer) -> None:
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:  # a new event loop is a new server (tests)
-            self._loop, self.streams, self.channel, self.task = loop, set(), None, None
-        self.streams.add(stream)
-        if self.task is None:
-            layer = stream.channel_layer
-            self.channel = await layer.new_channel("console-hub.")
-            await layer.group_add(GROUP, self.channel)
-            self.task = asyncio.create_task(self._pump(layer, self.channel))
-
-    async def leave(self, stream: EventStreamConsumer) -> None:
-        self.streams.discard(stream)
-        if self.streams or self.task is None or self._loop is not asyncio.get_running_loop():
-            return
-        task, channel, self.task, self.channel = self.task, self.channel, None, None
-        task.cancel()
-        try:
-            await task
-        except (asyncio.CancelledError, Exception):
-            pass
-        await stream.channel_layer.group_discard(GROUP, channel)
-
-    async def _pump(self, layer: Any, channel: str) -> None:
-        while True:
-            message = await layer.receive(channel)
-            if message.get("type") == "status.changed":
-                for stream in list(self.streams):
-                    stream.hint(message)
-
-
-HUB = Hub()
 
 
 def sse_frame(html: str, *, event_id: str | None = None, retry_ms: int | None = None) -> bytes:
@@ -153,35 +48,322 @@ def sse_frame(html: str, *, event_id: str | None = None, retry_ms: int | None = 
     return ("\n".join(lines) + "\n\n").encode()
 
 
-def clock_span(now: datetime, version: int) -> str:
-    return (f'<span id="server-clock" hx-swap-oob="true" data-now="{fragments.epoch_ms(now)}" '
-            f'data-version="{version}"></span>')
+def clock_span(now_ms: int | None, version: int | str) -> str:
+    return f'<span id="server-clock" hx-swap-oob="true" data-now="{now_ms}" data-version="{version}"></span>'
 
 
 def _viewer(user: Any) -> bool:
     return user is not None and can_view(user)
 
 
+class Resync(Exception):
+    """A stream lacks a unit's shape that this pass did not read in full."""
+
+
+def changed_units(sent: dict[str, str], rendered: Rendered) -> list[str]:
+    """The units of a pass that a stream must be sent, parents before children. A unit whose
+    digest differs is sent whole (its children inside it); otherwise its children are looked
+    at one by one. Units the pass did not read are assumed unchanged: no hint pointed there."""
+    out: list[str] = []
+
+    def visit(key: str) -> None:
+        unit = rendered.units.get(key)
+        if unit is None:
+            return
+        if sent.get(key) != unit.digest:
+            if unit.html is None:
+                raise Resync(key)
+            out.append(key)
+            return
+        for child in unit.children:
+            visit(child)
+
+    for root in rendered.roots:
+        visit(root)
+    return out
+
+
+class Delivery:
+    """What sending a set of units does to a stream's record of what it holds."""
+
+    def __init__(self, rendered: Rendered, keys: list[str]) -> None:
+        self.updates: dict[str, str] = {}
+        # A unit sent whole replaces its subtree in the browser: what the stream held under
+        # it is forgotten (rows of ended jobs must not pile up in a long-open console).
+        self.replaced = tuple(f"{key}/" for key in keys if rendered.units[key].children)
+        for key in keys:
+            self.updates[key] = rendered.units[key].digest
+            for unit in rendered.descendants(key):
+                self.updates[unit.key] = unit.digest
+
+    def apply(self, sent: dict[str, str]) -> None:
+        if self.replaced:
+            for key in [k for k in sent if k.startswith(self.replaced)]:
+                del sent[key]
+        sent.update(self.updates)
+
+
+class Hub:
+    """The process's one member of the status group and its one flusher. Fifty consoles as
+    fifty group members would cost fifty channel messages per transition, fifty flusher
+    wake-ups and fifty frames built from the same render; this costs one of each."""
+
+    def __init__(self) -> None:
+        self.streams: set[EventStreamConsumer] = set()
+        self.channel: str | None = None
+        self.task: asyncio.Task[None] | None = None  # the group pump
+        self.flusher: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self.want = Want()
+        self.hinted = 0  # the highest version a hint announced
+        self.covered = 0  # every change up to this version is in the frames sent
+        self.known: dict[str, str] = {}  # the digests of the roots of the last pass
+        self.wake: asyncio.Event | None = None
+        self.last_start = float("-inf")
+        self.last_full = float("-inf")
+        self.clear()
+
+    def clear(self) -> None:
+        """Zero the counters (tests and the bench start from zero)."""
+        self.renders = 0
+        self.render_seconds = 0.0  # reading and building, wall time in the database thread
+        self.fan_out_seconds = 0.0  # diffing, framing and handing frames to the server
+        self.frames_built = 0
+        self.frames_sent = 0
+
+    # -- membership ---------------------------------------------------------------------
+
+    async def join(self, stream: EventStreamConsumer) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # a new event loop is a new server (tests start one per test)
+            self._loop, self.streams, self.channel, self.task, self.flusher = loop, set(), None, None, None
+            self._reset()
+        self.streams.add(stream)
+        if self.wake is None:
+            self.wake = asyncio.Event()
+        if self.task is None:
+            layer = get_channel_layer()
+            self.channel = await layer.new_channel("console-hub.")
+            await layer.group_add(GROUP, self.channel)
+            self.task = asyncio.create_task(self._pump(layer, self.channel))
+        if self.flusher is None:
+            self.flusher = asyncio.create_task(self._flush_loop())
+        # The newcomer's snapshot is a full pass; the others get from it only what changed.
+        self.want = Want.everything()
+        self.wake.set()
+
+    async def leave(self, stream: EventStreamConsumer) -> None:
+        self.streams.discard(stream)
+        if self.streams or self._loop is not asyncio.get_running_loop():
+            return
+        tasks = [t for t in (self.task, self.flusher) if t is not None]
+        channel, self.task, self.flusher, self.channel = self.channel, None, None, None
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+        if channel is not None:
+            await get_channel_layer().group_discard(GROUP, channel)
+
+    # -- hints ----------------------------------------------------------------------------
+
+    # How often the hub renews its group membership. A restarted Redis has forgotten every
+    # group (and channels_redis expires them after a day anyway); receives on the new server
+    # succeed but bring nothing, so without renewal an open console would go deaf for good.
+    rejoin_seconds: float = 5.0
+
+    async def _pump(self, layer: Any, channel: str) -> None:
+        """Deliver the group's hints; outlive the channel layer going away (Redis restarted)."""
+        loop = asyncio.get_running_loop()
+        joined_at = loop.time()
+        backoff = 0.5
+        # One receive stays pending across the renewal timeouts: cancelling a channels_redis
+        # receive drops what it has already buffered for the channel.
+        receiving: asyncio.Future[Any] | None = None
+        try:
+            while True:
+                try:
+                    if loop.time() - joined_at >= self.rejoin_seconds:
+                        await layer.group_add(GROUP, channel)
+                        joined_at = loop.time()
+                    if receiving is None:
+                        receiving = asyncio.ensure_future(layer.receive(channel))
+                    done, _ = await asyncio.wait({receiving}, timeout=max(joined_at + self.rejoin_seconds - loop.time(), 0.0))
+                    if not done:
+                        continue
+                    message = receiving.result()
+                    receiving = None
+                    backoff = 0.5
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    receiving = None
+                    log.warning("console hub lost the channel layer (%s: %s); rejoining in %.1fs",
+                                type(exc).__name__, exc, backoff)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                    joined_at = float("-inf")
+                    self.resync()  # hints sent while it was away are lost: read everything again
+                    continue
+                if message.get("type") == "status.changed":
+                    self.hint(message)
+        finally:
+            if receiving is not None:
+                receiving.cancel()
+
+    def resync(self) -> None:
+        """Ask for a full pass at the next interval."""
+        self.want = Want.everything()
+        if self.wake is not None:
+            self.wake.set()
+
+    def hint(self, message: dict[str, Any]) -> None:
+        self.want.add_hint(message)
+        try:
+            self.hinted = max(self.hinted, int(message.get("version") or 0))
+        except (TypeError, ValueError):
+            pass
+        if self.wake is not None:
+            self.wake.set()
+
+    # -- flushing -------------------------------------------------------------------------
+
+    def _interval(self) -> float:
+        return min((s.flush_seconds for s in self.streams), default=EventStreamConsumer.flush_seconds)
+
+    def _refresh(self) -> float:
+        return min((s.refresh_seconds for s in self.streams), default=EventStreamConsumer.refresh_seconds)
+
+    async def _flush_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self.wake is not None
+        while True:
+            until_refresh = self.last_full + self._refresh() - loop.time()
+            if not self.want and until_refresh > 0:
+                self.wake.clear()
+                try:
+                    await asyncio.wait_for(self.wake.wait(), timeout=until_refresh)
+                except TimeoutError:
+                    pass
+                continue
+            # Throttle: the interval runs from the start of the last flush, so a change after a
+            # quiet spell goes at once and a burst goes out in frames one interval apart.
+            delay = self.last_start + self._interval() - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if loop.time() - self.last_full >= self._refresh():
+                self.want = Want.everything()
+            try:
+                await self.flush()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a failed read must not end the stream for every console
+                log.exception("console flush failed; retrying")
+                await asyncio.sleep(max(self._interval(), 1.0))
+
+    async def flush(self) -> None:
+        loop = asyncio.get_running_loop()
+        want, self.want = self.want, Want()
+        hinted = self.hinted
+        self.last_start = loop.time()
+        try:
+            rendered = await database_sync_to_async(fragments.render)(want, dict(self.known))
+        except BaseException:
+            want.merge(self.want)
+            self.want = want
+            raise
+        self.renders += 1
+        self.render_seconds += loop.time() - self.last_start
+        if want.full:
+            self.last_full = self.last_start
+        for root in rendered.roots:
+            self.known[root] = rendered.digest(root)
+        if not rendered.consistent:  # read again at the next interval, when the farm has settled
+            self.want.merge(want)
+        # Every hinted change up to `hinted` has been re-read; a full consistent pass shows
+        # everything up to the version it read. Units read in this pass may be newer still,
+        # but the frame's id claims only what is certain.
+        reach = max(hinted, rendered.version if want.full and rendered.consistent else 0)
+        self.covered = max(self.covered, reach)
+        began = loop.time()
+        await self._fan_out(rendered)
+        self.fan_out_seconds += loop.time() - began
+
+    async def _fan_out(self, rendered: Rendered) -> None:
+        now_ms = fragments.epoch_ms(timezone.now())
+        version = str(self.covered) if rendered.consistent else f"{self.covered}+"
+        frames: dict[tuple[tuple[str, ...], int | None], tuple[bytes, Delivery]] = {}
+        swaps: dict[str, str] = {}
+        for stream in list(self.streams):
+            if not stream.started and not rendered.full:
+                continue  # its snapshot is the full pass already asked for
+            try:
+                keys = changed_units(stream.sent, rendered)
+            except Resync:
+                stream.sent.clear()
+                stream.started = False
+                self.want = Want.everything()
+                if self.wake is not None:
+                    self.wake.set()
+                continue
+            retry = None if stream.started else stream.retry_ms
+            # Nothing new to show, but if its content already arrived in an earlier frame read
+            # past the version it claimed, a bare clock frame now claims it (an id is a promise
+            # that everything up to it is on screen, so a client's latency is honest).
+            if not keys and retry is None and stream.told >= self.covered:
+                continue
+            shape = (tuple(keys), retry)
+            if shape not in frames:
+                for key in keys:
+                    if key not in swaps:
+                        swaps[key] = rendered.oob(key)
+                html = "\n".join([clock_span(now_ms, version), *(swaps[k] for k in keys)])
+                frames[shape] = (sse_frame(html, event_id=str(self.covered), retry_ms=retry), Delivery(rendered, keys))
+                self.frames_built += 1
+            frame, delivery = frames[shape]
+            try:
+                await stream.send_body(frame, more_body=True)
+            except Exception:  # the client left; its disconnect handler cleans up
+                log.debug("event stream send failed", exc_info=True)
+                continue
+            stream.started = True
+            stream.told = self.covered
+            stream.flushes += 1
+            self.frames_sent += 1
+            delivery.apply(stream.sent)
+
+
+HUB = Hub()
+
+
 class EventStreamConsumer(AsyncHttpConsumer):
-    # Class attributes so tests (and the bench) can shorten them.
+    # No channel of its own: the hub is the process's one listener. A stream with its own
+    # channel would also die with the channel layer (a Redis restart), where the hub rejoins
+    # and the stream carries on.
+    channel_layer_alias = "provingsite.console.no-own-channel"
+    # Class attributes so tests (and the bench) can shorten them; the hub uses the shortest
+    # any open stream asks for.
     ping_seconds: float = 15.0
-    # At most about six flushes a second per connection: a burst costs few frames, and the
-    # longest a change waits is one interval plus one render (p99 target 250 ms).
-    flush_seconds: float = 0.15
-    refresh_seconds: float = 5.0  # timed fragments (stale flags, task stream) at least this often
+    # At most ten flushes a second: a burst costs few frames, and the longest a change waits
+    # is one interval plus one pass (p99 target 250 ms with fifty consoles).
+    flush_seconds: float = 0.1
+    refresh_seconds: float = 5.0  # a full pass (stale flags, the task stream, lost hints) this often
     retry_ms: int = 2000
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.streaming = False
         self.joined = False
+        self.started = False  # has had its snapshot
+        self.told = 0  # the id of the last frame sent
         self.tasks: list[asyncio.Task[None]] = []
-        self.sent: dict[str, str] = {}
-        self.dirty: set[str] = set()
-        self.min_version = 0
-        self.wake = asyncio.Event()
-        self.last_flush = 0.0
-        self.last_timed = 0.0
+        self.sent: dict[str, str] = {}  # unit key → digest of what this browser holds
         self.flushes = 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -193,8 +375,8 @@ class EventStreamConsumer(AsyncHttpConsumer):
 
     async def http_request(self, message: dict[str, Any]) -> None:
         # The base class ends the response as soon as handle() returns. A stream must stay
-        # open, and the dispatch loop must stay free to deliver the group's hints, so handle()
-        # returns after starting the stream and the consumer lives on until http.disconnect.
+        # open, and the dispatch loop must stay free, so handle() returns after starting the
+        # stream and the consumer lives on until http.disconnect.
         if "body" in message:
             self.body.append(message["body"])
         if message.get("more_body"):
@@ -219,84 +401,10 @@ class EventStreamConsumer(AsyncHttpConsumer):
             (b"x-accel-buffering", b"no"),  # no proxy buffering of the stream
         ])
         self.streaming = True
-        # Join before the snapshot, so a change committed while it renders is not missed.
+        # Joined before its snapshot is read, so a change committed meanwhile is not missed.
         await HUB.join(self)
         self.joined = True
-        version = await database_sync_to_async(fragments.current_version)()
-        await self.flush(fragments.ALL, version, snapshot=True)
-        self.tasks = [asyncio.create_task(self.flusher()), asyncio.create_task(self.pinger())]
-
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        # The base dispatch closes stale DB connections through a thread hop before every
-        # handler. A hint touches no database, and fifty consoles at sixty hints a second
-        # would queue thousands of those hops a second in front of the renders.
-        if message.get("type") == "status.changed":
-            await self.status_changed(message)
-            return
-        await super().dispatch(message)
-
-    async def status_changed(self, message: dict[str, Any]) -> None:
-        """A hint sent to this stream's own channel (the hub delivers the group's)."""
-        self.hint(message)
-
-    def hint(self, message: dict[str, Any]) -> None:
-        self.dirty |= fragments.affected(message)
-        try:
-            self.min_version = max(self.min_version, int(message.get("version") or 0))
-        except (TypeError, ValueError):
-            pass
-        self.wake.set()
-
-    async def flusher(self) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                wait = max(self.refresh_seconds - (loop.time() - self.last_timed), 0.0)
-                try:
-                    await asyncio.wait_for(self.wake.wait(), timeout=wait)
-                except TimeoutError:
-                    pass
-                if loop.time() - self.last_timed >= self.refresh_seconds:
-                    self.dirty |= fragments.TIMED
-                if not self.dirty:
-                    continue
-                # Coalesce a burst: changes within one interval go out together. Flushes fall
-                # on a process-wide grid of intervals, so all open consoles flush together and
-                # share one render instead of each reading the records at its own moment.
-                now = loop.time()
-                tick = math.ceil(now / self.flush_seconds) * self.flush_seconds
-                if tick - self.last_flush < self.flush_seconds / 2:  # that tick was this interval's
-                    tick += self.flush_seconds
-                await asyncio.sleep(max(tick - now, 0.0))
-                self.wake.clear()
-                names, self.dirty = self.dirty, set()
-                await self.flush(names, self.min_version)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # a send after the client left; the disconnect handler cleans up
-            log.debug("event stream flusher stopped", exc_info=True)
-
-    async def flush(self, names: frozenset[str] | set[str], min_version: int, *, snapshot: bool = False) -> None:
-        loop = asyncio.get_running_loop()
-        # The interval runs from the start of a flush, so render time is not added to it.
-        self.last_flush = loop.time()
-        entries = await SHARED.get(names, min_version, self.refresh_seconds)
-        if names & fragments.TIMED == fragments.TIMED:
-            self.last_timed = loop.time()
-        changed = [n for n in sorted(names) if self.sent.get(n) != entries[n].digest]
-        inexact = {n for n, e in entries.items() if not e.consistent}
-        if inexact:  # read again soon, when the farm has settled
-            self.dirty |= inexact
-            self.wake.set()
-        if not changed and not snapshot:
-            return
-        version = max([e.version for e in entries.values()] + [min_version])
-        html = "\n".join([clock_span(timezone.now(), version)] + [entries[n].html for n in changed])
-        frame = sse_frame(html, event_id=str(version), retry_ms=self.retry_ms if snapshot else None)
-        await self.send_body(frame, more_body=True)
-        self.flushes += 1
-        for name in changed:
-            self.sent[name] = entries[name].digest
+        self.tasks = [asyncio.create_task(self.pinger())]
 
     async def pinger(self) -> None:
         try:
@@ -320,3 +428,4 @@ class EventStreamConsumer(AsyncHttpConsumer):
         if self.joined:
             self.joined = False
             await HUB.leave(self)
+

@@ -2,11 +2,26 @@
 
 Every fragment is a function from the records (and the server's clock) to HTML with a stable
 DOM id, so the page, a reload and the SSE stream all show the same truth. REGISTRY says which
-record changes affect which fragment; the stream uses it to re-render only what a hint
-touches. A render pass reads the farm's status version before and after its queries and
-retries until both agree, so the version stamped on a fragment is exactly the version its
-content was read at (a seqlock; SQLite's IMMEDIATE transactions would block the engine's
-writers if we held one open for reading).
+record changes affect which fragment; the stream uses it to re-read only what a hint touches.
+
+The busy fragments are trees of units, each an element with a stable id of its own that the
+stream can swap by itself: the pipelines panel holds a row per job (a head, and a cell per
+partition), the workers panel a card per worker, the task stream a lane per worker. A
+transition then costs the few hundred bytes of the units it changed, not a whole panel. A
+unit's digest covers its own shape only (which children, in which order), so a changed cell
+does not resend its row; a unit whose shape changed (a job started or ended, a worker came)
+is sent whole, children included. A partition hint re-reads its own job's row, not every
+job's; the panel's shape (which jobs are active) is read every time, and when it moved every
+row is read in the same pass.
+
+A render pass reads the farm's status version before and after its queries and retries until
+both agree, so the version stamped on a unit is exactly the version its content was read at
+(a seqlock; SQLite's IMMEDIATE transactions would block the engine's writers if we held one
+open for reading).
+
+The hot fragments (pipelines, workers, task stream) are built as Python strings from
+values() rows: they are rendered on nearly every flush of a busy farm, and model instances
+plus template nodes were most of a pass's cost. The rest stay Django templates.
 """
 
 from __future__ import annotations
@@ -14,25 +29,30 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from html import escape as _esc
 from typing import Any
 
 from django.conf import settings
 from django.db import connections, transaction
 from django.db.models import Count, Q
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import escape
-from django.utils.safestring import mark_safe
 
+from engine.console.prepared import Prepared
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 
 VERSION_TOKEN = "__PS_VERSION__"
+OOB_ATTR = ' hx-swap-oob="true"'
 TASK_STREAM_SECONDS = 300
+# The task stream's geometry moves with the clock alone; it is resent when a bar starts or
+# ends, and otherwise once per step of this many seconds.
+TASK_STREAM_STEP_S = 5
 RECENT_FAILURES = 8
 
 # The scope of a hint is its most specific field: a partition's transition, a job's, or a
@@ -90,8 +110,11 @@ def owner_colour(owner: str) -> str:
     return f"hsl({zlib.crc32(owner.encode()) % 360} 55% 55%)"
 
 
+_VERSION = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("value")[:1])
+
+
 def current_version() -> int:
-    return StatusClock.objects.order_by("pk").values_list("value", flat=True).first() or 0
+    return int(_VERSION.value(default=0) or 0)
 
 
 def _device_slot(device: str, backend: str) -> str:
@@ -173,71 +196,22 @@ def synthesis_context(now: datetime) -> dict[str, Any]:
             "max": sum(h.synthesis_max for h in hosts)}
 
 
+_JOB_COUNTS = Prepared(lambda: ProofJob.objects.values_list("kind", "state").annotate(n=Count("pk")).order_by("kind"))
+_PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
+                    .values("state").annotate(n=Count("pk")).values_list("n"))
+
+
 def counters_context(now: datetime) -> dict[str, Any]:
     table: dict[str, dict[str, int]] = {}
-    for row in ProofJob.objects.values("kind", "state").annotate(n=Count("pk")).order_by("kind"):
-        table.setdefault(row["kind"], {})[row["state"]] = row["n"]
+    for kind, state, n in _JOB_COUNTS.rows():
+        table.setdefault(kind, {})[state] = n
     states = [JobState.QUEUED, JobState.RUNNING, JobState.DONE, JobState.FAILED, JobState.CANCELLED]
     rows = [{"kind": kind, "cells": [by_state.get(s, 0) for s in states]} for kind, by_state in sorted(table.items())]
     totals = [sum(r["cells"][i] for r in rows) for i in range(len(states))]
-    pending = Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE).count()
+    pending = int(_PENDING.value(default=0))
     return {"states": [str(s) for s in states], "rows": rows, "totals": totals,
             "queue_depth": table and sum(by.get(JobState.QUEUED, 0) for by in table.values()) or 0,
             "pending_partitions": pending}
-
-
-def _cell(part: Partition, job_id: str, now: datetime) -> str:
-    """One partition cell: finished phases with the server's final figures, the running phase
-    with its authoritative start so the browser can tick it. Built here rather than in the
-    template: a busy farm has hundreds of cells per flush, and this is the hot loop."""
-    lines: list[str] = []
-    for started, finished, live_state, suffix in (
-            (part.synth_started_at, part.synth_finished_at, PartitionState.SYNTHESIZING, " synth"),
-            (part.gpu_started_at, part.gpu_finished_at, PartitionState.GPU, " gpu")):
-        if started and finished:
-            lines.append(f'<span class="final">{fmt_ms(ms_between(started, finished))}{suffix}</span>')
-        elif started and part.state == live_state:
-            lines.append(f'<span class="tick" data-started-at="{epoch_ms(started)}" data-suffix="{suffix}">'
-                         f"{fmt_ms(ms_between(started, now))}{suffix}</span>")
-    if not lines:
-        lines.append(f"<span>{part.state}</span>")
-    return (f'<div class="cell {part.state}" data-partition="{escape(job_id)}#{part.index}" '
-            f'data-state="{part.state}" title="P{part.index} {part.state}"><b>P{part.index}</b>{"".join(lines)}</div>')
-
-
-def pipelines_context(now: datetime) -> dict[str, Any]:
-    jobs = (ProofJob.objects.filter(state__in=JOB_ACTIVE).order_by("priority", "submitted_at", "pk")
-            .prefetch_related("partitions"))
-    rows = []
-    for job in jobs:
-        parts = sorted(job.partitions.all(), key=lambda p: p.index)
-        since = job.started_at or job.submitted_at
-        rows.append({
-            "job": job, "cells": mark_safe("".join(_cell(p, job.job_id, now) for p in parts)),
-            "done": sum(p.state == PartitionState.DONE for p in parts), "total": job.num_partitions or len(parts),
-            "elapsed": fmt_ms(ms_between(since, now)), "since_ms": epoch_ms(since),
-        })
-    return {"pipelines": rows}
-
-
-def workers_context(now: datetime) -> dict[str, Any]:
-    # A worker's card is derived from the partitions on the GPU; there is no busy flag.
-    proving: dict[int, list[Partition]] = {}
-    for part in (Partition.objects.filter(state=PartitionState.GPU, worker__isnull=False)
-                 .select_related("job").order_by("gpu_started_at", "pk")):
-        proving.setdefault(part.worker_id, []).append(part)
-    cards = []
-    for worker in Worker.objects.select_related("host").filter(host__stopped_at__isnull=True).order_by(
-            "host__name", "device", "ordinal"):
-        parts = proving.get(worker.pk, [])
-        cards.append({
-            "worker": worker, "key": f"{worker.host.name}/{worker.device}/{worker.label}",
-            "slot": _device_slot(worker.device, worker.host.backend), "parts": parts,
-            "busy": [{"part": p, "text": fmt_ms(ms_between(p.gpu_started_at, now)),
-                      "started": epoch_ms(p.gpu_started_at)} for p in parts],
-            "partition_attr": " ".join(f"{p.job.job_id}#{p.index}" for p in parts),
-        })
-    return {"cards": cards}
 
 
 def keys_context(now: datetime) -> dict[str, Any]:
@@ -254,87 +228,332 @@ def keys_context(now: datetime) -> dict[str, Any]:
     return {"chips": chips}
 
 
+_FAILED_JOBS = Prepared(lambda: ProofJob.objects.filter(state=JobState.FAILED).order_by("-finished_at", "-pk")
+                        .values_list("job_id", "kind", "error")[:RECENT_FAILURES])
+_FAILED_PARTS = Prepared(lambda: Partition.objects.filter(state=PartitionState.FAILED).order_by("-finished_at", "-pk")
+                         .values_list("index", "job__job_id", "attempt", "error")[:RECENT_FAILURES])
+
+
 def failures_context(now: datetime) -> dict[str, Any]:
-    jobs = list(ProofJob.objects.filter(state=JobState.FAILED).order_by("-finished_at", "-pk")[:RECENT_FAILURES])
-    parts = list(Partition.objects.filter(state=PartitionState.FAILED).select_related("job")
-                 .order_by("-finished_at", "-pk")[:RECENT_FAILURES])
+    jobs = [{"job_id": job_id, "kind": kind, "error": error} for job_id, kind, error in _FAILED_JOBS.rows()]
+    parts = [{"index": index, "job_id": job_id, "attempt": attempt, "error": error}
+             for index, job_id, attempt, error in _FAILED_PARTS.rows()]
     return {"jobs": jobs, "parts": parts}
 
 
-def taskstream_context(now: datetime) -> dict[str, Any]:
+# ---- what a pass reads, and what it yields ------------------------------------------------
+
+
+@dataclass
+class Want:
+    """What a render pass re-reads: fragment names, and for the pipelines panel which jobs'
+    rows (None: every row)."""
+
+    names: set[str] = field(default_factory=set)
+    jobs: set[str] | None = field(default_factory=set)
+
+    @classmethod
+    def everything(cls) -> Want:
+        return cls(set(ALL), None)
+
+    @property
+    def full(self) -> bool:
+        return self.jobs is None and self.names >= ALL
+
+    def __bool__(self) -> bool:
+        return bool(self.names)
+
+    def add_hint(self, hint: dict[str, Any]) -> None:
+        names = affected(hint)
+        self.names |= names
+        if "pipelines" in names and self.jobs is not None:
+            job = hint.get("job")
+            if job:
+                self.jobs.add(str(job))
+            else:  # a partition without its job: look everywhere
+                self.jobs = None
+
+    def merge(self, other: Want) -> None:
+        self.names |= other.names
+        if self.jobs is not None:
+            self.jobs = None if other.jobs is None else self.jobs | other.jobs
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One swappable element. `html` is its markup as nested in its parent, VERSION_TOKEN where
+    the version goes; None when the pass read only its shape (its children were not all read).
+    `oob_at` is where the swap attribute goes when it is sent by itself (0 for a fragment's
+    root, whose markup carries it already). `digest` changes exactly when it must be sent."""
+
+    key: str
+    html: str | None
+    digest: str
+    children: tuple[str, ...] = ()
+    oob_at: int = 0
+
+
+_TICKING_TEXT = re.compile(r'(data-started-at="\d+"[^>]*>)[^<]*')
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def content_digest(html: str) -> str:
+    """The text of a ticking duration is the server's "now" minus an unchanged start; the
+    browser computes it anyway, so it is not a change worth sending."""
+    return _digest(_TICKING_TEXT.sub(r"\1", html))
+
+
+def _leaf(key: str, dom_id: str, rest: str) -> Unit:
+    """A child unit: `<div id="dom_id"` + rest, its digest from its content."""
+    opening = f'<div id="{dom_id}"'
+    html = opening + rest
+    return Unit(key, html, content_digest(html), oob_at=len(opening))
+
+
+def _tick(started: datetime | None, now: datetime, suffix: str = "", css: str = "tick") -> str:
+    if started is None:
+        return f'<span class="{css}">—</span>'
+    suffix_attr = f' data-suffix="{suffix}"' if suffix else ""
+    return (f'<span class="{css}" data-started-at="{epoch_ms(started)}"{suffix_attr}>'
+            f"{fmt_ms(ms_between(started, now))}{suffix}</span>")
+
+
+# ---- pipelines: panel → row per job → head + cell per partition ------------------------
+
+_JOB_FIELDS = ("pk", "job_id", "kind", "state", "started_at", "submitted_at", "num_partitions")
+_CELL_FIELDS = ("job", "index", "state", "synth_started_at", "synth_finished_at", "gpu_started_at", "gpu_finished_at")
+
+
+_ACTIVE_JOBS = Prepared(lambda: ProofJob.objects.filter(state__in=JOB_ACTIVE)
+                        .order_by("priority", "submitted_at", "pk").values_list(*_JOB_FIELDS))
+# Every active partition, in one fixed query: cheaper than compiling an IN list of the hinted
+# jobs each pass. Only the hinted jobs' rows are built and compared.
+_ACTIVE_CELLS = Prepared(lambda: Partition.objects.filter(job__state__in=JOB_ACTIVE).order_by("job", "index")
+                         .values_list(*_CELL_FIELDS))
+
+
+def pipelines_context(now: datetime, want: Want, known: Mapping[str, str]) -> dict[str, Any]:
+    jobs = _ACTIVE_JOBS.rows()
+    shape = _digest(repr([(job[0], job[1]) for job in jobs]))
+    everything = want.jobs is None or known.get("pipelines") != shape
+    chosen = jobs if everything else [job for job in jobs if job[1] in (want.jobs or ())]
+    parts: dict[int, list[tuple[Any, ...]]] = {}
+    if chosen:
+        for row in _ACTIVE_CELLS.rows():
+            parts.setdefault(row[0], []).append(row)
+    return {"jobs": jobs, "shape": shape, "everything": everything, "chosen": chosen, "parts": parts}
+
+
+def _cell_unit(job_pk: int, job_id: str, part: tuple[Any, ...], now: datetime) -> Unit:
+    """One partition cell: finished phases with the server's final figures, the running phase
+    with its authoritative start so the browser can tick it."""
+    _, index, state, synth_started, synth_finished, gpu_started, gpu_finished = part
+    lines: list[str] = []
+    for started, finished, live_state, suffix in (
+            (synth_started, synth_finished, PartitionState.SYNTHESIZING, " synth"),
+            (gpu_started, gpu_finished, PartitionState.GPU, " gpu")):
+        if started and finished:
+            lines.append(f'<span class="final">{fmt_ms(ms_between(started, finished))}{suffix}</span>')
+        elif started and state == live_state:
+            lines.append(_tick(started, now, suffix))
+    if not lines:
+        lines.append(f"<span>{state}</span>")
+    return _leaf(f"pipelines/{job_pk}/{index}", f"cell-{job_pk}-{index}",
+                 f' class="cell {state}" data-partition="{_esc(job_id)}#{index}" data-state="{state}" '
+                 f'data-version="{VERSION_TOKEN}" title="P{index} {state}"><b>P{index}</b>{"".join(lines)}</div>')
+
+
+def pipelines_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
+    units: list[Unit] = []
+    rows_html: list[str] = []
+    for pk, job_id, kind, state, started, submitted, total in context["chosen"]:
+        parts = context["parts"].get(pk, [])
+        cells = [_cell_unit(pk, job_id, part, now) for part in parts]
+        done = sum(part[2] == PartitionState.DONE for part in parts)
+        head = _leaf(f"pipelines/{pk}/head", f"job-{pk}-head",
+                     f' class="pipeline-head" data-version="{VERSION_TOKEN}">'
+                     f'<a class="job-id" href="{_esc(reverse("console-job", args=[job_id]))}">{_esc(job_id)}</a> '
+                     f'<span class="kind">{_esc(kind)}</span> <span class="state">{_esc(state)}</span> '
+                     f'{_tick(started or submitted, now, css="elapsed tick")} '
+                     f'<span class="done">{done}/{total or len(parts)} done</span></div>')
+        key = f"pipelines/{pk}"
+        html = (f'<div id="job-{pk}" class="pipeline" data-job="{_esc(job_id)}">{head.html}'
+                f'<div class="cells">{"".join(c.html or "" for c in cells)}</div></div>')
+        shape = _digest(repr((job_id, kind, [part[1] for part in parts])))
+        units.append(Unit(key, html, shape, (head.key, *(c.key for c in cells)), oob_at=len(f'<div id="job-{pk}"')))
+        units.append(head)
+        units.extend(cells)
+        rows_html.append(html)
+    body = "".join(rows_html) if context["jobs"] else '<p class="empty">Nothing in flight.</p>'
+    root = Unit(fragment.name,
+                (f'<section id="{fragment.dom_id}" class="panel pipelines"{OOB_ATTR} data-version="{VERSION_TOKEN}">'
+                 f"<h2>Active pipelines</h2>{body}</section>") if context["everything"] else None,
+                context["shape"], tuple(f"pipelines/{job[0]}" for job in context["jobs"]))
+    return [root, *units]
+
+
+# ---- GPU workers: panel → card per worker -----------------------------------------------
+
+_WORKER_FIELDS = ("pk", "ordinal", "device", "host__name", "host__backend")
+
+
+_LIVE_WORKERS = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True)
+                         .order_by("host__name", "device", "ordinal").values_list(*_WORKER_FIELDS, "host__started_at"))
+_ON_GPU = Prepared(lambda: Partition.objects.filter(state=PartitionState.GPU, worker__isnull=False)
+                   .order_by("gpu_started_at", "pk")
+                   .values_list("worker", "index", "job__job_id", "job__kind", "gpu_started_at"))
+
+
+def workers_context(now: datetime, want: Want, known: Mapping[str, str]) -> dict[str, Any]:
+    # A worker's card is derived from the partitions on the GPU; there is no busy flag.
+    proving: dict[int, list[tuple[Any, ...]]] = {}
+    for row in _ON_GPU.rows():
+        proving.setdefault(row[0], []).append(row)
+    return {"workers": _LIVE_WORKERS.rows(), "proving": proving}
+
+
+def workers_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
+    cards: list[Unit] = []
+    for pk, ordinal, device, host, backend, _ in context["workers"]:
+        parts = context["proving"].get(pk, [])
+        state = "proving" if parts else "idle"
+        doing = "".join(
+            f'<div class="doing">proving P{index} of <span class="job-id">{_esc(job_id)}</span> '
+            f'<span class="kind">{_esc(kind)}</span></div><div class="busy">busy {_tick(started, now)}</div>'
+            for _, index, job_id, kind, started in parts) or '<div class="doing">idle</div>'
+        attr = _esc(" ".join(f"{job_id}#{index}" for _, index, job_id, _, _ in parts))
+        cards.append(_leaf(
+            f"workers/{pk}", f"worker-{pk}",
+            f' class="card {state}" data-worker="{_esc(f"{host}/{device}/W{ordinal}")}" data-state="{state}" '
+            f'data-partition="{attr}" data-version="{VERSION_TOKEN}"><div class="card-head"><strong>W{ordinal}</strong> '
+            f'<span class="device">{_esc(_device_slot(device, backend))}</span> <span class="host">{_esc(host)}</span>'
+            f"</div>{doing}</div>"))
+    body = "".join(c.html or "" for c in cards) or '<p class="empty">No workers registered.</p>'
+    keys = tuple(c.key for c in cards)
+    root = Unit(fragment.name, f'<section id="{fragment.dom_id}" class="panel workers"{OOB_ATTR} '
+                f'data-version="{VERSION_TOKEN}"><h2>GPU workers</h2><div class="cards">{body}</div></section>',
+                _digest(repr(("workers", keys))), keys)
+    return [root, *cards]
+
+
+# ---- task stream: panel → lane per worker ----------------------------------------------
+
+
+_GPU_PHASES = Prepared(lambda since: (
+    Partition.objects.filter(worker__host__stopped_at__isnull=True, gpu_started_at__isnull=False)
+    .filter(Q(gpu_finished_at__gte=since) | Q(gpu_finished_at__isnull=True, state=PartitionState.GPU))
+    .order_by("gpu_started_at")
+    .values_list("worker", "index", "job__job_id", "job__kind", "gpu_started_at", "gpu_finished_at")))
+
+
+def taskstream_context(now: datetime, want: Want, known: Mapping[str, str]) -> dict[str, Any]:
     """A lane per GPU worker over the last minutes, a bar per partition's GPU phase, so idle
-    GPU time shows as gaps; utilisation is busy time over the part of the window the host
-    has been up."""
+    GPU time shows as gaps."""
+    # The window's start, rounded down to a step so the query is compiled once a step; bars
+    # that ended before the exact start are dropped when drawn.
+    since = datetime.fromtimestamp((now.timestamp() - TASK_STREAM_SECONDS) // TASK_STREAM_STEP_S
+                                   * TASK_STREAM_STEP_S, tz=now.tzinfo)
+    by_worker: dict[int, list[tuple[Any, ...]]] = {}
+    for row in _GPU_PHASES.rows(since):
+        by_worker.setdefault(row[0], []).append(row)
+    return {"workers": _LIVE_WORKERS.rows(), "bars": by_worker}
+
+
+def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
+    """Utilisation is busy time over the part of the window the host has been up."""
     width = 1000.0
-    window = timedelta(seconds=TASK_STREAM_SECONDS)
-    start = now - window
-    workers = list(Worker.objects.select_related("host").filter(host__stopped_at__isnull=True)
-                   .order_by("host__name", "device", "ordinal"))
-    parts = (Partition.objects.filter(worker__in=workers, gpu_started_at__isnull=False)
-             .filter(Q(gpu_finished_at__gte=start) | Q(gpu_finished_at__isnull=True, state=PartitionState.GPU))
-             .select_related("job").order_by("gpu_started_at"))
-    by_worker: dict[int, list[Partition]] = {}
-    for part in parts:
-        by_worker.setdefault(part.worker_id, []).append(part)
-    lanes = []
-    span = window.total_seconds()
-    for n, worker in enumerate(workers):
-        bars = []
+    span = float(TASK_STREAM_SECONDS)
+    start = now - timedelta(seconds=TASK_STREAM_SECONDS)
+    step = int(now.timestamp() // TASK_STREAM_STEP_S)
+    lanes: list[Unit] = []
+    for pk, ordinal, device, host, backend, host_started in context["workers"]:
+        bars: list[str] = []
+        seen: list[tuple[Any, ...]] = []
         busy = 0.0
-        for part in by_worker.get(worker.pk, []):
-            began = max(part.gpu_started_at, start)
-            ended = part.gpu_finished_at or now
+        for _, index, job_id, kind, gpu_started, gpu_finished in context["bars"].get(pk, []):
+            began = max(gpu_started, start)
+            ended = gpu_finished or now
             if ended <= began:
                 continue
             busy += (ended - began).total_seconds()
-            bars.append({"x": round(width * (began - start).total_seconds() / span, 2),
-                         "w": max(round(width * (ended - began).total_seconds() / span, 2), 1.0),
-                         "part": part, "running": part.gpu_finished_at is None,
-                         "colour": owner_colour(part.job.kind),
-                         "text": fmt_ms(ms_between(part.gpu_started_at, part.gpu_finished_at or now))})
-        up_since = max(worker.host.started_at or start, start)
+            seen.append((job_id, index, epoch_ms(gpu_started), epoch_ms(gpu_finished)))
+            x = round(width * (began - start).total_seconds() / span, 2)
+            w = max(round(width * (ended - began).total_seconds() / span, 2), 1.0)
+            text = fmt_ms(ms_between(gpu_started, ended))
+            bars.append(f'<rect class="bar{" running" if gpu_finished is None else ""}" x="{x}" y="2" width="{w}" '
+                        f'height="16" fill="{owner_colour(kind)}"><title>P{index} of {_esc(job_id)} ({_esc(kind)}) '
+                        f"{text} gpu</title></rect>")
+        up_since = max(host_started or start, start)
         observed = max((now - up_since).total_seconds(), 1e-9)
-        lanes.append({"worker": worker, "y": n * 22, "bars": bars,
-                      "label": f"{worker.host.name} {_device_slot(worker.device, worker.host.backend)} {worker.label}",
-                      "util": round(min(100.0, 100.0 * busy / observed), 1)})
-    return {"lanes": lanes, "width": int(width), "height": max(len(lanes), 1) * 22,
-            "minutes": TASK_STREAM_SECONDS // 60}
+        util = round(min(100.0, 100.0 * busy / observed), 1)
+        label = _esc(f"{host} {_device_slot(device, backend)} W{ordinal}")
+        opening = f'<div id="lane-{pk}"'
+        html = (f'{opening} class="lane-row" data-worker-lane="{label}" data-version="{VERSION_TOKEN}">'
+                f'<span class="lane-label">{label} <b>{util}%</b></span>'
+                f'<svg viewBox="0 0 {int(width)} 20" preserveAspectRatio="none" role="img" '
+                f'aria-label="GPU task stream of {label}"><rect class="lane" x="0" y="0" width="{int(width)}" '
+                f'height="20"></rect>{"".join(bars)}</svg></div>')
+        # Not the geometry (it slides with the clock) but which bars there are, and the step.
+        lanes.append(Unit(f"taskstream/{pk}", html, _digest(repr((label, seen, step))), oob_at=len(opening)))
+    minutes = TASK_STREAM_SECONDS // 60
+    body = (f'<div class="stream">{"".join(lane.html or "" for lane in lanes)}</div>' if lanes
+            else '<p class="empty">No GPU workers.</p>')
+    keys = tuple(lane.key for lane in lanes)
+    root = Unit(fragment.name, f'<section id="{fragment.dom_id}" class="panel taskstream"{OOB_ATTR} '
+                f'data-version="{VERSION_TOKEN}"><h2>Task stream <span class="sub">GPU phase per partition, '
+                f"last {minutes} minutes</span></h2>{body}</section>", _digest(repr(("taskstream", keys))), keys)
+    return [root, *lanes]
 
 
 # ---- the registry -----------------------------------------------------------------------
+
+Reader = Callable[[datetime, Want, Mapping[str, str]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class Fragment:
     name: str
     dom_id: str
-    template: str
-    context: Callable[[datetime], dict[str, Any]]
+    read: Reader
+    build: Callable[[Fragment, dict[str, Any], datetime], list[Unit]]
     affected_by: frozenset[str]
-    # Fragments whose picture moves with time alone (stale flags, the sliding task stream)
-    # are refreshed every few seconds even without a hint.
-    timed: bool = False
 
 
-def _fragment(name: str, context: Callable[[datetime], dict[str, Any]], *scopes: str, timed: bool = False) -> Fragment:
-    return Fragment(name, f"frag-{name}", f"console/fragments/{name}.html", context, frozenset(scopes), timed)
+def _templated(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
+    context.update(dom_id=fragment.dom_id, version=VERSION_TOKEN, now_ms=epoch_ms(now))
+    html = render_to_string(f"console/fragments/{fragment.name}.html", context).strip()
+    return [Unit(fragment.name, html, content_digest(html))]
+
+
+def _plain(context: Callable[[datetime], dict[str, Any]]) -> Reader:
+    def read(now: datetime, want: Want, known: Mapping[str, str]) -> dict[str, Any]:
+        return context(now)
+    return read
+
+
+def _fragment(name: str, read: Reader, *scopes: str,
+              build: Callable[[Fragment, dict[str, Any], datetime], list[Unit]] = _templated) -> Fragment:
+    return Fragment(name, f"frag-{name}", read, build, frozenset(scopes))
 
 
 REGISTRY: dict[str, Fragment] = {f.name: f for f in [
-    _fragment("hosts", hosts_context, HOST, timed=True),
-    _fragment("memory", memory_context, HOST, PARTITION),
-    _fragment("devices", devices_context, HOST),
-    _fragment("synthesis", synthesis_context, HOST, PARTITION),
-    _fragment("counters", counters_context, JOB, PARTITION),
-    _fragment("pipelines", pipelines_context, JOB, PARTITION),
-    _fragment("workers", workers_context, HOST, PARTITION),
-    _fragment("keys", keys_context, HOST),
-    _fragment("failures", failures_context, JOB, PARTITION),
-    # Hosts and workers come and go rarely; the timed refresh picks them up.
-    _fragment("taskstream", taskstream_context, PARTITION, timed=True),
+    _fragment("hosts", _plain(hosts_context), HOST),
+    # Memory and synthesis are host rows, written only by the host's own update (a host hint).
+    _fragment("memory", _plain(memory_context), HOST),
+    _fragment("devices", _plain(devices_context), HOST),
+    _fragment("synthesis", _plain(synthesis_context), HOST),
+    _fragment("counters", _plain(counters_context), JOB, PARTITION),
+    _fragment("pipelines", pipelines_context, JOB, PARTITION, build=pipelines_units),
+    _fragment("workers", workers_context, HOST, PARTITION, build=workers_units),
+    _fragment("keys", _plain(keys_context), HOST),
+    _fragment("failures", _plain(failures_context), JOB, PARTITION),
+    # Hosts and workers come and go rarely; the stream's periodic full pass picks them up.
+    _fragment("taskstream", taskstream_context, PARTITION, build=taskstream_units),
 ]}
 ALL = frozenset(REGISTRY)
-TIMED = frozenset(f.name for f in REGISTRY.values() if f.timed)
 
 
 def scope_of(hint: dict[str, Any]) -> str:
@@ -354,38 +573,47 @@ def affected(hint: dict[str, Any]) -> frozenset[str]:
 # ---- rendering --------------------------------------------------------------------------
 
 
-_TICKING_TEXT = re.compile(r'(data-started-at="\d+"[^>]*>)[^<]*')
-
-
 @dataclass
 class Rendered:
-    """Fragments read at one version. `bodies` carry VERSION_TOKEN where the version goes, so
-    two renders can be compared without the version (see digest)."""
+    """Units read at one version, keyed by unit; `roots` are the fragments of the pass."""
 
     version: int
     now: datetime
-    bodies: dict[str, str] = field(default_factory=dict)
+    units: dict[str, Unit] = field(default_factory=dict)
+    roots: list[str] = field(default_factory=list)
     # False when the farm moved during every attempt: the content is then newer than
     # `version`, and the stamp says so with a trailing "+" rather than claim an exact version.
     consistent: bool = True
+    # Every fragment and every unit was read (a snapshot).
+    full: bool = False
 
     @property
     def stamp(self) -> str:
         return str(self.version) if self.consistent else f"{self.version}+"
 
     def html(self, name: str) -> str:
-        return self.bodies[name].replace(VERSION_TOKEN, self.stamp)
+        """A whole fragment, as the page embeds it."""
+        body = self.units[name].html
+        if body is None:
+            raise ValueError(f"{name} was read in part; render it in full for its HTML")
+        return body.replace(VERSION_TOKEN, self.stamp)
 
-    def digest(self, name: str) -> str:
-        # The text of a ticking duration is the server's "now" minus an unchanged start; the
-        # browser computes it anyway, so it is not a change worth sending.
-        stable = _TICKING_TEXT.sub(r"\1", self.bodies[name])
-        return hashlib.blake2b(stable.encode(), digest_size=12).hexdigest()
+    def oob(self, key: str) -> str:
+        """A unit as a stand-alone out-of-band swap."""
+        unit = self.units[key]
+        if unit.html is None:
+            raise ValueError(f"{key} was read in part")
+        body = unit.html if not unit.oob_at else unit.html[:unit.oob_at] + OOB_ATTR + unit.html[unit.oob_at:]
+        return body.replace(VERSION_TOKEN, self.stamp)
 
+    def digest(self, key: str) -> str:
+        return self.units[key].digest
 
-def _render_one(fragment: Fragment, context: dict[str, Any], now: datetime) -> str:
-    context.update(dom_id=fragment.dom_id, version=VERSION_TOKEN, now_ms=epoch_ms(now))
-    return render_to_string(fragment.template, context).strip()
+    def descendants(self, key: str) -> Iterator[Unit]:
+        for child in self.units[key].children:
+            if child in self.units:
+                yield self.units[child]
+                yield from self.descendants(child)
 
 
 @contextmanager
@@ -418,27 +646,34 @@ def snapshot() -> Iterator[None]:
             cursor.execute("COMMIT")
 
 
-def render(names: Iterable[str] = ALL, attempts: int = 4) -> Rendered:
-    """Render the named fragments from one consistent read of the records.
+def render(want: Want | Iterable[str] = ALL, known: Mapping[str, str] | None = None, attempts: int = 4) -> Rendered:
+    """Read the wanted fragments from one consistent read of the records.
 
     The reads run in a snapshot; the version is also read before and after them, which
     confirms the snapshot (and is the only guard where a caller's transaction is reused).
-    Templates render after the reads: the contexts hold evaluated rows.
+    Markup is built after the reads: the contexts hold evaluated rows. `known` holds the
+    digests of the roots the caller last received, so a panel whose shape moved is read whole.
     """
-    wanted = [REGISTRY[n] for n in sorted(set(names))]
+    if not isinstance(want, Want):
+        want = Want(set(want), None)
+    known = known or {}
+    wanted = [REGISTRY[n] for n in sorted(want.names)]
     consistent = False
     for _ in range(attempts):
         with snapshot():
             before = current_version()
             now = timezone.now()
-            contexts = {f.name: f.context(now) for f in wanted}
+            contexts = {f.name: f.read(now, want, known) for f in wanted}
             consistent = current_version() == before
         if consistent:
             break
     # If the farm moved during every read, the stamp is marked inexact; the hints that
-    # moved it are already on their way and will make the stream render these again.
-    bodies = {f.name: _render_one(f, contexts[f.name], now) for f in wanted}
-    return Rendered(before, now, bodies, consistent=consistent)
+    # moved it are already on their way and will make the stream read these again.
+    units: dict[str, Unit] = {}
+    for f in wanted:
+        for unit in f.build(f, contexts[f.name], now):
+            units[unit.key] = unit
+    return Rendered(before, now, units, [f.name for f in wanted], consistent=consistent, full=want.full)
 
 
 def clock_html(rendered: Rendered) -> str:

@@ -13,7 +13,7 @@ from django.db.models import F
 from django.test import Client
 from django.utils import timezone
 
-from engine.console.consumers import SHARED
+from engine.console.consumers import HUB
 from engine.console.views import operator_group
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JobState, PartitionState, ProofKind
@@ -47,7 +47,7 @@ def move(job_id: str, index: int, state: str, **fields: object) -> int:
 
 @pytest.fixture(autouse=True)
 def fresh_renders() -> None:
-    SHARED.clear()
+    HUB.clear()
 
 
 @pytest.fixture

@@ -126,3 +126,20 @@ def test_the_job_page_offers_the_proofs_as_json(staff: Client, farm: Farm) -> No
 
 def test_an_unknown_job_is_not_found(staff: Client) -> None:
     assert staff.get("/jobs/no-such-job").status_code == 404
+
+
+def test_a_job_id_is_shown_escaped_wherever_it_appears(staff: Client, farm: Farm) -> None:
+    from django.utils import timezone
+
+    from engine.models import Partition, ProofJob
+    hostile = 'x"><script>alert(1)</script>&\''
+    job = ProofJob.objects.create(job_id=hostile, kind="winning-post", state="running", num_partitions=1,
+                                  host=farm.host, started_at=timezone.now())
+    Partition.objects.create(job=job, index=0, host=farm.host, state="gpu", worker=farm.w0,
+                             gpu_started_at=timezone.now())
+    html = page(staff)
+    assert "<script>alert(1)</script>" not in html
+    escaped = 'x&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&amp;&#x27;'
+    assert f'data-partition="{escaped}#0"' in html  # its cell
+    assert f'data-partition="{escaped}#0"' in html.split('id="frag-workers"', 1)[1]  # the card of W0
+    assert f"P0 of {escaped} (winning-post)" in html  # its bar in the task stream

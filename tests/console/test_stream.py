@@ -120,6 +120,13 @@ def run(scenario: Callable[[], Awaitable[None]]) -> None:
 db = database_sync_to_async
 
 
+@pytest.fixture
+def steady_task_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The task stream's lanes are resent at every step of the clock too; a test that counts
+    units must not straddle a step."""
+    monkeypatch.setattr(fragments, "TASK_STREAM_STEP_S", 10**9)
+
+
 def test_the_stream_opens_with_every_fragment_retry_and_the_version(farm: Farm, staff_user: AbstractBaseUser) -> None:
     async def scenario() -> None:
         async with connected(staff_user) as stream:
@@ -151,18 +158,32 @@ def test_a_session_cookie_of_an_operator_opens_the_stream(farm: Farm, operator_u
     run(scenario)
 
 
-def test_a_partition_reaching_the_gpu_sends_exactly_the_fragments_it_changed(
-        farm: Farm, staff_user: AbstractBaseUser) -> None:
+def test_a_partition_reaching_the_gpu_sends_exactly_the_units_it_changed(
+        farm: Farm, staff_user: AbstractBaseUser, steady_task_stream: None) -> None:
     async def scenario() -> None:
         async with connected(staff_user) as stream:
             await stream.update()
             version = await db(move)(SNAP_ID, 2, PartitionState.GPU, worker=farm.w0, gpu_started_at=timezone.now())
             await hint(version, host="gpu-host-a", job=SNAP_ID, partition=2)
             update = await stream.update()
-            assert sorted(update["ids"]) == ["frag-pipelines", "frag-taskstream", "frag-workers"]
+            # Its cell, the card of the worker now proving it, and that worker's task lane.
+            assert sorted(update["ids"]) == sorted([f"cell-{farm.snap.pk}-2", f"lane-{farm.w0.pk}",
+                                                    f"worker-{farm.w0.pk}"])
             assert update["id"] == str(version)
             assert f'data-worker="gpu-host-a/cuda:0/W0" data-state="proving" data-partition="{SNAP_ID}#2"' in update["html"]
-            assert f'data-version="{version}"' in update["html"]
+            assert f'data-partition="{SNAP_ID}#2" data-state="gpu" data-version="{version}"' in update["html"]
+            assert 'id="frag-pipelines"' not in update["html"]
+    run(scenario)
+
+
+def test_a_snapshot_nests_units_without_their_own_swap(farm: Farm, staff_user: AbstractBaseUser) -> None:
+    async def scenario() -> None:
+        async with connected(staff_user) as stream:
+            first = await stream.update()
+            # Only the panels swap; a nested cell or card swapping too would be torn out of them.
+            assert first["html"].count('hx-swap-oob="true"') == len(fragments.REGISTRY) + 1
+            assert f'<div id="cell-{farm.snap.pk}-15" class="cell pending"' in first["html"]
+            assert f'<div id="worker-{farm.w1.pk}" class="card proving"' in first["html"]
     run(scenario)
 
 
@@ -177,10 +198,13 @@ def test_the_hint_is_only_a_pointer_the_content_is_read_from_the_records(
     run(scenario)
 
 
+CELL_STATE = re.compile(r'id="(cell-[\d-]+)"[^>]*data-state="(\w+)"')
+
+
 def test_a_burst_of_transitions_is_coalesced_into_few_flushes(farm: Farm, staff_user: AbstractBaseUser) -> None:
     async def scenario() -> None:
         async with connected(staff_user) as stream:
-            await stream.update()
+            cells = dict(CELL_STATE.findall((await stream.update())["html"]))
             loop = asyncio.get_running_loop()
             started = loop.time()
             last = 0
@@ -191,13 +215,16 @@ def test_a_burst_of_transitions_is_coalesced_into_few_flushes(farm: Farm, staff_
             while True:
                 frame = await stream.update()
                 frames.append(frame)
+                cells.update(CELL_STATE.findall(frame["html"]))
                 if frame["id"] == str(last):
                     break
             elapsed = loop.time() - started
             # Twelve transitions, at most one flush per flush interval (plus the one in flight).
             assert len(frames) <= elapsed / Fast.flush_seconds + 2
             assert len(frames) < 12
-            assert frames[-1]["html"].count('data-state="synthesizing"') == 13
+            # What the browser holds after applying the frames: P3 and the twelve.
+            assert list(cells.values()).count("synthesizing") == 13
+            assert all('id="frag-pipelines"' not in f["html"] for f in frames)
     run(scenario)
 
 
@@ -223,13 +250,14 @@ def test_disconnecting_leaves_the_group_and_stops_the_tasks(farm: Farm, staff_us
         async with connected(staff_user, Watched) as stream:
             await stream.update()
             consumer = consumers[0]
-            hub_channel, hub_task = HUB.channel, HUB.task
+            hub_channel, hub_task, hub_flusher = HUB.channel, HUB.task, HUB.flusher
             assert consumer in HUB.streams and hub_channel in layer.groups.get(GROUP, {})
             tasks = list(consumer.tasks)
             assert tasks and not any(t.done() for t in tasks)
         # The last stream gone, the process leaves the group and stops listening.
         assert consumer not in HUB.streams and hub_channel not in layer.groups.get(GROUP, {})
         assert all(t.done() for t in tasks) and consumer.tasks == [] and hub_task is not None and hub_task.done()
+        assert hub_flusher is not None and hub_flusher.done() and HUB.flusher is None
     run(scenario)
 
 
@@ -260,4 +288,137 @@ def test_a_host_change_refreshes_only_host_fragments(farm: Farm, staff_user: Abs
             update = await stream.update()
             assert update["ids"] == ["frag-memory"]
             assert "gauge split red" in update["html"]
+    run(scenario)
+
+
+def test_consoles_in_step_share_one_frame(farm: Farm, staff_user: AbstractBaseUser) -> None:
+    async def scenario() -> None:
+        async with connected(staff_user) as first, connected(staff_user) as second:
+            await first.update()
+            await second.update()
+            built = HUB.frames_built
+            version = await db(move)(SNAP_ID, 3, PartitionState.SYNTH_DONE, synth_finished_at=timezone.now())
+            await hint(version, host="gpu-host-a", job=SNAP_ID, partition=3)
+            a, b = await first.update(), await second.update()
+            assert a["html"] == b["html"] and a["id"] == str(version)
+            assert HUB.frames_built == built + 1
+    run(scenario)
+
+
+def test_a_job_leaving_the_panel_resends_the_panel(farm: Farm, staff_user: AbstractBaseUser) -> None:
+    async def scenario() -> None:
+        async with connected(staff_user) as stream:
+            await stream.update()
+
+            def finish_job() -> int:
+                from engine.models import ProofJob
+                from tests.console.conftest import bump_version
+                version = bump_version()
+                ProofJob.objects.filter(pk=farm.snap.pk).update(state="done", version=version)
+                return version
+            version = await db(finish_job)()
+            await hint(version, host="gpu-host-a", job=SNAP_ID)
+            update = await stream.update()
+            assert "frag-pipelines" in update["ids"]
+            assert "Nothing in flight." in update["html"] and f"cell-{farm.snap.pk}-0" not in update["html"]
+    run(scenario)
+
+
+def test_a_lost_hint_is_repaired_by_the_periodic_full_pass(
+        farm: Farm, staff_user: AbstractBaseUser, steady_task_stream: None) -> None:
+    class Refreshing(Fast):
+        refresh_seconds = 0.5
+
+    async def scenario() -> None:
+        async with connected(staff_user, Refreshing) as stream:
+            await stream.update()
+            # Committed, but its hint never arrives (Redis may drop them).
+            version = await db(move)(SNAP_ID, 5, PartitionState.SYNTHESIZING, synth_started_at=timezone.now())
+            update = await stream.update(timeout=5)
+            assert f'data-partition="{SNAP_ID}#5" data-state="synthesizing" data-version="{version}"' in update["html"]
+            assert update["id"] == str(version)
+    run(scenario)
+
+
+def test_a_failed_read_is_retried_and_the_stream_carries_on(
+        farm: Farm, staff_user: AbstractBaseUser, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_render = fragments.render
+    failures: list[int] = []
+
+    def flaky(*args: Any, **kwargs: Any) -> fragments.Rendered:
+        if not failures:
+            failures.append(1)
+            raise RuntimeError("database is locked")
+        return real_render(*args, **kwargs)
+
+    async def scenario() -> None:
+        async with connected(staff_user) as stream:
+            await stream.update()
+            monkeypatch.setattr(fragments, "render", flaky)
+            version = await db(move)(SNAP_ID, 6, PartitionState.SYNTHESIZING, synth_started_at=timezone.now())
+            await hint(version, host="gpu-host-a", job=SNAP_ID, partition=6)
+            update = await stream.update()
+            assert failures and update["id"] == str(version)
+            assert f'data-partition="{SNAP_ID}#6" data-state="synthesizing"' in update["html"]
+    run(scenario)
+
+
+class Restartable:
+    """The real in-memory layer, made to behave as a restarted Redis does: every group is
+    forgotten, and (optionally) the receive in progress fails with a connection error."""
+
+    def __init__(self, layer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.layer = layer
+        self.broken: asyncio.Event | None = None
+        real_receive = layer.receive
+
+        async def receive(channel: str) -> Any:
+            if self.broken is None:
+                self.broken = asyncio.Event()
+            got = asyncio.ensure_future(real_receive(channel))
+            fail = asyncio.ensure_future(self.broken.wait())
+            done, _ = await asyncio.wait({got, fail}, return_when=asyncio.FIRST_COMPLETED)
+            if got in done:
+                fail.cancel()
+                return got.result()
+            got.cancel()
+            self.broken.clear()
+            raise ConnectionError("Connection closed by server.")
+
+        monkeypatch.setattr(layer, "receive", receive)
+
+    def restart(self, *, failing: bool) -> None:
+        self.layer.groups.clear()
+        if failing and self.broken is not None:
+            self.broken.set()
+
+
+async def heard(stream: Stream, version: int, partition: int, seconds: float = 5.0) -> Frame | None:
+    """Keep hinting, as a busy farm does, until the stream carries an update (None if never)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while loop.time() < deadline:
+        await hint(version, host="gpu-host-a", job=SNAP_ID, partition=partition)
+        if "\n\n" in stream.buffer or not await stream.communicator.receive_nothing(timeout=0.1, interval=0.01):
+            frame = await stream.frame()
+            if frame["data"]:
+                return frame
+    return None
+
+
+@pytest.mark.parametrize("failing", [True, False], ids=["receive-fails", "groups-forgotten"])
+def test_an_open_stream_hears_hints_again_after_the_channel_layer_restarts(
+        farm: Farm, staff_user: AbstractBaseUser, steady_task_stream: None,
+        monkeypatch: pytest.MonkeyPatch, failing: bool) -> None:
+    monkeypatch.setattr(HUB, "rejoin_seconds", 0.3)
+
+    async def scenario() -> None:
+        redis = Restartable(get_channel_layer(), monkeypatch)
+        async with connected(staff_user) as stream:
+            await stream.update()
+            redis.restart(failing=failing)
+            version = await db(move)(SNAP_ID, 7, PartitionState.SYNTHESIZING, synth_started_at=timezone.now())
+            update = await heard(stream, version, 7)
+            assert update is not None, "the open stream never heard a hint after the restart"
+            assert f'data-partition="{SNAP_ID}#7" data-state="synthesizing" data-version="{version}"' in update["html"]
     run(scenario)

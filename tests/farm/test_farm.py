@@ -20,6 +20,7 @@ from tests.farm.harness import (
     LEASE_SECONDS,
     LIVE_STATES,
     Farm,
+    SseClient,
     SseEvent,
     batch,
     completion_problems,
@@ -215,6 +216,11 @@ def test_after_a_redis_restart_engines_keep_proving_and_a_reconnecting_console_i
         farm.wait_jobs_finished(before + after, timeout=200, watch=hosts)
         assert completion_problems(farm, before + after) == []
 
+        # The console left open through the restart kept its stream and caught up by itself.
+        wait_for(lambda: _latest_job_totals(first) == _records_job_totals(farm), 20,
+                 "the console kept open through the restart to show the records' job counters",
+                 on_timeout=lambda: f"shown {_latest_job_totals(first)}, records {_records_job_totals(farm)}")
+        assert not first.closed.is_set(), "the open stream was dropped by the restart"
         last_id = next((e.id for e in reversed(first.events) if e.id), None)
     finally:
         first.close()
@@ -227,12 +233,24 @@ def test_after_a_redis_restart_engines_keep_proving_and_a_reconnecting_console_i
     version = _snapshot_version(snapshot)
     assert version is not None, f"the snapshot carries no version: {snapshot.data[:500]}"
     assert version >= clock, f"snapshot version {version} is older than the records' {clock}"
-    records = {r["state"]: r["n"] for r in farm.rows("SELECT state, count(*) AS n FROM engine_proofjob GROUP BY state")}
+    records = _records_job_totals(farm)
     assert _job_totals(shown) == records, "the reconnected snapshot's job counters differ from the records"
     for job_id in before + after:  # finished jobs have left the active pipelines
         assert job_id not in _section(shown, "frag-pipelines"), f"{job_id} still shown as active"
     for host in ("redis-a", "redis-b"):
         assert f'data-host="{host}"' in shown, f"{host} missing from the reconnected snapshot"
+
+
+def _records_job_totals(farm: Farm) -> dict[str, int]:
+    return {r["state"]: r["n"] for r in farm.rows("SELECT state, count(*) AS n FROM engine_proofjob GROUP BY state")}
+
+
+def _latest_job_totals(stream: SseClient) -> dict[str, int] | None:
+    """The job counters as the stream last swapped them in."""
+    for event in reversed(list(stream.events)):
+        if 'id="frag-counters"' in event.data:
+            return _job_totals(event.data)
+    return None
 
 
 def _section(html: str, dom_id: str) -> str:
