@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "ninja",  # its Swagger UI from our static files, not a CDN (GPU hosts are often offline)
     "engine",
 ]
 

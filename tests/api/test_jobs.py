@@ -211,5 +211,14 @@ def test_a_job_id_with_a_nul_in_the_path_is_simply_not_found(api: Client) -> Non
     assert_error(api.get("/api/v1/jobs/a%00b"), 404, "job_id")
 
 
-def test_the_api_docs_are_served(anonymous: Client) -> None:
-    assert anonymous.get("/api/v1/docs").status_code == 200
+def test_the_api_docs_are_served_from_our_own_static_files(anonymous: Client) -> None:
+    import re
+
+    from django.contrib.staticfiles import finders
+
+    response = anonymous.get("/api/v1/docs")
+    assert response.status_code == 200
+    assets = re.findall(r'(?:href|src)="([^"]+)"', response.content.decode())
+    assert assets and all(a.startswith("/static/") for a in assets), f"assets from elsewhere: {assets}"
+    for asset in assets:  # an offline GPU host has every one of them
+        assert finders.find(asset.removeprefix("/static/")), f"{asset} is not among the static files"
