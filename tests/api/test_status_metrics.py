@@ -125,3 +125,23 @@ def test_metrics_accept_the_metrics_token_from_anywhere(anonymous: Client, setti
 
 def test_the_committed_status_schema_is_itself_a_valid_json_schema() -> None:
     jsonschema.Draft202012Validator.check_schema(status_schema())
+
+
+def test_metrics_histogram_buckets_count_every_span_up_to_each_bound(anonymous: Client) -> None:
+    from engine.api.metrics import PHASE_BUCKETS
+
+    spans = [0.004, 0.01, 0.3, 2.5, 400.0, -1.0]  # bounds count as "le"; a negative span (skewed clocks) as 0
+    job, _ = submit_job(kind="porep-c2", job_id="spans", inputs={}, num_partitions=len(spans))
+    now = timezone.now()
+    for index, span in enumerate(spans):
+        Partition.objects.filter(job=job, index=index).update(
+            synth_started_at=now, gpu_started_at=now, gpu_finished_at=now + timedelta(seconds=span))
+    families = _families(anonymous.get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode())
+    gpu = {(s.name, s.labels.get("le")): s.value for s in families["provingsite_phase_duration_seconds"].samples
+           if s.labels.get("phase") == "gpu"}
+    for bound in PHASE_BUCKETS:
+        expected = sum(1 for span in spans if max(span, 0.0) <= bound)
+        assert gpu[("provingsite_phase_duration_seconds_bucket", repr(bound))] == expected, bound
+    assert gpu[("provingsite_phase_duration_seconds_bucket", "+Inf")] == len(spans)
+    assert gpu[("provingsite_phase_duration_seconds_count", None)] == len(spans)
+    assert gpu[("provingsite_phase_duration_seconds_sum", None)] == pytest.approx(sum(max(s, 0.0) for s in spans))
