@@ -103,6 +103,17 @@ class Delivery:
         sent.update(self.updates)
 
 
+async def cancel_all(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel the tasks and wait until each has stopped, whatever it raised."""
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        try:
+            await task
+        except (asyncio.CancelledError, Exception):
+            pass
+
+
 class Hub:
     """The process's one member of the status group and its one flusher. Fifty consoles as
     fifty group members would cost fifty channel messages per transition, fifty flusher
@@ -161,13 +172,7 @@ class Hub:
             return
         tasks = [t for t in (self.task, self.flusher) if t is not None]
         channel, self.task, self.flusher, self.channel = self.channel, None, None, None
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await cancel_all(tasks)
         if channel is not None:
             await get_channel_layer().group_discard(GROUP, channel)
 
@@ -418,13 +423,7 @@ class EventStreamConsumer(AsyncHttpConsumer):
 
     async def disconnect(self) -> None:
         tasks, self.tasks = self.tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await cancel_all(tasks)
         if self.joined:
             self.joined = False
             await HUB.leave(self)
