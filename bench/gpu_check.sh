@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU check (issue 9): on a machine with an NVIDIA GPU and CuPy, run the GPU tests, then the
-# GPU benchmarks (bench/gpu_bench.py), writing JSON + a markdown table under bench/results/.
+# GPU benchmarks (bench/gpu_bench.py: MSM, NTT, transfers, whole proofs against the CPU prover),
+# writing JSON + a markdown table under bench/results/.
 # Without a GPU it says so and exits 2. Budget: about 8 minutes in total.
 #   bench/gpu_check.sh [--quick]     (--quick: smaller sizes, for a first try)
 set -u
