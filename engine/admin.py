@@ -126,7 +126,8 @@ class EngineHostAdmin(admin.ModelAdmin):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("name", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_display = ("name", "scope", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("scope",)
     readonly_fields = ("prefix", "token_hash", "created_at", "last_used_at")
     actions = ["revoke"]
 

@@ -156,8 +156,16 @@ class StatusClock(models.Model):
     value = models.BigIntegerField(default=0)
 
 
+class TokenScope(models.TextChoices):
+    # A client sees only the jobs it submitted; an operator token (dashboards, the farm's own
+    # scripts) sees every job and the farm's /status.
+    CLIENT = "client", "client: its own jobs"
+    OPERATOR = "operator", "operator: every job and /status"
+
+
 class ApiToken(models.Model):
     name = models.CharField(max_length=200, unique=True)
+    scope = models.CharField(max_length=16, choices=TokenScope.choices, default=TokenScope.CLIENT)
     prefix = models.CharField(max_length=12, db_index=True, help_text="First characters, to recognise a token.")
     token_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -1,5 +1,6 @@
 """Bearer tokens for API clients.
 
+A client token sees the jobs it submitted; an operator token sees every job and /status.
 A token is ``ps_`` + 32 random bytes (URL-safe base64). Only its SHA-256 is stored: a leaked
 database does not leak working tokens, and because the token is long and random a plain
 digest (no salt, no slow hash) is enough to make guessing useless. The prefix is kept in
@@ -18,7 +19,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from engine.models import ApiToken
+from engine.models import ApiToken, TokenScope
 
 TOKEN_PREFIX = "ps_"
 PREFIX_CHARS = 10
@@ -35,15 +36,18 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def issue_token(name: str) -> tuple[ApiToken, str]:
+def issue_token(name: str, scope: str = TokenScope.CLIENT) -> tuple[ApiToken, str]:
     """A new token for ``name``: the record, and the token itself (shown once, never stored)."""
+    if scope not in TokenScope.values:
+        raise TokenError(f"unknown scope {scope!r}; expected one of {', '.join(TokenScope.values)}")
     name = name.strip()
     if not name:
         raise TokenError("a token needs a name")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     try:
         with transaction.atomic():
-            record = ApiToken.objects.create(name=name, prefix=token[:PREFIX_CHARS], token_hash=hash_token(token))
+            record = ApiToken.objects.create(name=name, scope=scope, prefix=token[:PREFIX_CHARS],
+                                             token_hash=hash_token(token))
     except IntegrityError:
         raise TokenError(f"a token named {name!r} already exists") from None
     return record, token

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
@@ -42,7 +43,7 @@ from engine.api.uploads import (
     discard,
 )
 from engine.circuits import kinds
-from engine.models import Partition, ProofJob
+from engine.models import ApiToken, Partition, ProofJob, TokenScope
 from engine.states import JOB_TERMINAL, JobState, PartitionState, Priority, ProofKind
 from engine.submit import JobConflict, submit_job
 from provingsite.env import parse_size
@@ -93,10 +94,29 @@ def parse_priority(value: Any) -> int | None:
     raise ApiError(400, "invalid", "priority", "must be one of critical, high, normal, low, or 0..3")
 
 
-def _conflict(exc: JobConflict) -> ApiError:
+def _foreign(job: ProofJob, client: Any) -> bool:
+    """The job belongs to another client than the client token asking."""
+    return isinstance(client, ApiToken) and client.scope != TokenScope.OPERATOR and job.client_id != client.pk
+
+
+def _taken(job: ProofJob) -> ApiError:
+    # Says nothing of the other client's job beyond the fact that the id is in use.
+    return ApiError(409, "conflict", "job_id", f"job id {job.job_id!r} is already taken; choose another")
+
+
+def _conflict(exc: JobConflict, client: Any = None) -> ApiError:
+    if _foreign(exc.job, client):
+        return _taken(exc.job)
     return ApiError(409, "conflict", "job_id",
                     f"job id {exc.job.job_id!r} is already used by a different request "
                     f"(a {exc.job.kind} job submitted at {exc.job.submitted_at.isoformat()})")
+
+
+def _mine(job: ProofJob, created: bool, client: Any) -> tuple[ProofJob, bool]:
+    """The same request again returns the first job, but only to the client that sent it."""
+    if not created and _foreign(job, client):
+        raise _taken(job)
+    return job, created
 
 
 def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: Any = None) -> tuple[ProofJob, bool]:
@@ -110,11 +130,12 @@ def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: A
         raise ApiError(400, "invalid", field, exc.message) from None
     scale = settings.PROVINGSITE["SCALE"]
     try:
-        return submit_job(kind=kind, job_id=job_id, inputs=normalised, num_partitions=n_partitions,
-                          circuit_id=kinds.circuit_for(kind, scale).circuit_id, scale=scale,
-                          priority=level, curve=kinds.CURVE, client=client)
+        job, created = submit_job(kind=kind, job_id=job_id, inputs=normalised, num_partitions=n_partitions,
+                                  circuit_id=kinds.circuit_for(kind, scale).circuit_id, scale=scale,
+                                  priority=level, curve=kinds.CURVE, client=client)
     except JobConflict as exc:
-        raise _conflict(exc) from None
+        raise _conflict(exc, client) from None
+    return _mine(job, created, client)
 
 
 # ---- rendering ---------------------------------------------------------------------------
@@ -160,12 +181,28 @@ def _detail(job: ProofJob) -> dict[str, Any]:
     return body
 
 
-def _job(job_id: str) -> ProofJob:
+def visible_jobs(request: HttpRequest) -> QuerySet[ProofJob]:
+    """The jobs the caller may see: a client token its own, an operator token all."""
+    token = getattr(request, "auth", None)
+    jobs = ProofJob.objects.all()
+    if isinstance(token, ApiToken) and token.scope != TokenScope.OPERATOR:
+        jobs = jobs.filter(client=token)
+    return jobs
+
+
+def _job(request: HttpRequest, job_id: str) -> ProofJob:
     # PostgreSQL refuses a NUL in a query string with an error; no job id can hold one.
-    job = None if "\x00" in job_id else ProofJob.objects.filter(job_id=job_id).first()
+    # Another client's job is "not found", the same answer as a job that does not exist.
+    job = None if "\x00" in job_id else visible_jobs(request).filter(job_id=job_id).first()
     if job is None:
         raise ApiError(404, "not_found", "job_id", f"no job with id {job_id!r}")
     return job
+
+
+def _owned(request: HttpRequest, job: ProofJob) -> None:
+    """A resubmission under an id another client holds is a clash, never that client's job."""
+    if not visible_jobs(request).filter(pk=job.pk).exists():
+        raise ApiError(409, "conflict", "job_id", f"job id {job.job_id!r} is already taken; choose another")
 
 
 def _done(job: ProofJob) -> None:
@@ -276,7 +313,8 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
                 job.upload_dir = str(target)
                 job.save(update_fields=["upload_dir"])
     except JobConflict as exc:
-        raise _conflict(exc) from None
+        raise _conflict(exc, request.auth) from None  # type: ignore[attr-defined]
+    job, created = _mine(job, created, request.auth)  # type: ignore[attr-defined]
     return Status(201 if created else 200, _detail(job))
 
 
@@ -292,7 +330,7 @@ class JobFilters(Schema):
 def list_jobs(request: HttpRequest, filters: Query[JobFilters]) -> dict[str, Any]:
     from django.db.models import Count, Q
 
-    jobs = ProofJob.objects.all()
+    jobs = visible_jobs(request)
     if filters.kind is not None:
         if filters.kind not in ProofKind.values:
             raise ApiError(400, "invalid", "kind", f"unknown kind; expected one of {', '.join(ProofKind.values)}")
@@ -314,12 +352,12 @@ def list_jobs(request: HttpRequest, filters: Query[JobFilters]) -> dict[str, Any
 
 @router.get("/jobs/{job_id}", response={200: JobOut, **ERRORS}, summary="One job: state, partitions, timings")
 def get_job(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
-    return _detail(_job(job_id))
+    return _detail(_job(request, job_id))
 
 
 @router.get("/jobs/{job_id}/proof", response={200: ProofOut, **ERRORS}, summary="The proof, in our format")
 def get_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
-    job = _job(job_id)
+    job = _job(request, job_id)
     _done(job)
     return proof_document(job)
 
@@ -327,7 +365,7 @@ def get_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
 @router.get("/jobs/{job_id}/proof/snarkjs", response={200: SnarkjsOut, **ERRORS},
             summary="proof.json and public.json per partition, as snarkjs writes them")
 def get_snarkjs_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
-    job = _job(job_id)
+    job = _job(request, job_id)
     _done(job)
     rows = []
     for part in job.partitions.order_by("index"):
@@ -340,23 +378,23 @@ def get_snarkjs_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]
 def cancel(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
     from engine import actions
 
-    job = _job(job_id)
+    job = _job(request, job_id)
     if job.state in JOB_TERMINAL:
         raise ApiError(409, "invalid_state", "job_id", f"job {job_id!r} is already {job.state}")
     actions.cancel_job(job)
-    return _detail(_job(job_id))
+    return _detail(_job(request, job_id))
 
 
 @router.post("/jobs/{job_id}/retry", response={200: JobOut, **ERRORS}, summary="Retry a failed or cancelled job")
 def retry(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
     from engine import actions
 
-    job = _job(job_id)
+    job = _job(request, job_id)
     if job.state not in (JobState.FAILED, JobState.CANCELLED):
         raise ApiError(409, "invalid_state", "job_id", f"job {job_id!r} is {job.state}; only failed or cancelled "
                                                        "jobs can be retried")
     actions.retry_job(job)
-    return _detail(_job(job_id))
+    return _detail(_job(request, job_id))
 
 
 __all__ = ["router", "submit_builtin", "check_job_id", "parse_priority", "JobSummary"]

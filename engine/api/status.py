@@ -1,7 +1,8 @@
 """GET /status: the farm's status as JSON (engine.snapshot), a superset of the seed's.
 
-Readable by a logged-in console viewer (staff or the operator group) or with an API token,
-so both the console's users and scripted clients can poll it. The shape is pinned by
+Readable by a logged-in console viewer (staff or the operator group) or with an operator
+API token (it names every client's jobs), so the console's users and the farm's scripts can
+poll it. The shape is pinned by
 status.schema.json next to this file.
 """
 
@@ -17,6 +18,7 @@ from django.views.decorators.http import require_GET
 
 from engine.api.auth import bearer_token, token_for
 from engine.api.errors import body
+from engine.models import TokenScope
 from engine.snapshot import farm_snapshot
 
 SCHEMA_PATH = Path(__file__).with_name("status.schema.json")
@@ -33,14 +35,16 @@ def _allowed(request: HttpRequest) -> bool:
     if can_view(request.user):
         return True
     raw = bearer_token(request)
-    return raw is not None and token_for(raw) is not None
+    token = token_for(raw) if raw is not None else None
+    # The farm's status names every client's jobs: operator tokens only.
+    return token is not None and token.scope == TokenScope.OPERATOR
 
 
 @require_GET
 def status(request: HttpRequest) -> HttpResponse:
     if not _allowed(request):
         response = JsonResponse(body("unauthorized", "Authorization",
-                                     "log in to the console or send 'Authorization: Bearer ps_…'"), status=401)
+                                     "log in to the console or send an operator token: 'Authorization: Bearer ps_…'"), status=401)
         response["WWW-Authenticate"] = 'Bearer realm="provingsite"'
         return response
     response = JsonResponse(farm_snapshot())

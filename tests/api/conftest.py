@@ -27,6 +27,13 @@ def api(token: str) -> Client:
 
 
 @pytest.fixture
+def operator_api(db: None) -> Client:
+    """A client holding an operator token: every job, and the farm's /status."""
+    _, raw = issue_token("farm-dashboard", scope="operator")
+    return Client(headers={"Authorization": f"Bearer {raw}"})
+
+
+@pytest.fixture
 def anonymous(db: None) -> Client:
     return Client()
 

@@ -45,21 +45,26 @@ def farm() -> None:
     submit_job(kind="snap-update", job_id="snap-queued", inputs={}, num_partitions=16)
 
 
-def test_status_matches_the_committed_schema(farm: None, api: Client) -> None:
-    response = api.get("/status")
+def test_status_matches_the_committed_schema(farm: None, operator_api: Client) -> None:
+    response = operator_api.get("/status")
     assert response.status_code == 200
     jsonschema.validate(response.json(), status_schema(), format_checker=jsonschema.FormatChecker())
 
 
-def test_status_shows_the_worker_proving_what_the_records_say(farm: None, api: Client) -> None:
-    workers = {w["label"]: w for w in api.get("/status").json()["gpu_workers"]}
+def test_status_shows_the_worker_proving_what_the_records_say(farm: None, operator_api: Client) -> None:
+    workers = {w["label"]: w for w in operator_api.get("/status").json()["gpu_workers"]}
     assert (workers["W0"]["state"], workers["W0"]["current_job"], workers["W0"]["current_partition"]) == \
         ("proving", "porep-live", 2)
     assert workers["W1"]["state"] == "idle"
 
 
-def test_status_of_an_empty_farm_matches_the_schema_too(api: Client) -> None:
-    jsonschema.validate(api.get("/status").json(), status_schema())
+def test_status_of_an_empty_farm_matches_the_schema_too(operator_api: Client) -> None:
+    jsonschema.validate(operator_api.get("/status").json(), status_schema())
+
+
+def test_status_is_refused_to_a_client_token_it_names_every_client_s_jobs(api: Client) -> None:
+    response = api.get("/status")
+    assert response.status_code == 401 and "operator token" in response.json()["detail"]
 
 
 def test_status_is_refused_without_a_token_or_a_login(anonymous: Client) -> None:
@@ -73,11 +78,12 @@ def test_status_is_readable_by_a_logged_in_operator(anonymous: Client) -> None:
     assert anonymous.get("/status").status_code == 200
 
 
-def test_status_refuses_a_revoked_token(api: Client) -> None:
+def test_status_refuses_a_revoked_token(operator_api: Client) -> None:
     from engine.api.auth import revoke_token
 
-    revoke_token("curio-test")
-    assert api.get("/status").status_code == 401
+    assert operator_api.get("/status").status_code == 200
+    revoke_token("farm-dashboard")
+    assert operator_api.get("/status").status_code == 401
 
 
 def _families(text: str) -> dict:
