@@ -172,5 +172,9 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    @property
+    def sees_every_job(self) -> bool:
+        return self.scope == TokenScope.OPERATOR
+
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"

@@ -43,7 +43,7 @@ from engine.api.uploads import (
     discard,
 )
 from engine.circuits import kinds
-from engine.models import ApiToken, Partition, ProofJob, TokenScope
+from engine.models import ApiToken, Partition, ProofJob
 from engine.states import JOB_TERMINAL, JobState, PartitionState, Priority, ProofKind
 from engine.submit import JobConflict, submit_job
 from provingsite.env import parse_size
@@ -94,9 +94,15 @@ def parse_priority(value: Any) -> int | None:
     raise ApiError(400, "invalid", "priority", "must be one of critical, high, normal, low, or 0..3")
 
 
-def _foreign(job: ProofJob, client: Any) -> bool:
+def _limited_to(caller: Any) -> ApiToken | None:
+    """The client token whose own jobs are all the caller may see; None when it sees all."""
+    return caller if isinstance(caller, ApiToken) and not caller.sees_every_job else None
+
+
+def _foreign(job: ProofJob, caller: Any) -> bool:
     """The job belongs to another client than the client token asking."""
-    return isinstance(client, ApiToken) and client.scope != TokenScope.OPERATOR and job.client_id != client.pk
+    owner = _limited_to(caller)
+    return owner is not None and job.client_id != owner.pk
 
 
 def _taken(job: ProofJob) -> ApiError:
@@ -183,11 +189,8 @@ def _detail(job: ProofJob) -> dict[str, Any]:
 
 def visible_jobs(request: HttpRequest) -> QuerySet[ProofJob]:
     """The jobs the caller may see: a client token its own, an operator token all."""
-    token = getattr(request, "auth", None)
-    jobs = ProofJob.objects.all()
-    if isinstance(token, ApiToken) and token.scope != TokenScope.OPERATOR:
-        jobs = jobs.filter(client=token)
-    return jobs
+    owner = _limited_to(getattr(request, "auth", None))
+    return ProofJob.objects.all() if owner is None else ProofJob.objects.filter(client=owner)
 
 
 def _job(request: HttpRequest, job_id: str) -> ProofJob:
@@ -197,12 +200,6 @@ def _job(request: HttpRequest, job_id: str) -> ProofJob:
     if job is None:
         raise ApiError(404, "not_found", "job_id", f"no job with id {job_id!r}")
     return job
-
-
-def _owned(request: HttpRequest, job: ProofJob) -> None:
-    """A resubmission under an id another client holds is a clash, never that client's job."""
-    if not visible_jobs(request).filter(pk=job.pk).exists():
-        raise ApiError(409, "conflict", "job_id", f"job id {job.job_id!r} is already taken; choose another")
 
 
 def _done(job: ProofJob) -> None:

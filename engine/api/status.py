@@ -18,7 +18,6 @@ from django.views.decorators.http import require_GET
 
 from engine.api.auth import bearer_token, token_for
 from engine.api.errors import body
-from engine.models import TokenScope
 from engine.snapshot import farm_snapshot
 
 SCHEMA_PATH = Path(__file__).with_name("status.schema.json")
@@ -37,7 +36,7 @@ def _allowed(request: HttpRequest) -> bool:
     raw = bearer_token(request)
     token = token_for(raw) if raw is not None else None
     # The farm's status names every client's jobs: operator tokens only.
-    return token is not None and token.scope == TokenScope.OPERATOR
+    return token is not None and token.sees_every_job
 
 
 @require_GET
