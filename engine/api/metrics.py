@@ -44,6 +44,11 @@ PHASES = (("queue", None, "synth_started_at"), ("synthesis", "synth_started_at",
 Buckets = tuple[list[tuple[str, float]], float]  # cumulative (le, count) pairs and the sum
 
 
+def _buckets(bounds: tuple[float, ...], cumulative: Iterable[int], total: int, seconds: float) -> Buckets:
+    """Prometheus' form: a count up to each bound, then every observation under +Inf."""
+    return [(repr(b), float(n)) for b, n in zip(bounds, cumulative, strict=False)] + [("+Inf", float(total))], seconds
+
+
 class _Tally:
     def __init__(self, bounds: tuple[float, ...]) -> None:
         self.bounds = bounds
@@ -56,8 +61,7 @@ class _Tally:
         self.sum += seconds
 
     def buckets(self) -> Buckets:
-        running = list(itertools.accumulate(self.counts))
-        return [(repr(b), float(n)) for b, n in zip(self.bounds, running, strict=False)] + [("+Inf", float(running[-1]))], self.sum
+        return _buckets(self.bounds, itertools.accumulate(self.counts), sum(self.counts), self.sum)
 
 
 def _in_database() -> bool:
@@ -77,8 +81,8 @@ def _counted_by_database(rows: QuerySet[Any], by: str, start: str, end: str,
                .values(by).annotate(n=Count("pk"), total=Sum("took"), **buckets).order_by(by))
     out: dict[str, Buckets] = {}
     for row in grouped:
-        cumulative = [(repr(b), float(row[f"le_{i}"])) for i, b in enumerate(bounds)] + [("+Inf", float(row["n"]))]
-        out[row[by]] = (cumulative, row["total"].total_seconds() if row["total"] is not None else 0.0)
+        seconds = row["total"].total_seconds() if row["total"] is not None else 0.0
+        out[row[by]] = _buckets(bounds, (row[f"le_{k}"] for k in range(len(bounds))), row["n"], seconds)
     return out
 
 
