@@ -21,12 +21,18 @@ def lapse(partition_id: int) -> None:
     Partition.objects.filter(pk=partition_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
 
 
+def lapsed_in_synthesis(writer):  # type: ignore[no-untyped-def]
+    """One partition claimed by ``writer``, moved into synthesis, and its lease lapsed."""
+    [claim] = writer.claim(1)
+    writer.apply(Transition(claim, P.SYNTHESIZING))
+    lapse(claim.partition_id)
+    return claim
+
+
 def test_a_lapsed_lease_is_requeued_with_the_attempt_counted(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
     a, b = make_writer("host-a"), make_writer("host-b")
     make_job()
-    [claim] = a.claim(1)
-    a.apply(Transition(claim, P.SYNTHESIZING))
-    lapse(claim.partition_id)
+    claim = lapsed_in_synthesis(a)
     assert b.requeue_lapsed() == 1
     row = Partition.objects.get(pk=claim.partition_id)
     assert row.state == P.PENDING and row.host is None
@@ -38,9 +44,7 @@ def test_a_lapsed_lease_is_requeued_with_the_attempt_counted(make_writer, make_j
 def test_the_old_host_cannot_write_after_its_work_was_requeued(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
     a, b = make_writer("host-a"), make_writer("host-b")
     make_job()
-    [claim] = a.claim(1)
-    a.apply(Transition(claim, P.SYNTHESIZING))
-    lapse(claim.partition_id)
+    claim = lapsed_in_synthesis(a)
     b.requeue_lapsed()
     b.claim(1)
     with pytest.raises(Refused):

@@ -62,24 +62,16 @@ def test_bad_inputs_are_clear_errors(tmp_path: Path) -> None:
     assert not (tmp_path / "p.json").exists()
 
 
+def prove_in_a_shell(*paths: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(REPO / "manage.py"), "prove", *map(str, paths)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+
+
 @pytest.mark.slow
 def test_exit_status_from_the_shell(tmp_path: Path) -> None:
     d = FIXTURES / "bls12381"
-    base = [sys.executable, str(REPO / "manage.py"), "prove"]
-    ok = subprocess.run(
-        base + [str(d / "circuit.zkey"), str(d / "witness.wtns"), str(tmp_path / "p.json"), str(tmp_path / "q.json")],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
+    ok = prove_in_a_shell(d / "circuit.zkey", d / "witness.wtns", tmp_path / "p.json", tmp_path / "q.json")
     assert ok.returncode == 0, ok.stderr
     assert (tmp_path / "p.json").exists() and "verified" in ok.stderr
-    bad = subprocess.run(
-        base + [str(d / "witness.wtns"), str(d / "witness.wtns"), str(tmp_path / "x.json"), str(tmp_path / "y.json")],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
+    bad = prove_in_a_shell(d / "witness.wtns", d / "witness.wtns", tmp_path / "x.json", tmp_path / "y.json")
     assert bad.returncode != 0 and "not a zkey file" in bad.stderr and "Traceback" not in bad.stderr
