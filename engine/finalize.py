@@ -38,18 +38,10 @@ def public_inputs_of(assignment_publics: Any) -> list[str]:
 
 
 def proof_json(proof: Any) -> Any:
-    """The proof in snarkjs proof.json form when the prover offers it, else as it comes."""
-    try:
-        from engine.prover import snarkjs  # type: ignore[attr-defined]
-    except ImportError:
-        snarkjs = None
-    for name in ("proof_to_json", "proof_json", "proof_to_dict"):
-        fn = getattr(snarkjs, name, None)
-        if fn is not None:
-            return fn(proof)
-    if hasattr(proof, "to_json"):
-        return proof.to_json()
-    return proof
+    """The proof in snarkjs proof.json form (what the records and the API keep)."""
+    from engine.prover.snarkjs import proof_to_json
+
+    return proof_to_json(proof)
 
 
 class Finalizers:

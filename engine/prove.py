@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import heapq
-import importlib
 import itertools
 import logging
 import threading
@@ -45,18 +44,10 @@ P = PartitionState
 @functools.cache
 def prover_api() -> SimpleNamespace:
     """The prover's engine-facing functions: gpu_prove_start, gpu_prove_finish, verify."""
-    for name in ("engine.prover", "engine.prover.api"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        if all(hasattr(module, f) for f in ("gpu_prove_start", "gpu_prove_finish", "verify")):
-            return SimpleNamespace(gpu_prove_start=module.gpu_prove_start, gpu_prove_finish=module.gpu_prove_finish,
-                                   verify=module.verify)
-    from engine.prover import groth16, verify
+    from engine import prover
 
-    return SimpleNamespace(gpu_prove_start=groth16.gpu_prove_start, gpu_prove_finish=groth16.gpu_prove_finish,
-                           verify=verify.verify)
+    return SimpleNamespace(gpu_prove_start=prover.gpu_prove_start, gpu_prove_finish=prover.gpu_prove_finish,
+                           verify=prover.verify)
 
 
 class GpuQueue:

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from engine.models import ApiToken, Partition, ProofJob
+from engine.record import publish_hint
 from engine.states import KIND_PRIORITY, Curve, ProofKind
 
 
@@ -75,8 +76,4 @@ def _same_or_conflict(job: ProofJob, digest: str) -> tuple[ProofJob, bool]:
 
 def _hint_new_work(job: ProofJob) -> None:
     """Tell consoles a job arrived. Best effort: the records are the truth."""
-    try:
-        from engine.record import publish_hint
-    except ImportError:
-        return
     publish_hint(job=job.job_id)

@@ -19,11 +19,9 @@ def init_worker() -> None:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provingsite.settings")
     django.setup()
-    try:  # one native product thread per process: the pool's size is the parallelism
-        from engine.circuits.synthesis import configure_worker
-    except ImportError:
-        return
-    configure_worker(1)
+    from engine.circuits.synthesis import configure_worker
+
+    configure_worker(1)  # one native product thread per process: the pool's size is the parallelism
 
 
 def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int) -> tuple[Any, float]:

@@ -8,14 +8,8 @@ from django.urls import path, re_path
 
 
 def http_routes(django_app: Any) -> list[Any]:
-    routes: list[Any] = []
-    try:
-        from engine.console.consumers import EventStreamConsumer
-    except ImportError:  # the console is not installed yet
-        pass
-    else:
-        from channels.auth import AuthMiddlewareStack
+    from channels.auth import AuthMiddlewareStack
 
-        routes.append(path("events/", AuthMiddlewareStack(EventStreamConsumer.as_asgi())))
-    routes.append(re_path(r"", django_app))
-    return routes
+    from engine.console.consumers import EventStreamConsumer
+
+    return [path("events/", AuthMiddlewareStack(EventStreamConsumer.as_asgi())), re_path(r"", django_app)]

@@ -17,26 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.circuits.cs import WitnessCS, ints_to_limbs, limbs_to_ints
-from engine.circuits.grain import BLS12_381_R as R
+from engine.circuits.cs import WitnessCS, limbs_to_ints
 from engine.circuits.kinds import CircuitShape, PartitionData, parse_circuit_id, validate_inputs
+from engine.prover import native
+from engine.prover.groth16 import UnsatisfiedConstraint  # one exception type for the whole prover
 from engine.prover.r1cs import R1CS, Assignment, SparseMatrix
-
-try:  # One exception type for the whole prover, where the Groth16 module defines it.
-    from engine.prover.groth16 import UnsatisfiedConstraint  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - depends on which modules exist yet
-
-    class UnsatisfiedConstraint(ValueError):  # type: ignore[no-redef]
-        """A witness that does not satisfy its R1CS: no proof can be made from it."""
-
-        def __init__(self, index: int, detail: str = "") -> None:
-            self.index = index
-            super().__init__(f"constraint {index} not satisfied{': ' + detail if detail else ''}")
-
-
-# Scalar fields of the curves an R1CS may be over (custom circuits can be BN254).
-SCALAR_FIELD = {"bls12381": R, "bn128": 21888242871839275222246405745257275088548364400416034343698204186575808495617}
-
 
 # Threads of the native sparse products in this process; None = every core. A pool of N
 # synthesis processes should give each one thread (see ``configure_worker``).
@@ -49,44 +34,15 @@ def configure_worker(threads: int | None = 1) -> None:
     _PRODUCT_THREADS = threads
 
 
-def _native():
-    try:
-        from engine.prover import native
-    except ImportError:
-        return None
-    return native if hasattr(native, "sparse_matvec") else None
-
-
 def matvec(curve: str, m: SparseMatrix, witness: np.ndarray) -> np.ndarray:
-    """Rows of M·w as (rows, 4) limbs: the native kernel when built, else Python ints."""
-    native = _native()
-    if native is not None:
-        return native.sparse_matvec(curve, m.row_ptr, m.cols, m.coeffs, witness, threads=_PRODUCT_THREADS)
-    w = limbs_to_ints(witness)
-    coeffs = limbs_to_ints(m.coeffs)
-    cols = m.cols.tolist()
-    ptr = m.row_ptr.tolist()
-    r = SCALAR_FIELD[curve]
-    out = []
-    for i in range(m.rows):
-        acc = 0
-        for k in range(ptr[i], ptr[i + 1]):
-            acc += coeffs[k] * w[cols[k]]
-        out.append(acc % r)
-    return ints_to_limbs(out)
+    """Rows of M·w as (rows, 4) limbs."""
+    return native.sparse_matvec(curve, m.row_ptr, m.cols, m.coeffs, witness, threads=_PRODUCT_THREADS)
 
 
 def first_unsatisfied(curve: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> int | None:
     """Index of the first row with a·b ≠ c, or None."""
-    native = _native()
-    if native is not None:
-        bad = np.flatnonzero(np.any(native.fr_mul(curve, a, b) != c, axis=1))
-        return int(bad[0]) if bad.size else None
-    r = SCALAR_FIELD[curve]
-    for i, (x, y, z) in enumerate(zip(limbs_to_ints(a), limbs_to_ints(b), limbs_to_ints(c), strict=True)):
-        if x * y % r != z:
-            return i
-    return None
+    bad = np.flatnonzero(np.any(native.fr_mul(curve, a, b) != c, axis=1))
+    return int(bad[0]) if bad.size else None
 
 
 def check_satisfied(r1cs: R1CS, assignment: Assignment) -> None:

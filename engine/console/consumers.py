@@ -29,11 +29,7 @@ from django.utils import timezone
 from engine.console import fragments
 from engine.console.fragments import Rendered, Want
 from engine.console.views import can_view
-
-try:
-    from engine.record import GROUP
-except ImportError:  # the status writer is being written beside us; its group name is agreed
-    GROUP = "provingsite.status"
+from engine.record import GROUP
 
 log = logging.getLogger("engine.console")
 
