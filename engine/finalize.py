@@ -90,8 +90,6 @@ class Finalizers:
         if engine.record(item, P.DONE, proof=proof_json(proof), public_inputs=list(publics),
                          finished_at=timezone.now()):
             engine.completed(item)
-        else:
-            engine.drop(item)
 
     def verifying_key(self, item: WorkItem) -> Any:
         if item.vk is not None:

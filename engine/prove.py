@@ -141,10 +141,10 @@ class GpuWorker:
 
     def begin(self, item: WorkItem) -> bool:
         """Take the partition onto this worker: from now on the records say it proves it."""
-        if item.dropped or not self.engine.record(item, P.GPU, worker=self.row, gpu_started_at=timezone.now()):
+        if item.dropped:
             self.engine.drop(item)
             return False
-        return True
+        return self.engine.record(item, P.GPU, worker=self.row, gpu_started_at=timezone.now())
 
     def launch(self, item: WorkItem) -> bool:
         """Launch the kernels; leave ``gpu`` (split) or finish first (no split)."""
@@ -171,7 +171,6 @@ class GpuWorker:
             return False
         # Leave gpu before taking the next partition: the records never show a worker twice.
         if not engine.record(item, P.FINALIZING, gpu_finished_at=timezone.now()):
-            engine.drop(item)
             return False
         if item.reservation is not None:
             item.reservation.release_part(item.abc_bytes)  # A·w, B·w, C·w are on the device now

@@ -242,18 +242,19 @@ class Engine:
         return item
 
     def record(self, item: WorkItem, target: str, **fields: Any) -> bool:
-        """Write one transition for ``item``; False (and the item dropped) when refused."""
+        """Write one transition for ``item``. When it cannot be written the item is dropped
+        here, its memory freed, and False returned: the caller only stops."""
         try:
             self.writer.apply(Transition(item.claim, target, fields))
         except Refused:
-            item.dropped = True
+            self.drop(item)
             return False
         except DatabaseError as exc:
             # The database is unreachable or killed our session: drop the work here; its
             # lease lapses and another host (or this one, later) proves it again.
             log.error("recording %s for %s failed (%s); the lease will requeue it", target, item.label, exc)
             connection.close()
-            item.dropped = True
+            self.drop(item)
             return False
         return True
 

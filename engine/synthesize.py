@@ -160,8 +160,7 @@ class Synthesis:
             return
         if not engine.record(item, P.SYNTHESIZING, synth_started_at=timezone.now(),
                              reserved_bytes=item.reservation.nbytes + item.key_bytes):
-            engine.drop(item)  # cancelled (or fenced) between the claim and now: free what it holds
-            return
+            return  # cancelled (or fenced) since the claim: record() has freed what it held
         with self._slots:
             self.active += 1
         item.timings["synth_submitted"] = time.perf_counter()
@@ -200,8 +199,6 @@ class Synthesis:
         item.publics = public_inputs_of(item.assignment.public_inputs)
         if engine.record(item, P.SYNTH_DONE, synth_finished_at=timezone.now()):
             engine.gpu_queue.put(item)
-        else:
-            engine.drop(item)
 
     def stop(self) -> None:
         self._done.put(None)
