@@ -30,14 +30,12 @@ import hashlib
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from html import escape as _esc
 from typing import Any
 
 from django.conf import settings
-from django.db import connections, transaction
 from django.db.models import Count, Q
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -46,6 +44,7 @@ from django.utils import timezone
 from engine.console.prepared import Prepared
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
+from engine.status.read import one_snapshot
 
 VERSION_TOKEN = "__PS_VERSION__"
 OOB_ATTR = ' hx-swap-oob="true"'
@@ -616,36 +615,6 @@ class Rendered:
                 yield from self.descendants(child)
 
 
-@contextmanager
-def snapshot() -> Iterator[None]:
-    """Run the reads inside one read-only snapshot of the database, so every fragment of a
-    pass shows the farm at exactly one status version even while the engine writes.
-
-    SQLite: a DEFERRED transaction (WAL gives it a snapshot at its first read). Django's
-    atomic() would BEGIN IMMEDIATE here (see settings) and take the write lock from the
-    engine, so the read transaction is opened by hand; it writes nothing and only commits.
-    PostgreSQL: REPEATABLE READ READ ONLY. Inside a caller's transaction (tests), as is.
-    """
-    connection = connections["default"]
-    connection.ensure_connection()
-    if connection.in_atomic_block or connection.vendor not in {"sqlite", "postgresql"}:
-        yield
-        return
-    if connection.vendor == "postgresql":
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            yield
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("BEGIN DEFERRED")
-    try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("COMMIT")
-
-
 def render(want: Want | Iterable[str] = ALL, known: Mapping[str, str] | None = None, attempts: int = 4) -> Rendered:
     """Read the wanted fragments from one consistent read of the records.
 
@@ -660,7 +629,7 @@ def render(want: Want | Iterable[str] = ALL, known: Mapping[str, str] | None = N
     wanted = [REGISTRY[n] for n in sorted(want.names)]
     consistent = False
     for _ in range(attempts):
-        with snapshot():
+        with one_snapshot():
             before = current_version()
             now = timezone.now()
             contexts = {f.name: f.read(now, want, known) for f in wanted}
