@@ -77,7 +77,13 @@ class Partition(models.Model):
     version = models.BigIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["job", "index"], name="unique_partition_index")]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "index"], name="unique_partition_index"),
+            # The status truth, kept by the database itself so no writer bug can break it: a
+            # partition on the GPU names its worker, and a worker proves one partition at a time.
+            models.CheckConstraint(condition=~Q(state="gpu") | Q(worker__isnull=False), name="gpu_partition_has_worker"),
+            models.UniqueConstraint(fields=["worker"], condition=Q(state="gpu"), name="one_gpu_partition_per_worker"),
+        ]
         indexes = [
             models.Index(fields=["state", "job", "index"], name="part_claim_order"),
             models.Index(fields=["worker", "state"], name="part_worker_state"),

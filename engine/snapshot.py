@@ -7,8 +7,8 @@ allocations, counters) summed over the live hosts, so a client written for the s
 working; ``hosts`` repeats those fields per host, plus heartbeat age, staleness and GPU memory.
 
 Nothing here trusts an in-memory flag: a worker is "proving" exactly when a partition in
-``gpu`` names it, and the read is retried until the status clock is the same before and after
-it, so ``version`` is the version the content was read at.
+``gpu`` names it. The whole read, the status clock included, runs in one database snapshot
+(``engine.status.read.one_snapshot``), so ``version`` names exactly what was read.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from django.utils.dateparse import parse_datetime
 
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
+from engine.status.read import one_snapshot
 
 # Worker utilisation is measured over the same window the console's task stream shows.
 UTILISATION_WINDOW_SECONDS = 300
-READ_ATTEMPTS = 5
 
 
 def stale_after_seconds() -> float:
@@ -293,11 +293,8 @@ def _read(now: datetime) -> dict[str, Any]:
 
 
 def farm_snapshot() -> dict[str, Any]:
-    """The status of every host, read at one status version (retried while the farm moves)."""
-    for _ in range(READ_ATTEMPTS):
-        before = _current_version()
+    """The status of every host, read in one snapshot at one status version."""
+    with one_snapshot() as snap:
+        version = _current_version()
         body = _read(timezone.now())
-        if _current_version() == before:
-            return {"version": before, "consistent": True, **body}
-    # The farm moved during every read: say so instead of claiming an exact version.
-    return {"version": before, "consistent": False, **body}
+    return {"version": version, "consistent": snap.exact, **body}

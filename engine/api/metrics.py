@@ -34,6 +34,7 @@ from engine.api.errors import body
 from engine.models import Partition, ProofJob
 from engine.snapshot import farm_snapshot
 from engine.states import JobState
+from engine.status.read import one_snapshot
 
 PROOF_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 PHASE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
@@ -120,11 +121,11 @@ class RecordsCollector:
     """Reads the farm from the database each time Prometheus scrapes."""
 
     def collect(self) -> Iterator[Metric]:
-        snap = farm_snapshot()
-        yield from self._jobs(snap)
-        yield from self._durations()
-        yield from self._hosts(snap)
-        yield from self._workers(snap)
+        # Every family from one snapshot: a scrape never mixes two moments of the farm.
+        with one_snapshot():
+            snap = farm_snapshot()
+            families = [*self._jobs(snap), *self._durations(), *self._hosts(snap), *self._workers(snap)]
+        yield from families
 
     def _jobs(self, snap: dict[str, Any]) -> Iterable[Metric]:
         counters = snap["counters"]

@@ -14,10 +14,9 @@ is sent whole, children included. A partition hint re-reads its own job's row, n
 job's; the panel's shape (which jobs are active) is read every time, and when it moved every
 row is read in the same pass.
 
-A render pass reads the farm's status version before and after its queries and retries until
-both agree, so the version stamped on a unit is exactly the version its content was read at
-(a seqlock; SQLite's IMMEDIATE transactions would block the engine's writers if we held one
-open for reading).
+A render pass runs all its queries, the status clock included, in one read-only database
+snapshot (``engine.status.read.one_snapshot``), so the version stamped on a unit is exactly
+the version its content was read at.
 
 The hot fragments (pipelines, workers, task stream) are built as Python strings from
 values() rows: they are rendered on nearly every flush of a busy farm, and model instances
@@ -580,8 +579,8 @@ class Rendered:
     now: datetime
     units: dict[str, Unit] = field(default_factory=dict)
     roots: list[str] = field(default_factory=list)
-    # False when the farm moved during every attempt: the content is then newer than
-    # `version`, and the stamp says so with a trailing "+" rather than claim an exact version.
+    # False only when the read joined a caller's READ COMMITTED transaction (not one snapshot):
+    # the stamp then says so with a trailing "+" rather than claim an exact version.
     consistent: bool = True
     # Every fragment and every unit was read (a snapshot).
     full: bool = False
@@ -615,11 +614,10 @@ class Rendered:
                 yield from self.descendants(child)
 
 
-def render(want: Want | Iterable[str] = ALL, known: Mapping[str, str] | None = None, attempts: int = 4) -> Rendered:
-    """Read the wanted fragments from one consistent read of the records.
+def render(want: Want | Iterable[str] = ALL, known: Mapping[str, str] | None = None) -> Rendered:
+    """Read the wanted fragments in one database snapshot, the status clock included, so the
+    version stamped on every unit is exactly the version its content was read at.
 
-    The reads run in a snapshot; the version is also read before and after them, which
-    confirms the snapshot (and is the only guard where a caller's transaction is reused).
     Markup is built after the reads: the contexts hold evaluated rows. `known` holds the
     digests of the roots the caller last received, so a panel whose shape moved is read whole.
     """
@@ -627,22 +625,15 @@ def render(want: Want | Iterable[str] = ALL, known: Mapping[str, str] | None = N
         want = Want(set(want), None)
     known = known or {}
     wanted = [REGISTRY[n] for n in sorted(want.names)]
-    consistent = False
-    for _ in range(attempts):
-        with one_snapshot():
-            before = current_version()
-            now = timezone.now()
-            contexts = {f.name: f.read(now, want, known) for f in wanted}
-            consistent = current_version() == before
-        if consistent:
-            break
-    # If the farm moved during every read, the stamp is marked inexact; the hints that
-    # moved it are already on their way and will make the stream read these again.
+    with one_snapshot() as snap:
+        version = current_version()
+        now = timezone.now()
+        contexts = {f.name: f.read(now, want, known) for f in wanted}
     units: dict[str, Unit] = {}
     for f in wanted:
         for unit in f.build(f, contexts[f.name], now):
             units[unit.key] = unit
-    return Rendered(before, now, units, [f.name for f in wanted], consistent=consistent, full=want.full)
+    return Rendered(version, now, units, [f.name for f in wanted], consistent=snap.exact, full=want.full)
 
 
 def clock_html(rendered: Rendered) -> str:

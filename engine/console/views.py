@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from engine.console import fragments
 from engine.models import ProofJob
+from engine.status.read import one_snapshot
 
 OPERATOR_GROUP = "operator"
 
@@ -68,19 +69,20 @@ def _api_proof_url(job_id: str) -> str | None:
 @login_required
 def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
     _require_viewer(request)
-    job = get_object_or_404(ProofJob.objects.select_related("host"), job_id=job_id)
-    now = timezone.now()
-    rows: list[dict[str, Any]] = []
-    for part in job.partitions.select_related("worker", "host").order_by("index"):
-        rows.append({
-            "part": part,
-            "queue": fragments.fmt_ms(part.queue_ms),
-            "synth": fragments.fmt_ms(part.synth_ms),
-            "gpu": fragments.fmt_ms(part.gpu_ms if part.gpu_finished_at else
-                                    fragments.ms_between(part.gpu_started_at, now)),
-            "finalize": fragments.fmt_ms(part.finalize_ms),
-            "errors": [str(e) for e in (part.errors or [])],
-        })
+    with one_snapshot():  # the job and its partitions at one moment
+        job = get_object_or_404(ProofJob.objects.select_related("host"), job_id=job_id)
+        now = timezone.now()
+        rows: list[dict[str, Any]] = []
+        for part in job.partitions.select_related("worker", "host", "job").order_by("index"):
+            rows.append({
+                "part": part,
+                "queue": fragments.fmt_ms(part.queue_ms),
+                "synth": fragments.fmt_ms(part.synth_ms),
+                "gpu": fragments.fmt_ms(part.gpu_ms if part.gpu_finished_at else
+                                        fragments.ms_between(part.gpu_started_at, now)),
+                "finalize": fragments.fmt_ms(part.finalize_ms),
+                "errors": [str(e) for e in (part.errors or [])],
+            })
     return render(request, "console/job.html", {
         "job": job, "rows": rows,
         "queue_time": fragments.fmt_ms(job.queue_time.total_seconds() * 1000 if job.queue_time else None),
@@ -95,13 +97,14 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
 def job_proofs(request: HttpRequest, job_id: str) -> HttpResponse:
     """The job's proofs as JSON: the assembled proof if there is one, and each partition's."""
     _require_viewer(request)
-    job = get_object_or_404(ProofJob, job_id=job_id)
-    body = {
-        "job_id": job.job_id, "kind": job.kind, "curve": job.curve, "state": job.state,
-        "verified": job.verified, "proof": job.proof, "public_inputs": job.public_inputs,
-        "partitions": [{"index": p.index, "state": p.state, "proof": p.proof, "public_inputs": p.public_inputs}
-                       for p in job.partitions.order_by("index")],
-    }
+    with one_snapshot():
+        job = get_object_or_404(ProofJob, job_id=job_id)
+        body = {
+            "job_id": job.job_id, "kind": job.kind, "curve": job.curve, "state": job.state,
+            "verified": job.verified, "proof": job.proof, "public_inputs": job.public_inputs,
+            "partitions": [{"index": p.index, "state": p.state, "proof": p.proof, "public_inputs": p.public_inputs}
+                           for p in job.partitions.order_by("index")],
+        }
     response = JsonResponse(body, json_dumps_params={"indent": 2})
     response["Content-Disposition"] = f'attachment; filename="{json.dumps(job.job_id)[1:-1]}.proofs.json"'
     return response

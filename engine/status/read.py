@@ -11,35 +11,64 @@ retry-until-stable loop anywhere: a snapshot cannot move under its reader.
   settings) and take the write lock from the engine, so the transaction is opened by hand;
   it writes nothing and only commits.
 - Inside a caller's transaction (a test, a writer reading back its own rows) the reads simply
-  join it: that caller already sees one consistent view of its own.
+  join it. That is one snapshot too on SQLite and under PostgreSQL's REPEATABLE READ or
+  SERIALIZABLE; under READ COMMITTED each statement sees its own, so ``Snapshot.exact`` is
+  false there and a reader says so (``/status``'s ``consistent``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from django.db import connections, transaction
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """What a read ran in: ``exact`` when every statement saw the same committed state."""
+
+    exact: bool
+
+
+def _joined(connection) -> Snapshot:  # type: ignore[no-untyped-def]
+    if connection.vendor == "sqlite":
+        return Snapshot(exact=True)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW transaction_isolation")
+            (level,) = cursor.fetchone()
+        return Snapshot(exact=level in {"repeatable read", "serializable"})
+    return Snapshot(exact=False)
+
+
+def _sqlite_in_transaction(connection) -> bool:  # type: ignore[no-untyped-def]
+    # Our own BEGIN DEFERRED is invisible to Django's atomic bookkeeping; sqlite3 knows.
+    return connection.vendor == "sqlite" and bool(connection.connection.in_transaction)
+
+
 @contextmanager
-def one_snapshot(using: str = "default") -> Iterator[None]:
+def one_snapshot(using: str = "default") -> Iterator[Snapshot]:
     """Run the enclosed reads in one read-only snapshot of the database."""
     connection = connections[using]
     connection.ensure_connection()
-    if connection.in_atomic_block or connection.vendor not in {"sqlite", "postgresql"}:
-        yield
+    if connection.in_atomic_block or _sqlite_in_transaction(connection):
+        yield _joined(connection)
         return
     if connection.vendor == "postgresql":
         with transaction.atomic(using=using):
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            yield
+            yield Snapshot(exact=True)
+        return
+    if connection.vendor != "sqlite":
+        yield Snapshot(exact=False)
         return
     with connection.cursor() as cursor:
         cursor.execute("BEGIN DEFERRED")
     try:
-        yield
+        yield Snapshot(exact=True)
     finally:
         with connection.cursor() as cursor:
             cursor.execute("COMMIT")

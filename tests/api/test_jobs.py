@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from engine.models import Partition, ProofJob
+from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JobState, PartitionState, Priority
 from tests.api.conftest import inputs
 
@@ -108,8 +108,10 @@ def test_a_missing_field_is_named(api: Client) -> None:
 def test_a_job_reads_back_with_partition_states_and_timings(api: Client) -> None:
     submit(api)
     start = timezone.now() - timedelta(seconds=2)
+    worker = Worker.objects.create(host=EngineHost.objects.create(name="gpu-host"), device="cuda:0", ordinal=0)
     Partition.objects.filter(job__job_id="porep-1", index=0).update(
-        state=PartitionState.GPU, synth_started_at=start, synth_finished_at=start + timedelta(milliseconds=587))
+        state=PartitionState.GPU, worker=worker, synth_started_at=start,
+        synth_finished_at=start + timedelta(milliseconds=587))
     body = api.get("/api/v1/jobs/porep-1").json()
     assert body["partitions"][0]["state"] == "gpu"
     assert body["partitions"][0]["synth_ms"] == 587

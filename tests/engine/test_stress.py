@@ -66,9 +66,9 @@ def test_a_mixed_backlog_keeps_every_invariant_at_every_version(start_engine) ->
     assert invariants.checked > 50
     parts = Partition.objects.filter(job__in=jobs)
     for job in ProofJob.objects.filter(pk__in=[j.pk for j in jobs]):
-        assert job.state in (JobState.DONE, JobState.FAILED)
-        assert job.state == JobState.DONE or job.error, f"{job.job_id} failed without a reason"
-    assert set(parts.values_list("state", flat=True)) <= {P.DONE, P.FAILED, P.CANCELLED}  # none lost
+        # Evictions and memory waits may slow a job, never fail it: every one must be proved.
+        assert job.state == JobState.DONE, f"{job.job_id} ended {job.state}: {job.error}"
+    assert set(parts.values_list("state", flat=True)) == {P.DONE}  # none lost, none failed
     done = parts.filter(state=P.DONE)
     assert engine.stats.completed == done.count()  # every done write came from exactly one proof
     assert not done.filter(proof__isnull=True).exists()

@@ -1,0 +1,37 @@
+"""The database keeps the status truth: a partition in ``gpu`` has a worker, and no worker has
+two. Rows that break either rule (written before the rule existed) go back to the queue first;
+their attempt stays, so a late write from the old claim is still fenced off."""
+
+from django.db import migrations, models
+
+
+def requeue_contradictions(apps, schema_editor):  # type: ignore[no-untyped-def]
+    Partition = apps.get_model("engine", "Partition")
+    back = dict(state="pending", host=None, worker=None, lease_expires_at=None, reserved_bytes=0)
+    Partition.objects.filter(state="gpu", worker__isnull=True).update(**back)
+    seen: set[int] = set()
+    for part in Partition.objects.filter(state="gpu").order_by("worker_id", "gpu_started_at", "pk"):
+        if part.worker_id in seen:
+            Partition.objects.filter(pk=part.pk).update(**back)
+        seen.add(part.worker_id)
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ("engine", "0002_token_scope"),
+    ]
+
+    operations = [
+        migrations.RunPython(requeue_contradictions, migrations.RunPython.noop),
+        migrations.AddConstraint(
+            model_name="partition",
+            constraint=models.CheckConstraint(
+                condition=~models.Q(state="gpu") | models.Q(worker__isnull=False), name="gpu_partition_has_worker"),
+        ),
+        migrations.AddConstraint(
+            model_name="partition",
+            constraint=models.UniqueConstraint(
+                fields=["worker"], condition=models.Q(state="gpu"), name="one_gpu_partition_per_worker"),
+        ),
+    ]

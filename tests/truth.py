@@ -1,0 +1,63 @@
+"""What "the console never lies" means, as checks on one read of the farm.
+
+``status_contradictions`` checks a ``/status`` body and ``page_contradictions`` a full console
+render; each returns every contradiction it finds (empty when the read is the truth)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from engine.states import JOB_ACTIVE
+
+_CELL = re.compile(r'class="cell [^"]*" data-partition="([^"]+)" data-state="([^"]+)" data-version="([^"]+)"')
+_CARD = re.compile(r'class="card [^"]*" data-worker="([^"]+)" data-state="([^"]+)" data-partition="([^"]*)" '
+                   r'data-version="([^"]+)"')
+
+
+def status_contradictions(snap: dict[str, Any]) -> list[str]:
+    """Worker vs partition both ways, counters vs pipelines, memory vs reservations."""
+    found: list[str] = []
+    if not snap["consistent"]:
+        found.append(f"v{snap['version']}: not read in one snapshot")
+    on_gpu = {(p["host"], p["worker"], pipe["job_id"], p["index"])
+              for pipe in snap["pipelines"] for p in pipe["partitions"] if p["state"] == "gpu"}
+    shown = {(w["host"], w["label"], w["current_job"], w["current_partition"])
+             for w in snap["gpu_workers"] if w["state"] == "proving"}
+    for host, label, job, index in sorted(on_gpu - shown, key=str):
+        found.append(f"v{snap['version']}: partition ({job}, {index}) in gpu but {host}/{label} does not show it")
+    for host, label, job, index in sorted(shown - on_gpu, key=str):
+        found.append(f"v{snap['version']}: {host}/{label} proving ({job}, {index}), which is not in gpu")
+    per_state = Counter(pipe["state"] for pipe in snap["pipelines"])
+    for state in JOB_ACTIVE:
+        if snap["counters"]["by_state"].get(state, 0) != per_state.get(state, 0):
+            found.append(f"v{snap['version']}: counters say {snap['counters']['by_state'].get(state, 0)} {state}, "
+                         f"pipelines show {per_state.get(state, 0)}")
+    for pipe in snap["pipelines"]:
+        done = sum(p["state"] == "done" for p in pipe["partitions"])
+        if pipe["partitions_done"] != done:
+            found.append(f"v{snap['version']}: {pipe['job_id']} counts {pipe['partitions_done']} done of {done} shown")
+    for host in snap["hosts"]:
+        memory = host["memory"]
+        if memory["used_bytes"] != sum(memory["by_owner"].values()):
+            found.append(f"v{snap['version']}: {host['name']} uses {memory['used_bytes']} bytes, "
+                         f"reservations shown sum to {sum(memory['by_owner'].values())}")
+    return found
+
+
+def page_contradictions(html: str) -> list[str]:
+    """Worker cards vs partition cells of one render, and no inexact ("+") stamp."""
+    found: list[str] = []
+    cells = {partition: state for partition, state, _ in _CELL.findall(html)}
+    stamps = {v for *_, v in _CELL.findall(html)} | {v for *_, v in _CARD.findall(html)}
+    if any(v.endswith("+") for v in stamps):
+        found.append(f"an inexact stamp among {sorted(stamps)}")
+    proving = {partition: worker for worker, state, partition, _ in _CARD.findall(html) if state == "proving"}
+    for partition, worker in proving.items():
+        if cells.get(partition) != "gpu":
+            found.append(f"card {worker} proving {partition}, whose cell says {cells.get(partition)}")
+    for partition, state in cells.items():
+        if state == "gpu" and partition not in proving:
+            found.append(f"cell {partition} in gpu, but no card shows it")
+    return found
