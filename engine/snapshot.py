@@ -134,36 +134,49 @@ def _allocations(hosts: Iterable[EngineHost], now: datetime) -> dict[str, list[d
     return {"srs": srs, "pce": pce}
 
 
-def _partition_row(part: Partition, now: datetime) -> dict[str, Any]:
+# Partition columns /status shows, read as plain rows: model instances were most of a read's cost.
+_PART_COLUMNS = ("job_id", "index", "state", "synth_started_at", "synth_finished_at", "gpu_started_at",
+                 "gpu_finished_at", "host__name", "worker__ordinal", "attempt")
+_JOB_COLUMNS = ("pk", "job_id", "kind", "state", "priority", "started_at", "submitted_at", "num_partitions")
+
+
+def _partition_row(part: dict[str, Any], now: datetime) -> dict[str, Any]:
     # A phase under way reports its time so far; a finished one its final figure.
-    synth_end = part.synth_finished_at or (now if part.state == PartitionState.SYNTHESIZING else None)
-    gpu_end = part.gpu_finished_at or (now if part.state == PartitionState.GPU else None)
+    synth_end = part["synth_finished_at"] or (now if part["state"] == PartitionState.SYNTHESIZING else None)
+    gpu_end = part["gpu_finished_at"] or (now if part["state"] == PartitionState.GPU else None)
+    ordinal = part["worker__ordinal"]
     return {
-        "index": part.index,
-        "state": part.state,
-        "synth_ms": _ms(part.synth_started_at, synth_end),
-        "gpu_ms": _ms(part.gpu_started_at, gpu_end),
-        "host": part.host.name if part.host_id and part.host else None,
-        "worker": part.worker.label if part.worker_id and part.worker else None,
-        "attempt": part.attempt,
+        "index": part["index"],
+        "state": part["state"],
+        "synth_ms": _ms(part["synth_started_at"], synth_end),
+        "gpu_ms": _ms(part["gpu_started_at"], gpu_end),
+        "host": part["host__name"],
+        "worker": f"W{ordinal}" if ordinal is not None else None,
+        "attempt": part["attempt"],
     }
 
 
-def _pipelines(jobs: list[ProofJob], now: datetime) -> list[dict[str, Any]]:
+def _pipelines(now: datetime) -> list[dict[str, Any]]:
+    jobs = list(ProofJob.objects.filter(state__in=JOB_ACTIVE).order_by("priority", "submitted_at", "pk")
+                .values(*_JOB_COLUMNS))
+    by_job: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for part in (Partition.objects.filter(job__state__in=JOB_ACTIVE).order_by("job_id", "index")
+                 .values(*_PART_COLUMNS)):
+        by_job[part["job_id"]].append(part)
     rows = []
     for job in jobs:
-        parts = sorted(job.partitions.all(), key=lambda p: p.index)
-        since = job.started_at or job.submitted_at
+        parts = by_job.get(job["pk"], [])
+        since = job["started_at"] or job["submitted_at"]
         rows.append({
-            "job_id": job.job_id,
-            "proof_kind": job.kind,
-            "state": job.state,
-            "priority": job.priority,
+            "job_id": job["job_id"],
+            "proof_kind": job["kind"],
+            "state": job["state"],
+            "priority": job["priority"],
             "started_secs_ago": _secs(since, now) or 0.0,
-            "total_partitions": job.num_partitions or len(parts),
-            "partitions_done": sum(p.state == PartitionState.DONE for p in parts),
+            "total_partitions": job["num_partitions"] or len(parts),
+            "partitions_done": sum(p["state"] == PartitionState.DONE for p in parts),
             "partitions": [_partition_row(p, now) for p in parts],
-            "hosts": sorted({p.host.name for p in parts if p.host_id and p.host}),
+            "hosts": sorted({p["host__name"] for p in parts if p["host__name"]}),
         })
     return rows
 
@@ -245,9 +258,7 @@ def _read(now: datetime) -> dict[str, Any]:
     live = [h for h in hosts if h.stopped_at is None]
     workers = list(Worker.objects.select_related("host").filter(host__stopped_at__isnull=True)
                    .order_by("host__name", "device", "ordinal"))
-    jobs = list(ProofJob.objects.filter(state__in=JOB_ACTIVE).order_by("priority", "submitted_at", "pk")
-                .prefetch_related("partitions__host", "partitions__worker"))
-    pipelines = _pipelines(jobs, now)
+    pipelines = _pipelines(now)
     gpu_workers = _workers(workers, now)
 
     host_rows = []
