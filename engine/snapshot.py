@@ -189,26 +189,28 @@ def _gpu_ordinal(device: str) -> int | None:
 def _workers(workers: list[Worker], now: datetime) -> list[dict[str, Any]]:
     window_start = now - timedelta(seconds=UTILISATION_WINDOW_SECONDS)
     on_gpu: dict[int, list[Partition]] = defaultdict(list)
-    recent: dict[int, float] = defaultdict(float)
+    spans: dict[int, list[tuple[datetime, datetime]]] = defaultdict(list)
     ids = [w.pk for w in workers]
     # Derived state: the partitions in `gpu` that name the worker, nothing else.
     for part in (Partition.objects.filter(worker_id__in=ids, state=PartitionState.GPU)
                  .select_related("job").order_by("gpu_started_at", "pk")):
         on_gpu[part.worker_id].append(part)
+        if part.gpu_started_at:  # time spent so far on the GPU counts towards utilisation too
+            spans[part.worker_id].append((part.gpu_started_at, now))
     for start, end, worker_id in (Partition.objects.filter(worker_id__in=ids, gpu_started_at__isnull=False,
                                                            gpu_finished_at__gte=window_start)
                                   .values_list("gpu_started_at", "gpu_finished_at", "worker_id")):
-        recent[worker_id] += max(0.0, (end - max(start, window_start)).total_seconds())
+        spans[worker_id].append((start, end))
     rows = []
     for worker in workers:
         parts = on_gpu.get(worker.pk, [])
         current = parts[0] if parts else None
         busy_now = _secs(current.gpu_started_at, now) if current else None
-        for part in parts:  # time spent so far on the GPU counts towards utilisation too
-            if part.gpu_started_at:
-                recent[worker.pk] += max(0.0, (now - max(part.gpu_started_at, window_start)).total_seconds())
+        # Busy time and the time observed start together: work from before the host's restart
+        # is not divided by the uptime since it.
         up_since = max(worker.host.started_at or window_start, window_start)
         observed = max((now - up_since).total_seconds(), 1e-9)
+        busy = sum(max(0.0, (end - max(start, up_since)).total_seconds()) for start, end in spans[worker.pk])
         rows.append({
             "worker_id": f"{worker.host.name}/{worker.device}/{worker.label}",
             "host": worker.host.name,
@@ -221,7 +223,7 @@ def _workers(workers: list[Worker], now: datetime) -> list[dict[str, Any]]:
             "current_kind": current.job.kind if current else None,
             "current_partition": current.index if current else None,
             "busy_secs": busy_now or 0.0,
-            "utilisation": round(min(1.0, recent[worker.pk] / observed), 4),
+            "utilisation": round(min(1.0, busy / observed), 4),
         })
     return rows
 
@@ -259,6 +261,9 @@ def _read(now: datetime) -> dict[str, Any]:
     workers = list(Worker.objects.select_related("host").filter(host__stopped_at__isnull=True)
                    .order_by("host__name", "device", "ordinal"))
     pipelines = _pipelines(now)
+    # Counted from the partition rows in this snapshot, never from a host's own counter.
+    synthesizing = dict(Partition.objects.filter(state=PartitionState.SYNTHESIZING).values("host_id")
+                        .annotate(n=Count("pk")).values_list("host_id", "n"))
     gpu_workers = _workers(workers, now)
 
     host_rows = []
@@ -275,7 +280,7 @@ def _read(now: datetime) -> dict[str, Any]:
             "uptime_secs": 0.0 if stopped else (_secs(host.started_at, now) or 0.0),
             "memory": _memory(host.memory_budget_bytes, host.memory_used_bytes, host.memory_total_bytes,
                               host.memory_by_owner or {}),
-            "synthesis": {"max_concurrent": host.synthesis_max, "active": host.synthesis_active},
+            "synthesis": {"max_concurrent": host.synthesis_max, "active": synthesizing.get(host.pk, 0)},
             "devices": [_device(d, host.backend) for d in host.devices or [] if isinstance(d, dict)],
             "pipelines": [p for p in pipelines if host.name in p["hosts"]],
             "gpu_workers": [w for w in gpu_workers if w["host"] == host.name],
@@ -294,7 +299,7 @@ def _read(now: datetime) -> dict[str, Any]:
         "memory": _memory(sum(h.memory_budget_bytes for h in live), sum(h.memory_used_bytes for h in live),
                           sum(h.memory_total_bytes for h in live), by_owner),
         "synthesis": {"max_concurrent": sum(h.synthesis_max for h in live),
-                      "active": sum(h.synthesis_active for h in live)},
+                      "active": sum(synthesizing.get(h.pk, 0) for h in live)},
         "pipelines": pipelines,
         "gpu_workers": gpu_workers,
         "allocations": _allocations(live, now),

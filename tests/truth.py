@@ -38,7 +38,12 @@ def status_contradictions(snap: dict[str, Any]) -> list[str]:
         done = sum(p["state"] == "done" for p in pipe["partitions"])
         if pipe["partitions_done"] != done:
             found.append(f"v{snap['version']}: {pipe['job_id']} counts {pipe['partitions_done']} done of {done} shown")
+    synthesizing = Counter(p["host"] for pipe in snap["pipelines"] for p in pipe["partitions"]
+                           if p["state"] == "synthesizing")
     for host in snap["hosts"]:
+        if not host["stopped"] and host["synthesis"]["active"] != synthesizing.get(host["name"], 0):
+            found.append(f"v{snap['version']}: {host['name']} shows {host['synthesis']['active']} synthesizing, "
+                         f"cells show {synthesizing.get(host['name'], 0)}")
         memory = host["memory"]
         if memory["used_bytes"] != sum(memory["by_owner"].values()):
             found.append(f"v{snap['version']}: {host['name']} uses {memory['used_bytes']} bytes, "
@@ -47,8 +52,12 @@ def status_contradictions(snap: dict[str, Any]) -> list[str]:
 
 
 def page_contradictions(html: str) -> list[str]:
-    """Worker cards vs partition cells of one render, and no inexact ("+") stamp."""
+    """Worker cards and the synthesis count vs partition cells of one render; no inexact stamp."""
     found: list[str] = []
+    active = re.search(r"<span data-synthesis-active>(\d+)</span>", html)
+    cells_synthesizing = sum(state == "synthesizing" for _, state, _ in _CELL.findall(html))
+    if active and int(active.group(1)) != cells_synthesizing:
+        found.append(f"synthesis says {active.group(1)} active, cells show {cells_synthesizing}")
     cells = {partition: state for partition, state, _ in _CELL.findall(html)}
     stamps = {v for *_, v in _CELL.findall(html)} | {v for *_, v in _CARD.findall(html)}
     if any(v.endswith("+") for v in stamps):

@@ -189,9 +189,15 @@ def devices_context(now: datetime) -> dict[str, Any]:
 
 
 def synthesis_context(now: datetime) -> dict[str, Any]:
-    hosts = list(EngineHost.objects.filter(stopped_at__isnull=True).order_by("name"))
-    return {"hosts": hosts, "active": sum(h.synthesis_active for h in hosts),
-            "max": sum(h.synthesis_max for h in hosts)}
+    # "Active" is counted from the partitions in `synthesizing`, the rows the cells show, in the
+    # same snapshot: a host's own counter would lag its partitions and contradict the cells.
+    active = dict(Partition.objects.filter(state=PartitionState.SYNTHESIZING, host__stopped_at__isnull=True)
+                  .values("host_id").annotate(n=Count("pk")).values_list("host_id", "n"))
+    hosts = [{"name": name, "synthesis_active": active.get(pk, 0), "synthesis_max": most} for pk, name, most in
+             EngineHost.objects.filter(stopped_at__isnull=True).order_by("name")
+             .values_list("pk", "name", "synthesis_max")]
+    return {"hosts": hosts, "active": sum(h["synthesis_active"] for h in hosts),
+            "max": sum(h["synthesis_max"] for h in hosts)}
 
 
 _JOB_COUNTS = Prepared(lambda: ProofJob.objects.values_list("kind", "state").annotate(n=Count("pk")).order_by("kind"))
@@ -539,10 +545,11 @@ def _fragment(name: str, read: Reader, *scopes: str,
 
 REGISTRY: dict[str, Fragment] = {f.name: f for f in [
     _fragment("hosts", _plain(hosts_context), HOST),
-    # Memory and synthesis are host rows, written only by the host's own update (a host hint).
+    # Memory and devices are host rows, written only by the host's own update (a host hint).
     _fragment("memory", _plain(memory_context), HOST),
     _fragment("devices", _plain(devices_context), HOST),
-    _fragment("synthesis", _plain(synthesis_context), HOST),
+    # Synthesis counts partitions in `synthesizing`: a partition's transition moves it.
+    _fragment("synthesis", _plain(synthesis_context), HOST, PARTITION),
     _fragment("counters", _plain(counters_context), JOB, PARTITION),
     _fragment("pipelines", pipelines_context, JOB, PARTITION, build=pipelines_units),
     _fragment("workers", workers_context, HOST, PARTITION, build=workers_units),

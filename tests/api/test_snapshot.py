@@ -21,7 +21,7 @@ def host() -> EngineHost:
     return EngineHost.objects.create(
         name="gpu-a", backend="cuda", started_at=now - timedelta(seconds=100), heartbeat_at=now,
         memory_budget_bytes=1000, memory_used_bytes=250, memory_total_bytes=4000,
-        memory_by_owner={"job-1": 200, "key:porep-c2/tiny": 50}, synthesis_max=4, synthesis_active=1,
+        memory_by_owner={"job-1": 200, "key:porep-c2/tiny": 50}, synthesis_max=4, synthesis_active=3,
         devices=[{"device": "cuda:0", "memory_total_bytes": 100, "memory_free_bytes": 40}],
         key_cache=[{"circuit_id": "porep-c2/tiny", "bytes": 50, "in_use": 1, "last_used_secs_ago": 2.0,
                     "evictable": False}],
@@ -44,6 +44,8 @@ def test_a_worker_is_proving_exactly_when_a_partition_on_the_gpu_names_it(host: 
 
 
 def test_the_snapshot_carries_the_seed_fields_per_host_and_summed(host: EngineHost) -> None:
+    job, _ = submit_job(kind="porep-c2", job_id="synth-1", inputs={}, num_partitions=2)
+    Partition.objects.filter(job=job, index=0).update(state=PartitionState.SYNTHESIZING, host=host)
     snap = farm_snapshot()
     for scope in (snap, snap["hosts"][0]):
         assert {"uptime_secs", "memory", "synthesis", "pipelines", "gpu_workers", "allocations",
@@ -92,3 +94,23 @@ def test_the_snapshot_names_the_status_version_it_was_read_at() -> None:
     StatusClock.objects.create(value=41)
     snap = farm_snapshot()
     assert snap["version"] == 41 and snap["consistent"] is True
+
+
+def test_synthesis_counts_the_partitions_synthesizing_not_the_hosts_counter(host: EngineHost) -> None:
+    job, _ = submit_job(kind="porep-c2", job_id="synth-2", inputs={}, num_partitions=3)
+    Partition.objects.filter(job=job, index__lt=2).update(state=PartitionState.SYNTHESIZING, host=host)
+    assert farm_snapshot()["synthesis"]["active"] == 2  # the host row still says 3
+
+
+def test_utilisation_after_a_restart_counts_only_busy_time_since_it(host: EngineHost) -> None:
+    now = timezone.now()
+    w0 = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
+    job, _ = submit_job(kind="porep-c2", job_id="before-restart", inputs={}, num_partitions=1)
+    # 60 s of GPU work that ended just before the host restarted 10 s ago; idle since.
+    Partition.objects.filter(job=job).update(state=PartitionState.DONE, worker=w0, host=host,
+                                             gpu_started_at=now - timedelta(seconds=72),
+                                             gpu_finished_at=now - timedelta(seconds=12))
+    EngineHost.objects.filter(pk=host.pk).update(started_at=now - timedelta(seconds=10))
+    (worker,) = farm_snapshot()["gpu_workers"]
+    assert worker["state"] == "idle"
+    assert worker["utilisation"] == 0.0

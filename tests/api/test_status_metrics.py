@@ -37,6 +37,8 @@ def farm() -> None:
     Partition.objects.filter(job=live, index=2).update(
         state=PartitionState.GPU, worker=w0, host=host, synth_started_at=now - timedelta(seconds=5),
         synth_finished_at=now - timedelta(seconds=4), gpu_started_at=now - timedelta(seconds=1))
+    Partition.objects.filter(job=live, index=3).update(state=PartitionState.SYNTHESIZING, host=host,
+                                                      synth_started_at=now - timedelta(seconds=1))
     done, _ = submit_job(kind="winning-post", job_id="win-done", inputs={}, num_partitions=1)
     ProofJob.objects.filter(pk=done.pk).update(state=JobState.DONE, finished_at=now, host=host)
     Partition.objects.filter(job=done).update(

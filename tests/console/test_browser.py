@@ -42,7 +42,8 @@ SAMPLE_JS = """() => {
   const cells = {};
   document.querySelectorAll('.cell[data-partition]').forEach(c => { cells[c.dataset.partition] = c.dataset.state; });
   const ticks = [...document.querySelectorAll('#frag-hosts .tick[data-started-at]')].map(t => t.textContent);
-  return {cards, cells, ticks, live: document.body.classList.contains('live')};
+  const stamps = [...document.querySelectorAll('[data-version]')].map(e => e.dataset.version);
+  return {cards, cells, ticks, stamps, live: document.body.classList.contains('live')};
 }"""
 
 GPU_NOW = """
@@ -115,7 +116,9 @@ def embedded_server(tmp_path: Path) -> Iterator[dict[str, Any]]:
         "s['_auth_user_hash'] = u.get_session_auth_hash(); s.create(); print(s.session_key)")],
         env=env, cwd=ROOT, check=True, timeout=120, capture_output=True, text=True)
     port = free_port()
-    server = subprocess.Popen([*manage, "runengine", "--serve", "--demo", "--host", "127.0.0.1", "--port", str(port)],
+    # The stress test's load: eight jobs of every kind at once.
+    server = subprocess.Popen([*manage, "runengine", "--serve", "--demo", "--demo-per-kind", "8",
+                               "--host", "127.0.0.1", "--port", str(port)],
                               env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for_port(port, server)
@@ -164,6 +167,8 @@ def test_the_console_goes_live_and_agrees_with_the_records(embedded_server: dict
             poller.join(5)
 
     assert all(s["live"] for s in samples), "the stream dropped during the run"
+    inexact = [v for s in samples for v in s["stamps"] if v.endswith("+")]
+    assert not inexact, f"frames carried inexact stamps: {inexact[:3]}"
     first_cells = samples[0]["cells"]
     assert any(s["cells"].get(p) not in (None, state) for s in samples for p, state in first_cells.items()), \
         "no partition cell changed state without a reload"

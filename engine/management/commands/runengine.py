@@ -31,6 +31,8 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1", help="address Daphne listens on (with --serve)")
         parser.add_argument("--port", type=int, default=8000, help="port Daphne listens on (with --serve)")
         parser.add_argument("--demo", action="store_true", help="submit a handful of demo jobs of every kind")
+        parser.add_argument("--demo-per-kind", type=int, default=1, metavar="N",
+                            help="with --demo: how many demo jobs of each kind (default 1)")
         parser.add_argument("--once", action="store_true", help="exit when the queue is empty")
         parser.add_argument("--drain-seconds", type=float, help="how long SIGTERM waits for in-flight work")
 
@@ -47,7 +49,7 @@ class Command(BaseCommand):
         if opts["demo"]:
             from engine.demo import submit_demo_jobs
 
-            jobs = submit_demo_jobs(config.scale)
+            jobs = submit_demo_jobs(config.scale, per_kind=max(1, opts["demo_per_kind"]))
             self.stdout.write(f"submitted {len(jobs)} demo job(s) at scale {config.scale}")
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
