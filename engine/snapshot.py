@@ -112,17 +112,26 @@ def _last_used_secs_ago(entry: dict[str, Any], written_at: datetime | None, now:
     return None
 
 
-def _allocations(hosts: Iterable[EngineHost], now: datetime) -> dict[str, list[dict[str, Any]]]:
+def keys_on_gpu() -> set[tuple[int, str]]:
+    """(host, circuit) of every partition whose proof is using its key (gpu or finalizing)."""
+    return set(Partition.objects.filter(state__in=(PartitionState.GPU, PartitionState.FINALIZING),
+                                        host__isnull=False).values_list("host_id", "job__circuit_id").distinct())
+
+
+def _allocations(hosts: Iterable[EngineHost], now: datetime,
+                 on_gpu: set[tuple[int, str]]) -> dict[str, list[dict[str, Any]]]:
     srs: list[dict[str, Any]] = []
     pce: list[dict[str, Any]] = []
     for host in hosts:
         for entry in host.key_cache or []:
             if not isinstance(entry, dict):
                 continue
-            in_use = _int(_first(entry, "in_use", "users", default=0))
+            circuit = str(_first(entry, "circuit_id", "circuit", "name", "key", default="?"))
+            # A key whose circuit is proving in this snapshot is in use, whatever the heartbeat said.
+            in_use = max(_int(_first(entry, "in_use", "users", default=0)), int((host.pk, circuit) in on_gpu))
             row = {
                 "host": host.name,
-                "circuit_id": str(_first(entry, "circuit_id", "circuit", "name", "key", default="?")),
+                "circuit_id": circuit,
                 "bytes": _int(_first(entry, "bytes", "size_bytes", "size", default=0)),
                 "last_used_secs_ago": _last_used_secs_ago(entry, host.heartbeat_at, now),
                 "in_use": in_use,
@@ -261,6 +270,7 @@ def _read(now: datetime) -> dict[str, Any]:
     workers = list(Worker.objects.select_related("host").filter(host__stopped_at__isnull=True)
                    .order_by("host__name", "device", "ordinal"))
     pipelines = _pipelines(now)
+    on_gpu = keys_on_gpu()
     # Counted from the partition rows in this snapshot, never from a host's own counter.
     synthesizing = dict(Partition.objects.filter(state=PartitionState.SYNTHESIZING).values("host_id")
                         .annotate(n=Count("pk")).values_list("host_id", "n"))
@@ -284,7 +294,7 @@ def _read(now: datetime) -> dict[str, Any]:
             "devices": [_device(d, host.backend) for d in host.devices or [] if isinstance(d, dict)],
             "pipelines": [p for p in pipelines if host.name in p["hosts"]],
             "gpu_workers": [w for w in gpu_workers if w["host"] == host.name],
-            "allocations": _allocations([host], now),
+            "allocations": _allocations([host], now, on_gpu),
             "counters": _counters({"host": host}),
         })
 
@@ -302,7 +312,7 @@ def _read(now: datetime) -> dict[str, Any]:
                       "active": sum(synthesizing.get(h.pk, 0) for h in live)},
         "pipelines": pipelines,
         "gpu_workers": gpu_workers,
-        "allocations": _allocations(live, now),
+        "allocations": _allocations(live, now, on_gpu),
         "counters": _counters({}),
         "hosts": host_rows,
     }

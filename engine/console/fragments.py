@@ -42,6 +42,7 @@ from django.utils import timezone
 
 from engine.console.prepared import Prepared
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
+from engine.snapshot import keys_on_gpu
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 from engine.status.read import one_snapshot
 
@@ -220,12 +221,15 @@ def counters_context(now: datetime) -> dict[str, Any]:
 
 def keys_context(now: datetime) -> dict[str, Any]:
     chips = []
+    on_gpu = keys_on_gpu()
     for host in EngineHost.objects.filter(stopped_at__isnull=True).order_by("name"):
         for entry in host.key_cache or []:
-            in_use = bool(_first(entry, "in_use", "pinned", default=False))
+            circuit = _first(entry, "circuit", "circuit_id", "name", "key", default="?")
+            # The engine's own pin count may lag its partitions: a key whose circuit is on the
+            # GPU in this snapshot is in use, whatever the last heartbeat said.
+            in_use = bool(_first(entry, "in_use", "pinned", default=False)) or (host.pk, circuit) in on_gpu
             evictable = bool(_first(entry, "evictable", default=not in_use)) and not in_use
-            chips.append({"host": host.name,
-                          "circuit": _first(entry, "circuit", "circuit_id", "name", "key", default="?"),
+            chips.append({"host": host.name, "circuit": circuit,
                           "size": fmt_bytes(int(_first(entry, "bytes", "size_bytes", "size", default=0) or 0)),
                           "state": "in use" if in_use else "evictable" if evictable else "loaded",
                           "idle": _first(entry, "last_used_secs_ago")})
@@ -553,7 +557,7 @@ REGISTRY: dict[str, Fragment] = {f.name: f for f in [
     _fragment("counters", _plain(counters_context), JOB, PARTITION),
     _fragment("pipelines", pipelines_context, JOB, PARTITION, build=pipelines_units),
     _fragment("workers", workers_context, HOST, PARTITION, build=workers_units),
-    _fragment("keys", _plain(keys_context), HOST),
+    _fragment("keys", _plain(keys_context), HOST, PARTITION),
     _fragment("failures", _plain(failures_context), JOB, PARTITION),
     # Hosts and workers come and go rarely; the stream's periodic full pass picks them up.
     _fragment("taskstream", taskstream_context, PARTITION, build=taskstream_units),

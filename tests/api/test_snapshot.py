@@ -114,3 +114,18 @@ def test_utilisation_after_a_restart_counts_only_busy_time_since_it(host: Engine
     (worker,) = farm_snapshot()["gpu_workers"]
     assert worker["state"] == "idle"
     assert worker["utilisation"] == 0.0
+
+
+def test_a_key_whose_circuit_is_on_the_gpu_is_in_use_whatever_the_heartbeat_said(host: EngineHost) -> None:
+    EngineHost.objects.filter(pk=host.pk).update(key_cache=[
+        {"circuit_id": "window-post/tiny", "bytes": 50, "in_use": 0, "evictable": True}])
+    w0 = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
+    job, _ = submit_job(kind="window-post", job_id="wp-1", inputs={}, num_partitions=1, circuit_id="window-post/tiny")
+    Partition.objects.filter(job=job).update(state=PartitionState.GPU, worker=w0, host=host,
+                                             gpu_started_at=timezone.now())
+    (key,) = farm_snapshot()["allocations"]["srs"]
+    assert key["in_use"] == 1 and key["evictable"] is False
+    from engine.console.fragments import keys_context
+
+    (chip,) = keys_context(timezone.now())["chips"]
+    assert chip["state"] == "in use"
