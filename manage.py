@@ -9,7 +9,12 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provingsite.settings")
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(sys.argv)
+    from provingsite.env import ConfigError
+
+    try:
+        execute_from_command_line(sys.argv)
+    except ConfigError as exc:  # a bad setting or a missing device: one line, not a traceback
+        sys.exit(f"provingsite: {exc}")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,13 @@ import logging
 from dataclasses import dataclass
 
 from engine.memory import gpu_memory
+from provingsite.env import ConfigError
 
 log = logging.getLogger("engine.devices")
+
+
+class DeviceUnavailable(ConfigError):
+    """A device the configuration names is not on this machine."""
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,7 @@ def discover(setting: str) -> list[Device]:
         return cuda_devices() or [Device("cpu", "CPU")]
     names = [n.strip().lower() for n in setting.split(",") if n.strip()]
     if not names:
-        raise ValueError("no devices named; use auto, cpu or cuda:0,cuda:1")
+        raise DeviceUnavailable("no devices named; use auto, cpu or cuda:0,cuda:1")
     available = {d.name: d for d in cuda_devices()} if any(n.startswith("cuda:") for n in names) else {}
     out = []
     for name in names:
@@ -51,7 +56,7 @@ def discover(setting: str) -> list[Device]:
         elif name in available:
             out.append(available[name])
         else:
-            raise ValueError(f"device {name!r} is not available (found: {', '.join(available) or 'no CUDA devices'})")
+            raise DeviceUnavailable(f"device {name!r} is not available (found: {', '.join(available) or 'no CUDA devices'})")
     return out
 
 

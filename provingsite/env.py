@@ -12,7 +12,11 @@ import secrets
 from pathlib import Path
 
 
-class SettingError(ValueError):
+class ConfigError(ValueError):
+    """The operator's configuration cannot work (a setting, a device): said in one line, no traceback."""
+
+
+class SettingError(ConfigError):
     """A setting from the environment has a value we cannot use."""
 
     def __init__(self, name: str, value: str, expected: str) -> None:

@@ -7,11 +7,12 @@ back to the queue for another host; exit 0.
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from engine.runtime import Engine, EngineConfig
 
@@ -44,6 +45,7 @@ class Command(BaseCommand):
         drain = opts["drain_seconds"]
         drain = float(settings.PROVINGSITE["DRAIN_SECONDS"]) if drain is None else drain
         if opts["serve"]:
+            port_is_free(opts["host"], opts["port"])  # before the engine claims any work
             import daphne.server  # noqa: F401 - installs the asyncio reactor before anything imports Twisted
         engine = Engine(config).start()
         if opts["demo"]:
@@ -87,3 +89,13 @@ class Command(BaseCommand):
         server = Server(application=application, signal_handlers=False, ready_callable=ready,
                         endpoints=build_endpoint_description_strings(host=host, port=port))
         server.run()
+
+
+def port_is_free(host: str, port: int) -> None:
+    """Refuse at once, in one line, to start on an address another process holds."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Twisted's listener does
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
