@@ -14,5 +14,6 @@ urlpatterns = [
     path("", console.console, name="console"),
     # The proofs route comes first: a job id may itself contain slashes.
     path("jobs/<path:job_id>/proofs.json", console.job_proofs, name="console-job-proofs"),
+    path("jobs/<path:job_id>/snarkjs.json", console.job_snarkjs, name="console-job-snarkjs"),
     path("jobs/<path:job_id>", console.job_detail, name="console-job"),
 ]

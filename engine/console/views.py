@@ -16,11 +16,13 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
-from django.urls import Resolver404, resolve, reverse
+from django.urls import reverse
 from django.utils import timezone
 
+from engine.api.jobs import snarkjs_files
 from engine.console import fragments
 from engine.models import ProofJob
+from engine.states import JobState
 from engine.status.read import one_snapshot
 
 OPERATOR_GROUP = "operator"
@@ -56,16 +58,6 @@ def console(request: HttpRequest) -> HttpResponse:
     })
 
 
-def _api_proof_url(job_id: str) -> str | None:
-    """The REST API's snarkjs-style download, when the API is mounted."""
-    candidate = f"/api/v1/jobs/{job_id}/proof"
-    try:
-        resolve(candidate)
-    except Resolver404:
-        return None
-    return candidate
-
-
 @login_required
 def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
     _require_viewer(request)
@@ -81,16 +73,42 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
                 "gpu": fragments.fmt_ms(part.gpu_ms if part.gpu_finished_at else
                                         fragments.ms_between(part.gpu_started_at, now)),
                 "finalize": fragments.fmt_ms(part.finalize_ms),
-                "errors": [str(e) for e in (part.errors or [])],
+                "errors": [attempt_line(e) for e in (part.errors or []) if not e.get("retry")],
             })
     return render(request, "console/job.html", {
         "job": job, "rows": rows,
         "queue_time": fragments.fmt_ms(job.queue_time.total_seconds() * 1000 if job.queue_time else None),
         "total_time": fragments.fmt_ms(job.total_time.total_seconds() * 1000 if job.total_time else None),
         "admin_url": reverse("admin:engine_proofjob_change", args=[job.pk]) if request.user.is_staff else None,
-        "api_proof_url": _api_proof_url(job.job_id),
+        "snarkjs_ready": job.state == JobState.DONE,
         "has_proofs": job.proof is not None or any(r["part"].proof is not None for r in rows),
     })
+
+
+def attempt_line(entry: dict[str, Any] | Any) -> str:
+    """One failed attempt as an operator reads it, not as a Python dict."""
+    if not isinstance(entry, dict):
+        return str(entry)
+    where = f" on {entry['host']}" if entry.get("host") else ""
+    when = f" at {entry['at'][:19].replace('T', ' ')}" if isinstance(entry.get("at"), str) else ""
+    note = " (handed back)" if entry.get("handed_back") else ""
+    return f"attempt {entry.get('attempt', '?')}{where}{when}{note}: {entry.get('reason', '')}".rstrip(": ")
+
+
+@login_required
+def job_snarkjs(request: HttpRequest, job_id: str) -> HttpResponse:
+    """proof.json and public.json per partition, as snarkjs writes them, for a console login."""
+    _require_viewer(request)
+    with one_snapshot():
+        job = get_object_or_404(ProofJob, job_id=job_id, state=JobState.DONE)
+        rows = []
+        for part in job.partitions.order_by("index"):
+            proof, public = snarkjs_files(job, part)
+            rows.append({"index": part.index, "proof": proof, "public": public})
+    response = JsonResponse({"job_id": job.job_id, "curve": job.curve, "partitions": rows},
+                            json_dumps_params={"indent": 2})
+    response["Content-Disposition"] = f'attachment; filename="{json.dumps(job.job_id)[1:-1]}.snarkjs.json"'
+    return response
 
 
 @login_required

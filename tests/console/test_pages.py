@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -11,6 +12,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.test import Client
 
 from engine.console import fragments
+from engine.models import ProofJob
+from engine.states import JobState
 from tests.console.conftest import SNAP_ID, Farm
 
 pytestmark = pytest.mark.django_db
@@ -143,3 +146,25 @@ def test_a_job_id_is_shown_escaped_wherever_it_appears(staff: Client, farm: Farm
     assert f'data-partition="{escaped}#0"' in html  # its cell
     assert f'data-partition="{escaped}#0"' in html.split('id="frag-workers"', 1)[1]  # the card of W0
     assert f"P0 of {escaped} (winning-post)" in html  # its bar in the task stream
+
+
+def test_the_job_page_names_each_failed_attempt_in_words_not_as_a_dict(staff: Client, farm: Farm) -> None:
+    farm.snap.partitions.filter(index=0).update(errors=[
+        {"attempt": 1, "host": "gpu-host-a", "at": "2026-12-03T05:00:00+00:00", "reason": "lease lapsed"},
+        {"retry": True, "at": "2026-12-03T05:01:00+00:00"}])
+    html = staff.get(f"/jobs/{SNAP_ID}").content.decode()
+    assert "attempt 1 on gpu-host-a at 2026-12-03 05:00:00: lease lapsed" in html
+    assert "{&#x27;" not in html and "{'" not in html
+
+
+def test_a_done_job_offers_snarkjs_files_to_a_console_login(staff: Client, farm: Farm) -> None:
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "snarkjs" / "bn128"
+    proof, public = (json.loads((fixture / name).read_text()) for name in ("proof.json", "public.json"))
+    ProofJob.objects.filter(pk=farm.snap.pk).update(state=JobState.DONE, curve="bn254")
+    farm.snap.partitions.update(proof=proof, public_inputs=public)
+    html = staff.get(f"/jobs/{SNAP_ID}").content.decode()
+    assert f'href="/jobs/{SNAP_ID}/snarkjs.json"' in html
+    assert '<p class="links">\n    ·' not in html  # no stray separator
+    body = json.loads(staff.get(f"/jobs/{SNAP_ID}/snarkjs.json").content)
+    assert body["partitions"][0]["proof"]["pi_a"] == proof["pi_a"]
+    assert body["partitions"][0]["public"] == public
