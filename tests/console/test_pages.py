@@ -160,7 +160,7 @@ def test_the_job_page_names_each_failed_attempt_in_words_not_as_a_dict(staff: Cl
 def test_a_done_job_offers_snarkjs_files_to_a_console_login(staff: Client, farm: Farm) -> None:
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "snarkjs" / "bn128"
     proof, public = (json.loads((fixture / name).read_text()) for name in ("proof.json", "public.json"))
-    ProofJob.objects.filter(pk=farm.snap.pk).update(state=JobState.DONE, curve="bn254")
+    ProofJob.objects.filter(pk=farm.snap.pk).update(state=JobState.DONE, curve="bn128")
     farm.snap.partitions.update(proof=proof, public_inputs=public)
     html = staff.get(f"/jobs/{SNAP_ID}").content.decode()
     assert f'href="/jobs/{SNAP_ID}/snarkjs.json"' in html
