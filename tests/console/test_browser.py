@@ -46,6 +46,25 @@ SAMPLE_JS = """() => {
   return {cards, cells, ticks, stamps, live: document.body.classList.contains('live')};
 }"""
 
+# On every animation frame: each card and cell must carry its state in its class, its data-state
+# and (cards) its text at once; a swap that settles attributes later shows the old class under
+# the new text for a frame or two.
+FRAME_WATCH_JS = """() => {
+  window.__frames = 0; window.__torn = [];
+  const check = () => {
+    window.__frames++;
+    document.querySelectorAll('#frag-workers [data-worker], .cell[data-partition]').forEach(el => {
+      const state = el.dataset.state;
+      const proving = el.dataset.worker !== undefined && /proving P\\d+/.test(el.textContent);
+      if (!el.classList.contains(state) || (el.dataset.worker !== undefined && proving !== (state === 'proving'))) {
+        if (window.__torn.length < 20) window.__torn.push([el.id, el.className, state, el.textContent.slice(0, 60)]);
+      }
+    });
+    requestAnimationFrame(check);
+  };
+  requestAnimationFrame(check);
+}"""
+
 GPU_NOW = """
 SELECT h.name || '/' || w.device || '/W' || w.ordinal, j.job_id || '#' || p."index"
 FROM engine_partition p JOIN engine_worker w ON p.worker_id = w.id JOIN engine_enginehost h ON w.host_id = h.id
@@ -149,6 +168,7 @@ def test_the_console_goes_live_and_agrees_with_the_records(embedded_server: dict
             page = context.new_page()
             page.goto(embedded_server["url"])
             page.wait_for_function("document.body.classList.contains('live')", timeout=30_000)
+            page.evaluate(FRAME_WATCH_JS)
             deadline = time.monotonic() + 120
             screenshot_taken = False
             while time.monotonic() < deadline:
@@ -159,6 +179,7 @@ def test_the_console_goes_live_and_agrees_with_the_records(embedded_server: dict
                 if screenshot_taken and seen_enough(samples, poller):
                     break
                 time.sleep(0.1)
+            frames, torn = page.evaluate("() => [window.__frames, window.__torn]")
             if not screenshot_taken:
                 shoot(page)
         finally:
@@ -167,6 +188,8 @@ def test_the_console_goes_live_and_agrees_with_the_records(embedded_server: dict
             poller.join(5)
 
     assert all(s["live"] for s in samples), "the stream dropped during the run"
+    assert frames > 100, f"only {frames} animation frames were watched"
+    assert not torn, f"elements showed one state in their class and another in their data or text: {torn[:3]}"
     inexact = [v for s in samples for v in s["stamps"] if v.endswith("+")]
     assert not inexact, f"frames carried inexact stamps: {inexact[:3]}"
     first_cells = samples[0]["cells"]

@@ -168,3 +168,9 @@ def test_a_done_job_offers_snarkjs_files_to_a_console_login(staff: Client, farm:
     body = json.loads(staff.get(f"/jobs/{SNAP_ID}/snarkjs.json").content)
     assert body["partitions"][0]["proof"]["pi_a"] == proof["pi_a"]
     assert body["partitions"][0]["public"] == public
+
+
+def test_swaps_change_state_and_text_together_with_no_settle_step(staff: Client, farm: Farm) -> None:
+    config = re.search(r"<meta name=\"htmx-config\" content='([^']+)'>", page(staff))
+    assert config is not None
+    assert json.loads(config.group(1)) == {"attributesToSettle": [], "defaultSettleDelay": 0}
