@@ -5,6 +5,7 @@ from django.urls import path
 from engine.api import api
 from engine.api.metrics import metrics
 from engine.api.status import status
+from engine.console import jobs_page
 from engine.console import views as console
 
 urlpatterns = [
@@ -12,8 +13,11 @@ urlpatterns = [
     path("status", status, name="status"),
     path("metrics", metrics, name="metrics"),
     path("", console.console, name="console"),
+    path("jobs/", jobs_page.jobs_page, name="console-jobs"),
     # The proofs route comes first: a job id may itself contain slashes.
     path("jobs/<path:job_id>/proofs.json", console.job_proofs, name="console-job-proofs"),
     path("jobs/<path:job_id>/snarkjs.json", console.job_snarkjs, name="console-job-snarkjs"),
+    path("jobs/<path:job_id>/cancel", jobs_page.cancel, name="console-job-cancel"),
+    path("jobs/<path:job_id>/retry", jobs_page.retry, name="console-job-retry"),
     path("jobs/<path:job_id>", console.job_detail, name="console-job"),
 ]

@@ -1,0 +1,91 @@
+"""The console's jobs page: every job, filtered, searched and paginated, with cancel and retry
+for the operator role (the same actions the admin and the API use)."""
+
+from __future__ import annotations
+
+from datetime import datetime, time
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count, Q, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_date
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from engine.actions import cancel_job, retry_job
+from engine.console import fragments
+from engine.console.views import _require_viewer
+from engine.models import ApiToken, ProofJob
+from engine.states import JOB_ACTIVE, JobState, PartitionState, ProofKind
+from engine.status.read import one_snapshot
+
+PAGE_SIZE = 50
+
+
+def _filtered(params: Any) -> tuple[QuerySet[ProofJob], dict[str, str]]:
+    chosen = {name: str(params.get(name, "")).strip() for name in ("kind", "state", "client", "since", "q")}
+    jobs = ProofJob.objects.select_related("client", "host")
+    if chosen["kind"] in ProofKind.values:
+        jobs = jobs.filter(kind=chosen["kind"])
+    if chosen["state"] in JobState.values:
+        jobs = jobs.filter(state=chosen["state"])
+    if chosen["client"]:
+        jobs = jobs.filter(client__name=chosen["client"])
+    since = parse_date(chosen["since"]) if chosen["since"] else None
+    if since is not None:
+        jobs = jobs.filter(submitted_at__gte=timezone.make_aware(datetime.combine(since, time.min)))
+    if chosen["q"]:
+        jobs = jobs.filter(job_id__icontains=chosen["q"])
+    return jobs.order_by("-submitted_at", "-pk"), chosen
+
+
+@login_required
+def jobs_page(request: HttpRequest) -> HttpResponse:
+    _require_viewer(request)
+    with one_snapshot():
+        jobs, chosen = _filtered(request.GET)
+        page = Paginator(jobs.annotate(n_done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE))),
+                         PAGE_SIZE).get_page(request.GET.get("page"))
+        rows = [{"job": job, "total": fragments.fmt_ms(job.total_time.total_seconds() * 1000 if job.total_time else None),
+                 "can_cancel": job.state in JOB_ACTIVE, "can_retry": job.state in (JobState.FAILED, JobState.CANCELLED)}
+                for job in page.object_list]
+        clients = list(ApiToken.objects.order_by("name").values_list("name", flat=True))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(request, "console/jobs.html", {
+        "rows": rows, "page": page, "chosen": chosen, "query": query.urlencode(),
+        "kinds": ProofKind.values, "states": JobState.values, "clients": clients,
+    })
+
+
+def _back(request: HttpRequest) -> HttpResponseRedirect:
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        target = reverse("console-jobs")
+    return HttpResponseRedirect(target)
+
+
+@login_required
+@require_POST
+def cancel(request: HttpRequest, job_id: str) -> HttpResponse:
+    _require_viewer(request)
+    job = get_object_or_404(ProofJob, job_id=job_id)
+    cancel_job(job)
+    messages.info(request, f"{job.job_id}: cancelled")
+    return _back(request)
+
+
+@login_required
+@require_POST
+def retry(request: HttpRequest, job_id: str) -> HttpResponse:
+    _require_viewer(request)
+    job = get_object_or_404(ProofJob, job_id=job_id)
+    retry_job(job)
+    messages.info(request, f"{job.job_id}: queued again")
+    return _back(request)

@@ -1,0 +1,64 @@
+"""The console's jobs page: every job, filtered and paginated, with cancel and retry for the
+operator role through the same actions the admin uses (CSRF-protected)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from engine.api.auth import issue_token
+from engine.models import ApiToken, ProofJob
+from engine.states import JobState
+from engine.submit import submit_job
+
+pytestmark = pytest.mark.django_db
+
+
+def jobs(n: int, kind: str = "porep-c2", prefix: str = "j") -> list[ProofJob]:
+    return [submit_job(kind=kind, job_id=f"{prefix}-{i:03d}", inputs={}, num_partitions=1)[0] for i in range(n)]
+
+
+def test_the_jobs_page_lists_jobs_newest_first_and_paginates(staff: Client) -> None:
+    jobs(60)
+    html = staff.get("/jobs/").content.decode()
+    assert "60 matching" in html and "j-059" in html and "j-000" not in html
+    assert "page 1 of 2" in html
+    assert "j-000" in staff.get("/jobs/?page=2").content.decode()
+
+
+def test_filters_narrow_by_kind_state_client_and_id(staff: Client) -> None:
+    jobs(2, prefix="por")
+    jobs(2, kind="winning-post", prefix="win")
+    token, _ = issue_token("acme")
+    ProofJob.objects.filter(job_id="win-001").update(client=token, state=JobState.FAILED)
+    assert "2 matching" in staff.get("/jobs/?kind=winning-post").content.decode()
+    html = staff.get("/jobs/?state=failed&client=acme").content.decode()
+    assert "1 matching" in html and "win-001" in html
+    assert "1 matching" in staff.get("/jobs/?kind=porep-c2&since=2000-01-01&q=por-001").content.decode()
+
+
+def test_an_operator_cancels_and_retries_from_the_page(staff: Client) -> None:
+    (job,) = jobs(1)
+    assert 'action="/jobs/j-000/cancel"' in staff.get("/jobs/").content.decode()
+    response = staff.post("/jobs/j-000/cancel", {"next": "/jobs/?state=cancelled"})
+    assert response.status_code == 302 and response["Location"] == "/jobs/?state=cancelled"
+    job.refresh_from_db()
+    assert job.state == JobState.CANCELLED
+    staff.post("/jobs/j-000/retry")
+    job.refresh_from_db()
+    assert job.state == JobState.QUEUED
+
+
+def test_cancel_needs_the_csrf_token_and_the_operator_role() -> None:
+    (job,) = jobs(1)
+    user = get_user_model().objects.create_user("op", password="pw", is_staff=True)
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(user)
+    assert strict.post("/jobs/j-000/cancel").status_code == 403
+    outsider = Client()
+    outsider.force_login(get_user_model().objects.create_user("nobody", password="pw"))
+    assert outsider.post("/jobs/j-000/cancel").status_code == 403
+    job.refresh_from_db()
+    assert job.state == JobState.QUEUED
+    assert ApiToken.objects.count() == 0
