@@ -66,14 +66,19 @@ def serve(port: int, data_dir: Path, tokens: int, write_rate: float) -> None:
     from provingsite.asgi import application
 
     loop_box: dict[str, asyncio.AbstractEventLoop] = {}
+    inside: list[float] = []  # ms from the application's call to its return, per API request
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         loop_box.setdefault("loop", asyncio.get_running_loop())
+        started = time.monotonic()
         await application(scope, receive, send)
+        if str(scope.get("path", "")).startswith("/api/"):
+            inside.append((time.monotonic() - started) * 1000)
 
     threading.Thread(target=_writer, args=(loop_box, write_rate), daemon=True).start()
     print(json.dumps({"session": session, "tokens": raw_tokens, "jobs": jobs, "pid": os.getpid()}), flush=True)
     Server(app, endpoints=[f"tcp:port={port}:interface=127.0.0.1"], verbosity=0).run()
+    (data_dir / "inside.json").write_text(json.dumps(inside))
 
 
 def _staff_session() -> str:
@@ -205,6 +210,7 @@ class Poller:
         self.etags: dict[tuple[int, str], str] = {}
         self.tally = Tally()
         self.retry_after: Counter[str] = Counter()
+        self.send_lag: list[float] = []  # ms from due to sent: this side's own delay
 
     def _target(self, n: int) -> tuple[int, str]:
         who = n % len(self.tokens)
@@ -219,9 +225,10 @@ class Poller:
         if (who, path) in self.etags:
             headers["If-None-Match"] = self.etags[(who, path)]
         conn = self.idle.pop() if self.idle else None
+        self.send_lag.append((time.monotonic() - due) * 1000)
         try:
             if conn is None:
-                conn = await Connection.open(self.port)
+                conn = await asyncio.wait_for(Connection.open(self.port), ANSWER_TIMEOUT_S)
             status, fields, _ = await asyncio.wait_for(conn.get(path, headers), ANSWER_TIMEOUT_S)
         except TimeoutError:
             self.tally.timed_out += 1
@@ -282,9 +289,10 @@ async def measure(shedding: bool, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="load-bench-") as tmp:
         port = _free_port()
         env = {**os.environ, "PROVINGSITE_LOAD_SHEDDING": "1" if shedding else "0"}
+        log = open(Path(tmp) / "server.log", "w")  # noqa: SIM115 - closed with the run below
         server = subprocess.Popen([sys.executable, __file__, "--serve", "--port", str(port), "--data-dir", tmp,
                                    "--tokens", str(args.tokens), "--write-rate", str(args.write_rate)],
-                                  stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+                                  stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, env=env)
         try:
             hello = json.loads(server.stdout.readline())  # type: ignore[union-attr]
             await _wait_port(port)
@@ -305,11 +313,20 @@ async def measure(shedding: bool, args: argparse.Namespace) -> dict[str, Any]:
         finally:
             server.send_signal(signal.SIGINT)
             try:
-                server.wait(10)
+                server.wait(30)
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
-    return summarise(poller, shedding, wall, cpu, rss_before, rss_peak, frames, args)
+        log.close()
+        inside_path = Path(tmp) / "inside.json"
+        inside = json.loads(inside_path.read_text()) if inside_path.exists() else []
+        # Daphne kills an application still running long after its client went away.
+        killed = (Path(tmp) / "server.log").read_text().count("took too long to shut down")
+    result = summarise(poller, shedding, wall, cpu, rss_before, rss_peak, frames, args)
+    result["server_p99_ms"] = round(percentile(inside, 99), 1)
+    result["load_average"] = round(os.getloadavg()[0], 1)
+    result["abandoned_requests_killed"] = killed
+    return result
 
 
 def summarise(poller: Poller, shedding: bool, wall: float, cpu: float, rss_before: float, rss_peak: float,
@@ -327,7 +344,7 @@ def summarise(poller: Poller, shedding: bool, wall: float, cpu: float, rss_befor
         "max_ms": round(max(everything, default=float("nan")), 1),
         "answered_within_1s_pct": round(100 * (sent - late) / sent, 2),
         "server_cpu_pct": round(100 * cpu / wall, 1), "rss_mib": [round(rss_before), round(rss_peak)],
-        "sse_frames": frames,
+        "sse_frames": frames, "client_send_lag_p99_ms": round(percentile(poller.send_lag, 99), 1),
     }
 
 
@@ -350,7 +367,12 @@ def report(on: dict[str, Any], off: dict[str, Any]) -> str:
               ("server CPU", f"{on['server_cpu_pct']} %", f"{off['server_cpu_pct']} %", "—"),
               ("server RSS start → peak MiB", "{} → {}".format(*on["rss_mib"]), "{} → {}".format(*off["rss_mib"]),
                "—"),
-              ("SSE frames received", on["sse_frames"], off["sse_frames"], "—")]
+              ("SSE frames received", on["sse_frames"], off["sse_frames"], "—"),
+              ("in-server p99 ms (app call → return)", on["server_p99_ms"], off["server_p99_ms"], "—"),
+              ("load side's own send lag p99 ms", on["client_send_lag_p99_ms"], off["client_send_lag_p99_ms"], "—"),
+              ("requests Daphne killed after the client left", on["abandoned_requests_killed"],
+               off["abandoned_requests_killed"], "—"),
+              ("machine load average (1 min)", on["load_average"], off["load_average"], "—")]
     return markdown_table(["", "shedding on", "shedding off", "off / on"], table)
 
 

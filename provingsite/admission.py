@@ -89,7 +89,7 @@ class Admission:
     async def _busy(self, send: Send) -> None:
         await send({"type": "http.response.start", "status": 503, "headers": [
             (b"content-type", b"application/json"), (b"content-length", str(len(_BUSY_BODY)).encode()),
-            (b"retry-after", str(self.limits.retry_after).encode()), (b"connection", b"close")]})
+            (b"retry-after", str(self.limits.retry_after).encode())]})
         await send({"type": "http.response.body", "body": _BUSY_BODY})
 
 

@@ -181,10 +181,11 @@ PROVINGSITE = {
     "API_OPERATOR_BURST": env_int("PROVINGSITE_API_OPERATOR_BURST", 200, minimum=1, maximum=100_000),
     # HTTP requests in flight at once (SSE streams apart), and how many more may wait for a
     # place, and for how long, before the answer is an immediate 503. Django serves sync
-    # views on one thread, so a request admitted waits for those ahead of it: 4 in flight and
-    # 50 ms of queue keep an admitted poll's p99 near 150 ms on 2 cores (bench/load.py).
-    "ADMISSION_MAX_ACTIVE": env_int("PROVINGSITE_ADMISSION_MAX_ACTIVE", 4, minimum=1, maximum=100_000),
-    "ADMISSION_MAX_WAITING": env_int("PROVINGSITE_ADMISSION_MAX_WAITING", 8, minimum=0, maximum=100_000),
+    # views on one thread, so more in flight only lengthens the line inside: 2 in flight (one
+    # served, one ready) and 4 waiting for at most 50 ms gave the most polls per second at
+    # the lowest p50 on 2 cores (bench/load.py).
+    "ADMISSION_MAX_ACTIVE": env_int("PROVINGSITE_ADMISSION_MAX_ACTIVE", 2, minimum=1, maximum=100_000),
+    "ADMISSION_MAX_WAITING": env_int("PROVINGSITE_ADMISSION_MAX_WAITING", 4, minimum=0, maximum=100_000),
     "ADMISSION_WAIT_SECONDS": env_float("PROVINGSITE_ADMISSION_WAIT_SECONDS", 0.05, minimum=0.0),
 }
 

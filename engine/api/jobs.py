@@ -366,8 +366,8 @@ class JobFilters(Schema):
         and a time whose UTC falls outside years 1..9999 is the client's error, not a 500."""
         if value is None:
             return None
-        aware = value if timezone.is_aware(value) else timezone.make_aware(value)
         try:
+            aware = value if timezone.is_aware(value) else timezone.make_aware(value)
             return aware.astimezone(UTC)
         except OverflowError:
             raise ValueError("is outside the years 1 to 9999 once converted to UTC") from None
