@@ -5,7 +5,8 @@ every request, old and new, takes tens of seconds and many time out; with it the
 serving what it admitted at its normal speed, and tells the rest at once to come back later
 (503 with Retry-After), which a client or a proxy can act on. The long-lived SSE stream
 (/events/) is not counted: it holds its connection for hours by design and costs nothing
-between frames.
+between frames. Nor is the custom upload: its time in flight is the client's network, not
+the server's work, and two slow uploads must not close the API (its body has its own limit).
 
 Counted in this process, on its event loop: the check is a comparison and an asyncio
 semaphore, cheap enough to run before anything else looks at the request.
@@ -25,7 +26,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-EXEMPT_PREFIXES = ("/events/",)
+EXEMPT_PREFIXES = ("/events/", "/api/v1/jobs/custom")
 _BUSY_BODY = json.dumps({"error": "overloaded", "field": None,
                          "detail": "the server is at capacity; retry after the time in Retry-After"}).encode()
 

@@ -93,11 +93,12 @@ def test_a_queued_request_that_waits_past_its_time_gets_503() -> None:
     asyncio.run(scenario())
 
 
-def test_the_event_stream_is_not_counted() -> None:
+@pytest.mark.parametrize("path", ["/events/", "/api/v1/jobs/custom"])
+def test_the_event_stream_and_uploads_are_not_counted(path: str) -> None:
     async def scenario() -> None:
         inner = HeldApp()
         app = Admission(inner, Limits(max_active=1, max_waiting=0, wait_seconds=0))
-        streams = [asyncio.create_task(request(app, "/events/")) for _ in range(5)]
+        streams = [asyncio.create_task(request(app, path)) for _ in range(5)]
         await settle()
         assert inner.started == 5 and app.active == 0
         inner.release.set()
