@@ -1,9 +1,12 @@
 """Cheap polls: job reads carry an ETag, and If-None-Match with it is a 304 until the job (or
-the page) changes."""
+the page) changes. Each read runs in one database snapshot, so the tag names what was sent."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
+from django.db import connection, connections
 from django.test import Client
 
 from engine import actions
@@ -73,3 +76,28 @@ def test_a_job_leaving_a_filtered_list_changes_its_etag(api: Client) -> None:
 def test_another_page_of_the_same_list_has_its_own_etag(api: Client) -> None:
     submit(api)
     assert api.get("/api/v1/jobs", {"offset": 0})["ETag"] != api.get("/api/v1/jobs", {"offset": 1})["ETag"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_submitted_while_the_list_is_read_is_in_neither_its_count_nor_its_items(api: Client) -> None:
+    submit(api)
+    owner = ProofJob.objects.get(job_id="porep-1").client
+    landed: list[str] = []
+
+    def another_job() -> None:
+        ProofJob.objects.create(job_id="porep-2", kind="porep-c2", client=owner)
+        connections.close_all()
+
+    def a_commit_after_the_first_count(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        result = execute(sql, params, many, context)
+        if "COUNT(" in sql.upper() and not landed:
+            landed.append(sql)
+            writer = threading.Thread(target=another_job)  # its own connection: a real concurrent commit
+            writer.start()
+            writer.join()
+        return result
+
+    with connection.execute_wrapper(a_commit_after_the_first_count):
+        page = api.get("/api/v1/jobs").json()
+    assert landed and ProofJob.objects.count() == 2
+    assert page["count"] == len(page["items"]) == 1
