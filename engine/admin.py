@@ -126,8 +126,11 @@ class EngineHostAdmin(admin.ModelAdmin):
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("name", "scope", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_display = ("name", "scope", "max_priority", "max_active_jobs", "prefix", "created_at", "last_used_at",
+                    "revoked_at")
     list_filter = ("scope",)
+    # The limits are the admin's to change (max_active_jobs empty is no cap); the secret is not.
+    list_editable = ("max_priority", "max_active_jobs")
     readonly_fields = ("prefix", "token_hash", "created_at", "last_used_at")
     actions = ["revoke"]
 

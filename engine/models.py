@@ -169,9 +169,22 @@ class TokenScope(models.TextChoices):
     OPERATOR = "operator", "operator: every job and /status"
 
 
+# Enough for a busy client's pipeline; a runaway script stops at this many rather than
+# filling the farm's queue. Operator tokens have none (null).
+DEFAULT_MAX_ACTIVE_JOBS = 64
+
+
 class ApiToken(models.Model):
     name = models.CharField(max_length=200, unique=True)
     scope = models.CharField(max_length=16, choices=TokenScope.choices, default=TokenScope.CLIENT)
+    # The highest priority this token may ask for with an explicit override; a kind's own
+    # default (winning-post is critical) is the farm's policy and stands regardless.
+    max_priority = models.PositiveSmallIntegerField(
+        choices=Priority.choices, default=Priority.NORMAL,
+        help_text="The highest priority this token may ask for; client tokens start at normal.")
+    max_active_jobs = models.PositiveIntegerField(
+        null=True, blank=True, default=DEFAULT_MAX_ACTIVE_JOBS,
+        help_text="Queued plus running jobs this token may have at once; empty for no cap.")
     prefix = models.CharField(max_length=12, db_index=True, help_text="First characters, to recognise a token.")
     token_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -171,6 +171,22 @@ PROVINGSITE = {
     "UPLOAD_LIMIT": env_size("PROVINGSITE_UPLOAD_LIMIT", "256MiB"),
     "METRICS_TOKEN": env_str("PROVINGSITE_METRICS_TOKEN", ""),
     "METRICS_ALLOW": env_list("PROVINGSITE_METRICS_ALLOW", ["127.0.0.1", "::1"]),
+    # Load shedding (off only to measure what it buys: bench/load.py). Per-token rates are
+    # requests/s sustained and a burst; 0 is no limit. A client polling a job every second
+    # or two is far below 20/s; operator tokens (the farm's own dashboards) are not limited.
+    "LOAD_SHEDDING": env_bool("PROVINGSITE_LOAD_SHEDDING", True),
+    "API_RATE": env_float("PROVINGSITE_API_RATE", 20.0, minimum=0.0),
+    "API_BURST": env_int("PROVINGSITE_API_BURST", 60, minimum=1, maximum=100_000),
+    "API_OPERATOR_RATE": env_float("PROVINGSITE_API_OPERATOR_RATE", 0.0, minimum=0.0),
+    "API_OPERATOR_BURST": env_int("PROVINGSITE_API_OPERATOR_BURST", 200, minimum=1, maximum=100_000),
+    # HTTP requests in flight at once (SSE streams apart), and how many more may wait for a
+    # place, and for how long, before the answer is an immediate 503. Django serves sync
+    # views on one thread, so more in flight only lengthens the line inside: 2 in flight (one
+    # served, one ready) and 4 waiting for at most 50 ms gave the most polls per second at
+    # the lowest p50 on 2 cores (bench/load.py).
+    "ADMISSION_MAX_ACTIVE": env_int("PROVINGSITE_ADMISSION_MAX_ACTIVE", 2, minimum=1, maximum=100_000),
+    "ADMISSION_MAX_WAITING": env_int("PROVINGSITE_ADMISSION_MAX_WAITING", 4, minimum=0, maximum=100_000),
+    "ADMISSION_WAIT_SECONDS": env_float("PROVINGSITE_ADMISSION_WAIT_SECONDS", 0.05, minimum=0.0),
 }
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 2**20

@@ -19,7 +19,10 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from engine.models import ApiToken, TokenScope
+from engine.api.errors import ApiError
+from engine.api.throttle import wait_for
+from engine.models import DEFAULT_MAX_ACTIVE_JOBS, ApiToken, TokenScope
+from engine.states import Priority
 
 TOKEN_PREFIX = "ps_"
 PREFIX_CHARS = 10
@@ -36,18 +39,43 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def issue_token(name: str, scope: str = TokenScope.CLIENT) -> tuple[ApiToken, str]:
-    """A new token for ``name``: the record, and the token itself (shown once, never stored)."""
+class ScopeDefault:
+    """Stands for "what this token's scope gets" where None already means "no cap"."""
+
+
+SCOPE_DEFAULT = ScopeDefault()
+
+
+def scope_limits(scope: str) -> tuple[int, int | None]:
+    """(max_priority, max_active_jobs) a new token of ``scope`` gets: operators any and none."""
+    if scope == TokenScope.OPERATOR:
+        return int(Priority.CRITICAL), None
+    return int(Priority.NORMAL), DEFAULT_MAX_ACTIVE_JOBS
+
+
+def issue_token(name: str, scope: str = TokenScope.CLIENT, *, max_priority: int | None = None,
+                max_active_jobs: int | None | ScopeDefault = SCOPE_DEFAULT) -> tuple[ApiToken, str]:
+    """A new token for ``name``: the record, and the token itself (shown once, never stored).
+
+    The limits default to the scope's (scope_limits); ``max_active_jobs=None`` is no cap."""
     if scope not in TokenScope.values:
         raise TokenError(f"unknown scope {scope!r}; expected one of {', '.join(TokenScope.values)}")
     name = name.strip()
     if not name:
         raise TokenError("a token needs a name")
+    default_priority, default_active = scope_limits(scope)
+    priority = default_priority if max_priority is None else max_priority
+    if priority not in Priority.values:
+        raise TokenError(f"unknown priority {priority!r}; expected 0 (critical) .. 3 (low)")
+    active = default_active if isinstance(max_active_jobs, ScopeDefault) else max_active_jobs
+    if active is not None and active < 1:
+        raise TokenError("a cap on active jobs must be at least 1 (or none)")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     try:
         with transaction.atomic():
             record = ApiToken.objects.create(name=name, scope=scope, prefix=token[:PREFIX_CHARS],
-                                             token_hash=hash_token(token))
+                                             token_hash=hash_token(token), max_priority=priority,
+                                             max_active_jobs=active)
     except IntegrityError:
         raise TokenError(f"a token named {name!r} already exists") from None
     return record, token
@@ -92,4 +120,10 @@ class TokenAuth(HttpBearer):
     """django-ninja's bearer scheme, answering with our ApiToken record."""
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
-        return token_for(token.strip())
+        record = token_for(token.strip())
+        if record is not None:
+            wait = wait_for(record)
+            if wait > 0:
+                raise ApiError(429, "rate_limited", None,
+                               f"this token is over its request rate; retry in {wait:.1f} s", retry_after=wait)
+        return record

@@ -6,6 +6,7 @@ replace them so a client can always tell which field to fix.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -22,9 +23,12 @@ _UNION_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "function-
 
 
 class ApiError(HttpError):
-    def __init__(self, status: int, error: str, field: str | None, detail: str) -> None:
+    def __init__(self, status: int, error: str, field: str | None, detail: str,
+                 retry_after: float | None = None) -> None:
         super().__init__(status, detail)
         self.error, self.field, self.detail = error, field, detail
+        # Seconds a client should wait before trying again (429, 503): sent as Retry-After.
+        self.retry_after = retry_after
 
 
 def body(error: str, field: str | None, detail: str) -> dict[str, Any]:
@@ -55,7 +59,10 @@ def install(api: NinjaAPI) -> None:
 
     @api.exception_handler(ApiError)
     def api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
-        return respond(request, exc.status_code, body(exc.error, exc.field, exc.detail))
+        response = respond(request, exc.status_code, body(exc.error, exc.field, exc.detail))
+        if exc.retry_after is not None:
+            response["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+        return response
 
     @api.exception_handler(AuthenticationError)
     def unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:

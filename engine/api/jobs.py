@@ -7,19 +7,19 @@ a 4xx status; engine.api.errors has the handlers.
 from __future__ import annotations
 
 import secrets
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.db.models import Count, Max, QuerySet, Sum
+from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
 from ninja import Path as PathParam
 from ninja import Query, Router, Schema, Status
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from engine.api.errors import ApiError
 from engine.api.schemas import (
@@ -44,14 +44,18 @@ from engine.api.uploads import (
 )
 from engine.circuits import kinds
 from engine.models import ApiToken, Partition, ProofJob
-from engine.states import JOB_TERMINAL, JobState, PartitionState, Priority, ProofKind
+from engine.states import JOB_ACTIVE, JOB_TERMINAL, JobState, PartitionState, Priority, ProofKind
+from engine.status.read import one_snapshot
 from engine.submit import JobConflict, submit_job
 from provingsite.env import parse_size
 
 router = Router(tags=["jobs"])
 
-ERRORS: dict[int | tuple[int, ...], Any] = {(400, 401, 404, 409, 413): ErrorOut}
+ERRORS: dict[int | tuple[int, ...], Any] = {(400, 401, 403, 404, 409, 413, 429): ErrorOut}
 MAX_PAGE = 500
+# Far past any real history, and small enough that offset + limit fits every database's
+# 64-bit LIMIT/OFFSET (a larger one was a 500).
+MAX_OFFSET = 10**9
 RESERVED_JOB_IDS = frozenset({"custom"})
 # The example is the id of JobIn's example, so a fuzzer that submits the example first then
 # reads, cancels and retries a job that exists, not only ids that 404.
@@ -125,10 +129,36 @@ def _mine(job: ProofJob, created: bool, client: Any) -> tuple[ProofJob, bool]:
     return job, created
 
 
+def check_priority_limit(client: Any, level: int | None) -> None:
+    """A token asks for at most its own maximum priority (lower numbers are higher)."""
+    if isinstance(client, ApiToken) and level is not None and level < client.max_priority:
+        allowed = Priority(client.max_priority).label
+        raise ApiError(403, "forbidden", "priority",
+                       f"this token may ask for {allowed} priority at most; an operator can raise its limit")
+
+
+def check_active_cap(client: Any, job_id: str) -> None:
+    """A token holds at most its cap of queued and running jobs; a resubmission adds none.
+
+    Call inside the transaction that submits: the token's row is locked first, so two
+    submissions of one token cannot both take the last place."""
+    if not isinstance(client, ApiToken) or client.max_active_jobs is None:
+        return
+    cap = ApiToken.objects.select_for_update().filter(pk=client.pk).values_list("max_active_jobs", flat=True).first()
+    if cap is None or ProofJob.objects.filter(job_id=job_id).exists():
+        return
+    active = ProofJob.objects.filter(client=client, state__in=JOB_ACTIVE).count()
+    if active >= cap:
+        raise ApiError(429, "too_many_active_jobs", None,
+                       f"this token already has {active} queued or running jobs, its cap; "
+                       "submit again once one has finished")
+
+
 def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: Any = None) -> tuple[ProofJob, bool]:
     """Validate and submit a job of a built-in kind; ApiError on any malformed part."""
     check_job_id(job_id)
     level = parse_priority(priority)
+    check_priority_limit(client, level)
     try:
         normalised, n_partitions = kinds.validate_inputs(kind, inputs)
     except kinds.InputError as exc:
@@ -136,9 +166,11 @@ def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: A
         raise ApiError(400, "invalid", field, exc.message) from None
     scale = settings.PROVINGSITE["SCALE"]
     try:
-        job, created = submit_job(kind=kind, job_id=job_id, inputs=normalised, num_partitions=n_partitions,
-                                  circuit_id=kinds.circuit_for(kind, scale).circuit_id, scale=scale,
-                                  priority=level, curve=kinds.CURVE, client=client)
+        with transaction.atomic():
+            check_active_cap(client, job_id)
+            job, created = submit_job(kind=kind, job_id=job_id, inputs=normalised, num_partitions=n_partitions,
+                                      circuit_id=kinds.circuit_for(kind, scale).circuit_id, scale=scale,
+                                      priority=level, curve=kinds.CURVE, client=client)
     except JobConflict as exc:
         raise _conflict(exc, client) from None
     return _mine(job, created, client)
@@ -193,10 +225,13 @@ def visible_jobs(request: HttpRequest) -> QuerySet[ProofJob]:
     return ProofJob.objects.all() if owner is None else ProofJob.objects.filter(client=owner)
 
 
-def _job(request: HttpRequest, job_id: str) -> ProofJob:
+def _job(request: HttpRequest, job_id: str, with_parts_version: bool = False) -> ProofJob:
     # PostgreSQL refuses a NUL in a query string with an error; no job id can hold one.
     # Another client's job is "not found", the same answer as a job that does not exist.
-    job = None if "\x00" in job_id else visible_jobs(request).filter(job_id=job_id).first()
+    jobs = visible_jobs(request).filter(job_id=job_id)
+    if with_parts_version:
+        jobs = jobs.annotate(parts_version=Max("partitions__version"))
+    job = None if "\x00" in job_id else jobs.first()
     if job is None:
         raise ApiError(404, "not_found", "job_id", f"no job with id {job_id!r}")
     return job
@@ -287,6 +322,7 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
     files = request.FILES  # reads the body through StreamingLimitHandler
     job_id = check_job_id(request.POST.get("job_id"))
     level = parse_priority(request.POST.get("priority"))
+    check_priority_limit(request.auth, level)  # type: ignore[attr-defined]
     staged: dict[str, StagedFile] = {}
     for name in UPLOAD_FIELDS:
         item = files.get(name)
@@ -300,6 +336,7 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
     inputs = {f"{n}_{attr}": getattr(staged[n], attr) for n in UPLOAD_FIELDS for attr in ("sha256", "size")}
     try:
         with transaction.atomic():
+            check_active_cap(request.auth, job_id)  # type: ignore[attr-defined]
             job, created = submit_job(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
                                       circuit_id=f"custom/{staged['zkey'].sha256[:16]}", priority=level,
                                       curve=curve, client=request.auth)  # type: ignore[attr-defined]
@@ -320,13 +357,56 @@ class JobFilters(Schema):
     state: str | None = Field(None, description="Only this state: queued, running, done, failed, cancelled")
     since: datetime | None = Field(None, description="Only jobs submitted at or after this time (ISO 8601)")
     limit: int = Field(50, ge=1, le=MAX_PAGE)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+
+    @field_validator("since")
+    @classmethod
+    def since_in_utc(cls, value: datetime | None) -> datetime | None:
+        """In UTC, so no database sees an offset it refuses (PostgreSQL takes ±15:59 at most)
+        and a time whose UTC falls outside years 1..9999 is the client's error, not a 500."""
+        if value is None:
+            return None
+        try:
+            aware = value if timezone.is_aware(value) else timezone.make_aware(value)
+            return aware.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("is outside the years 1 to 9999 once converted to UTC") from None
 
 
-@router.get("/jobs", response={200: JobPage, **ERRORS}, summary="List jobs, newest first")
-def list_jobs(request: HttpRequest, filters: Query[JobFilters]) -> dict[str, Any]:
-    from django.db.models import Count, Q
+# ---- conditional reads -------------------------------------------------------------------
+# A poller sends back the ETag it got; while nothing it would see has changed, the answer is
+# a 304 built from one aggregate query instead of the page. Every write to a job or
+# partition stamps it with a fresh farm-wide version, so versions name the content.
 
+
+def _etag(*parts: object) -> str:
+    return '"' + ".".join(str(p) for p in parts) + '"'
+
+
+def _matches(request: HttpRequest, etag: str) -> bool:
+    """The request's If-None-Match names ``etag`` (weak or strong; or is ``*``)."""
+    header = request.headers.get("If-None-Match", "")
+    if not header:
+        return False
+    tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
+    return "*" in tags or etag in tags
+
+
+def _not_modified(etag: str) -> HttpResponse:
+    response = HttpResponse(status=304)
+    response["ETag"] = etag
+    return response
+
+
+def _page_etag(jobs: QuerySet[ProofJob], filters: JobFilters) -> str:
+    # Any job entering the set adds its id to the sum or a fresh version; any leaving
+    # changes the count or, when another enters at once, the entering one's fresh version.
+    agg = jobs.aggregate(n=Count("pk", distinct=True), ids=Sum("pk", distinct=True), v=Max("version"),
+                         pv=Max("partitions__version"))
+    return _etag("p", agg["n"], agg["ids"] or 0, agg["v"] or 0, agg["pv"] or 0, filters.offset, filters.limit)
+
+
+def _filtered(request: HttpRequest, filters: JobFilters) -> QuerySet[ProofJob]:
     jobs = visible_jobs(request)
     if filters.kind is not None:
         if filters.kind not in ProofKind.values:
@@ -337,19 +417,41 @@ def list_jobs(request: HttpRequest, filters: Query[JobFilters]) -> dict[str, Any
             raise ApiError(400, "invalid", "state", f"unknown state; expected one of {', '.join(JobState.values)}")
         jobs = jobs.filter(state=filters.state)
     if filters.since is not None:
-        since = filters.since if timezone.is_aware(filters.since) else timezone.make_aware(filters.since)
-        jobs = jobs.filter(submitted_at__gte=since)
-    count = jobs.count()
-    page = (jobs.order_by("-submitted_at", "-pk")
-            .annotate(n_done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE)))
-            [filters.offset:filters.offset + filters.limit])
-    return {"count": count, "limit": filters.limit, "offset": filters.offset,
-            "items": [_summary(job) for job in page]}
+        jobs = jobs.filter(submitted_at__gte=filters.since)
+    return jobs
 
 
-@router.get("/jobs/{job_id}", response={200: JobOut, **ERRORS}, summary="One job: state, partitions, timings")
-def get_job(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
-    return _detail(_job(request, job_id))
+@router.get("/jobs", response={200: JobPage, 304: None, **ERRORS}, summary="List jobs, newest first")
+def list_jobs(request: HttpRequest, filters: Query[JobFilters], response: HttpResponse) -> Any:
+    """Sends an ETag; with ``If-None-Match`` naming it, a 304 while the page is unchanged."""
+    from django.db.models import Q
+
+    jobs = _filtered(request, filters)
+    with one_snapshot():
+        etag = _page_etag(jobs, filters)
+        if _matches(request, etag):
+            return _not_modified(etag)
+        count = jobs.count()
+        page = (jobs.order_by("-submitted_at", "-pk")
+                .annotate(n_done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE)))
+                [filters.offset:filters.offset + filters.limit])
+        items = [_summary(job) for job in page]
+    response["ETag"] = etag
+    return {"count": count, "limit": filters.limit, "offset": filters.offset, "items": items}
+
+
+@router.get("/jobs/{job_id}", response={200: JobOut, 304: None, **ERRORS},
+            summary="One job: state, partitions, timings")
+def get_job(request: HttpRequest, job_id: JobIdPath, response: HttpResponse) -> Any:
+    """Sends an ETag; with ``If-None-Match`` naming it, a 304 while the job is unchanged."""
+    with one_snapshot():
+        job = _job(request, job_id, with_parts_version=True)
+        etag = _etag("j", job.pk, job.version, job.parts_version or 0)  # type: ignore[attr-defined]
+        if _matches(request, etag):
+            return _not_modified(etag)
+        body = _detail(job)
+    response["ETag"] = etag
+    return body
 
 
 @router.get("/jobs/{job_id}/proof", response={200: ProofOut, **ERRORS}, summary="The proof, in our format")

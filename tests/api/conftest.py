@@ -15,6 +15,14 @@ def inputs(**extra: object) -> dict[str, object]:
     return {"sector_seed": SEED, "randomness": RANDOMNESS, **extra}
 
 
+@pytest.fixture(autouse=True)
+def unthrottled(settings):  # type: ignore[no-untyped-def]
+    """No per-token request rate: tests (and the fuzzers) send far faster than any client.
+    tests/api/test_throttle.py sets the rate it tests over this."""
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "API_RATE": 0.0, "API_OPERATOR_RATE": 0.0}
+    return settings
+
+
 @pytest.fixture
 def token(db: None) -> str:
     _, raw = issue_token("curio-test")

@@ -1,5 +1,7 @@
-"""createtoken <name> [--operator]: issue an API token (printed once; only its hash is kept),
-or --revoke it. A client token sees the jobs it submits; an operator token sees all and /status."""
+"""createtoken <name> [--operator] [--max-priority P] [--max-active N|none]: issue an API token
+(printed once; only its hash is kept), or --revoke it. A client token sees the jobs it submits;
+an operator token sees all and /status. Limits default to the scope's: a client may ask for
+normal priority at most and hold 64 active jobs; an operator any priority and no cap."""
 
 from __future__ import annotations
 
@@ -7,8 +9,20 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from engine.api.auth import TokenError, issue_token, revoke_token
+from engine.api.auth import SCOPE_DEFAULT, ScopeDefault, TokenError, issue_token, revoke_token
 from engine.models import TokenScope
+from engine.states import Priority
+
+PRIORITY_NAMES = {label: int(number) for number, label in Priority.choices}
+
+
+def _active_cap(text: str) -> int | None:
+    if text.strip().lower() in {"none", "unlimited"}:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise CommandError(f"--max-active takes a number or 'none', not {text!r}") from None
 
 
 class Command(BaseCommand):
@@ -20,6 +34,12 @@ class Command(BaseCommand):
         parser.add_argument("--operator", action="store_true",
                             help="an operator token: sees every client's jobs and /status "
                                  "(default: a client token, which sees only the jobs it submits)")
+        parser.add_argument("--max-priority", choices=list(PRIORITY_NAMES),
+                            help="the highest priority the token may ask for (default: normal for a client, "
+                                 "critical for an operator)")
+        parser.add_argument("--max-active", metavar="N|none",
+                            help="queued plus running jobs the token may hold at once (default: 64 for a client, "
+                                 "none for an operator)")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
@@ -27,7 +47,11 @@ class Command(BaseCommand):
                 record = revoke_token(opts["name"])
                 self.stdout.write(f"revoked {record.name} ({record.prefix}…) at {record.revoked_at:%Y-%m-%d %H:%M:%S}")
                 return
-            record, token = issue_token(opts["name"], TokenScope.OPERATOR if opts["operator"] else TokenScope.CLIENT)
+            priority = PRIORITY_NAMES[opts["max_priority"]] if opts["max_priority"] else None
+            active: int | None | ScopeDefault = (SCOPE_DEFAULT if opts["max_active"] is None
+                                                 else _active_cap(opts["max_active"]))
+            record, token = issue_token(opts["name"], TokenScope.OPERATOR if opts["operator"] else TokenScope.CLIENT,
+                                        max_priority=priority, max_active_jobs=active)
         except TokenError as exc:
             raise CommandError(str(exc)) from None
         # The token alone on stdout, so `TOKEN=$(manage.py createtoken x)` works; the note on stderr.
