@@ -22,7 +22,7 @@ from provingsite.env import parse_size
 NO_BODY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "CONNECT"})
 UPLOAD_PATHS = frozenset({"/api/v1/jobs/custom"})
 # Any login form (the admin's, or the console's own) is posted before there is a session.
-LOGIN_SUFFIX = "/login/"
+LOGIN_SEGMENT = "login"
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,11 @@ def body_limit(method: str, path: str) -> int:
     if path in UPLOAD_PATHS:
         return parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))
     return parse_size(str(settings.PROVINGSITE["BODY_LIMIT"]))
+
+
+def is_login(path: str) -> bool:
+    """/admin/login/, /login, /console/login/ …: a form posted before there is a session."""
+    return path.rstrip("/").rsplit("/", 1)[-1] == LOGIN_SEGMENT
 
 
 def has_credentials(authorization: str | None, cookie: str | None) -> bool:
@@ -74,7 +79,7 @@ def judge(method: str, path: str, length: int | None, authorization: str | None,
     limit = body_limit(method, path)
     if length is not None and length > limit:
         return too_large(limit, length)
-    if length == 0 or path.endswith(LOGIN_SUFFIX) or has_credentials(authorization, cookie):
+    if length == 0 or is_login(path) or has_credentials(authorization, cookie):
         return None
     return Refusal(401, "unauthorized", "Authorization",
                    "a request body needs a bearer token or a session; none was sent")

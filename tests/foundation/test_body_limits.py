@@ -96,6 +96,7 @@ def big_upload(server: WebServer, path: str, headers: dict[str, str], pieces: It
 @pytest.mark.slow
 def test_an_unauthenticated_300_mib_multipart_post_is_refused_without_the_server_growing(
         server: WebServer, token: str) -> None:
+    server.reset_peak()
     rss, peak = server.memory_kib("VmRSS"), server.memory_kib("VmHWM")
     headers, pieces = multipart(HUGE)
     with Poller(server, token) as poller:
@@ -110,6 +111,7 @@ def test_an_unauthenticated_300_mib_multipart_post_is_refused_without_the_server
 @pytest.mark.slow
 def test_a_chunked_300_mib_upload_is_cut_off_at_the_upload_limit_while_other_requests_are_answered(
         server: WebServer, token: str) -> None:
+    server.reset_peak()
     rss, peak = server.memory_kib("VmRSS"), server.memory_kib("VmHWM")
     headers, pieces = multipart(HUGE)
     with Poller(server, token) as poller:
@@ -126,6 +128,7 @@ def test_a_chunked_300_mib_upload_is_cut_off_at_the_upload_limit_while_other_req
 def test_an_upload_under_the_limit_reaches_the_endpoint_without_being_held_in_memory(
         server: WebServer, token: str) -> None:
     size = UPLOAD_LIMIT - MiB
+    server.reset_peak()
     peak = server.memory_kib("VmHWM")
     headers, pieces = multipart(size)
     with server.connect(timeout=120) as sock:

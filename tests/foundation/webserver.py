@@ -86,6 +86,11 @@ class WebServer:
                 return int(line.split()[1])
         raise KeyError(key)
 
+    def reset_peak(self) -> None:
+        """Start VmHWM afresh from the current RSS, so a peak is this test's own (proc(5))."""
+        assert self.popen is not None
+        Path(f"/proc/{self.popen.pid}/clear_refs").write_text("5")
+
     def connect(self, timeout: float = 30) -> socket.socket:
         return socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
 
