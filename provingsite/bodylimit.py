@@ -53,14 +53,24 @@ def is_login(path: str) -> bool:
     return path.rstrip("/").rsplit("/", 1)[-1] == LOGIN_SEGMENT
 
 
-def has_credentials(authorization: str | None, cookie: str | None) -> bool:
-    """Presence only (a bearer token, or the session cookie); Django still checks them."""
+def bearer(authorization: str | None) -> str | None:
     scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return True
-    name = settings.SESSION_COOKIE_NAME
-    return any(part.strip().partition("=")[0] == name and part.partition("=")[2].strip()
-               for part in (cookie or "").split(";"))
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def session_key(cookie: str | None) -> str | None:
+    for part in (cookie or "").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == settings.SESSION_COOKIE_NAME and value.strip():
+            return value.strip()
+    return None
+
+
+def has_credentials(authorization: str | None, cookie: str | None) -> bool:
+    """Presence only; provingsite/credentials.py then asks whether they are alive."""
+    return bearer(authorization) is not None or session_key(cookie) is not None
 
 
 def too_large(limit: int, declared: int | None = None) -> Refusal:
@@ -68,6 +78,10 @@ def too_large(limit: int, declared: int | None = None) -> Refusal:
         return Refusal(413, "too_large", "body", "this request takes no body")
     told = f"; this one declares {declared}" if declared is not None else ""
     return Refusal(413, "too_large", "body", f"the body is limited to {limit} bytes here{told}")
+
+
+UNAUTHORIZED = Refusal(401, "unauthorized", "Authorization",
+                      "a request body needs a live bearer token or session; none was sent")
 
 
 def judge(method: str, path: str, length: int | None, authorization: str | None,
@@ -79,7 +93,10 @@ def judge(method: str, path: str, length: int | None, authorization: str | None,
     limit = body_limit(method, path)
     if length is not None and length > limit:
         return too_large(limit, length)
-    if length == 0 or is_login(path) or has_credentials(authorization, cookie):
+    if not needs_credentials(path, length) or has_credentials(authorization, cookie):
         return None
-    return Refusal(401, "unauthorized", "Authorization",
-                   "a request body needs a bearer token or a session; none was sent")
+    return UNAUTHORIZED
+
+
+def needs_credentials(path: str, length: int | None) -> bool:
+    return length != 0 and not is_login(path)

@@ -6,6 +6,8 @@ queues all of it as ASGI messages at once. Here, at the moment the headers are i
 
 * a declared Content-Length over the path's limit (provingsite/bodylimit.py), or a body
   sent with no credentials, is answered 413/401 at once and the body is never read;
+* credentials that are there are looked up (provingsite/credentials.py) with the connection
+  paused, so a dead token is answered 401 with its body still unsent;
 * a chunked body is counted as it arrives and cut off with a 413 at the limit;
 * an accepted body is spooled to a temporary file (Twisted's, on disk past 100 kB) and the
   application reads it from there a chunk at a time, on demand, not as one burst in memory.
@@ -18,8 +20,10 @@ to rewrite it (engine/api/peer.py decides whom to believe). Run it as
 from __future__ import annotations
 
 import argparse
+import asyncio
 import io
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import IO, Any
 
@@ -27,7 +31,10 @@ from daphne.endpoints import build_endpoint_description_strings
 from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server
 
-from provingsite.bodylimit import Refusal, body_limit, judge, request_path, too_large
+from provingsite.bodylimit import UNAUTHORIZED, Refusal, body_limit, judge, needs_credentials, request_path, too_large
+from provingsite.credentials import credentials_live
+
+log = logging.getLogger("provingsite.server")
 
 READ_CHUNK = 64 * 1024
 # After a refusal the client may still be sending: keep reading (and dropping) for a while so
@@ -51,15 +58,51 @@ class BoundedRequest(WebRequest):
         self.received = 0
         self.refused = False
         self.body_file: IO[bytes] | None = None
+        self.credentials_ok: bool | None = True  # None while the look-up runs
+        self.waiting: tuple[bytes, bytes, bytes] | None = None  # a body complete before the verdict
         method = self.channel._command.decode("latin-1")
         path = request_path(self.channel._path)
-        refusal = judge(method, path, length, self._header(b"Authorization"), self._header(b"Cookie"))
+        authorization, cookie = self._header(b"Authorization"), self._header(b"Cookie")
+        refusal = judge(method, path, length, authorization, cookie)
         if refusal is not None:
             self.content = io.BytesIO()
             self.refuse(refusal)
             return
         self.body_limit = body_limit(method, path)
         super().gotLength(length)
+        if needs_credentials(path, length):
+            self._look_up(authorization, cookie)
+
+    def _look_up(self, authorization: str | None, cookie: str | None) -> None:
+        """Hold the body back (TCP backpressure) while the database says whether to read it."""
+        from channels.db import database_sync_to_async
+
+        self.credentials_ok = None
+        # Twisted would invite the body ("100 Continue") as soon as this returns; that waits
+        # for the verdict now.
+        expect = self.requestHeaders.getRawHeaders(b"Expect") or [b""]
+        self.continue_after = expect[0].lower() == b"100-continue" and self.channel._version == b"HTTP/1.1"
+        self.requestHeaders.removeHeader(b"Expect")
+        self.channel.transport.pauseProducing()
+        future = asyncio.ensure_future(database_sync_to_async(credentials_live)(authorization, cookie))
+        future.add_done_callback(self._looked_up)
+
+    def _looked_up(self, future: asyncio.Future[bool]) -> None:
+        if self._disconnected or future.cancelled():
+            return
+        failed = future.exception()
+        if failed is not None:  # the database is Django's to report; let the request through
+            log.warning("credentials look-up failed, leaving it to the application: %s", failed)
+        self.credentials_ok = failed is not None or bool(future.result())
+        if not self.credentials_ok:
+            self.content.close()
+            self.content = io.BytesIO()
+            self.refuse(UNAUTHORIZED)
+        elif self.continue_after and self.waiting is None:
+            self.channel.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        self.channel.transport.resumeProducing()
+        if self.waiting is not None:
+            self.requestReceived(*self.waiting)
 
     def handleContentChunk(self, data: bytes) -> None:
         if self.refused:
@@ -76,6 +119,10 @@ class BoundedRequest(WebRequest):
         if self.refused:
             self.channel.transport.loseConnection()
             return
+        if self.credentials_ok is None:
+            self.waiting = (command, path, version)
+            return
+        self.waiting = None
         super().requestReceived(command, path, version)
 
     def process(self) -> Any:

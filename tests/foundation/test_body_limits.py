@@ -160,6 +160,26 @@ def test_a_body_sent_without_credentials_is_answered_401_before_it_is_read(serve
     assert answer.headers["www-authenticate"].startswith("Bearer")
 
 
+def test_a_body_with_a_made_up_token_is_answered_401_before_it_is_read(server: WebServer) -> None:
+    with server.connect(timeout=5) as sock:
+        send_head(sock, "POST", "/api/v1/jobs/custom", {"Authorization": "Bearer ps_made-up", "Content-Length": str(UPLOAD_LIMIT),
+                                                        "Content-Type": "multipart/form-data; boundary=x"})
+        assert read_answer(sock).status == 401
+
+
+def test_a_live_token_is_invited_to_send_its_body_once_it_is_looked_up(server: WebServer, token: str) -> None:
+    body = b'{"kind": 1}'
+    with server.connect(timeout=5) as sock:
+        send_head(sock, "POST", "/api/v1/jobs", {"Authorization": f"Bearer {token}", "Expect": "100-continue",
+                                                 "Content-Type": "application/json", "Content-Length": str(len(body))})
+        interim = b""
+        while b"\r\n\r\n" not in interim:  # http.client would skip over it
+            interim += sock.recv(1)
+        assert interim.startswith(b"HTTP/1.1 100")
+        sock.sendall(body)
+        assert read_answer(sock).status == 400
+
+
 def test_a_json_body_over_a_few_kib_is_refused_while_it_streams(server: WebServer, token: str) -> None:
     with server.connect(timeout=10) as sock:
         send_head(sock, "POST", "/api/v1/jobs", {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
