@@ -9,9 +9,9 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 django_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from provingsite.admission import admitted  # noqa: E402
 from provingsite.routing import http_routes  # noqa: E402
+from provingsite.static import StaticFiles  # noqa: E402
 
-application = admitted(ProtocolTypeRouter({"http": ASGIStaticFilesHandler(URLRouter(http_routes(django_app)))}))
+application = admitted(ProtocolTypeRouter({"http": StaticFiles(URLRouter(http_routes(django_app)))}))

@@ -169,6 +169,10 @@ PROVINGSITE = {
     "MAX_ATTEMPTS": env_int("PROVINGSITE_MAX_ATTEMPTS", 3, minimum=1, maximum=100),
     "DRAIN_SECONDS": env_float("PROVINGSITE_DRAIN_SECONDS", 30.0, minimum=0.0),
     "UPLOAD_LIMIT": env_size("PROVINGSITE_UPLOAD_LIMIT", "256MiB"),
+    # Every other request body (JSON, forms): refused at header time above this.
+    "BODY_LIMIT": env_size("PROVINGSITE_BODY_LIMIT", "16KiB"),
+    # Proxies whose last X-Forwarded-For hop is believed (engine/api/peer.py); none by default.
+    "TRUSTED_PROXIES": env_list("PROVINGSITE_TRUSTED_PROXIES", []),
     "METRICS_TOKEN": env_str("PROVINGSITE_METRICS_TOKEN", ""),
     "METRICS_ALLOW": env_list("PROVINGSITE_METRICS_ALLOW", ["127.0.0.1", "::1"]),
     # Load shedding (off only to measure what it buys: bench/load.py). Per-token rates are
@@ -190,4 +194,6 @@ PROVINGSITE = {
 }
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 2**20
-FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 2**20
+# Django spools a request body in memory up to this, then on disk; file parts likewise.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 2**10
+FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.TemporaryFileUploadHandler"]

@@ -31,6 +31,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 
 from engine.api.auth import bearer_token
 from engine.api.errors import body
+from engine.api.peer import client_address
 from engine.models import Partition, ProofJob
 from engine.snapshot import farm_snapshot
 from engine.states import JobState
@@ -211,7 +212,7 @@ def _allowed(request: HttpRequest) -> bool:
     presented = bearer_token(request)
     if expected and presented is not None and hmac.compare_digest(presented.encode(), expected.encode()):
         return True
-    return request.META.get("REMOTE_ADDR", "") in set(knobs.get("METRICS_ALLOW") or [])
+    return client_address(request) in set(knobs.get("METRICS_ALLOW") or [])
 
 
 @require_GET

@@ -67,13 +67,11 @@ class Command(BaseCommand):
         engine.stop(drain)
 
     def _serve(self, engine: Engine, host: str, port: int, stop: threading.Event, drain: float) -> None:
-        """Daphne in this thread; the engine's hints go through Daphne's loop."""
-        from daphne.endpoints import build_endpoint_description_strings
-        from daphne.server import Server
+        """Daphne (provingsite.server: bodies bounded) in this thread; the engine's hints go through its loop."""
         from twisted.internet import reactor
 
         from engine import record
-        from provingsite.asgi import application
+        from provingsite.server import build_server
 
         def ready() -> None:
             record.set_event_loop(reactor._asyncioEventloop)  # type: ignore[attr-defined]
@@ -86,9 +84,7 @@ class Command(BaseCommand):
             reactor.callFromThread(reactor.stop)  # type: ignore[attr-defined]
 
         threading.Thread(target=drain_then_stop, name="drain", daemon=True).start()
-        server = Server(application=application, signal_handlers=False, ready_callable=ready,
-                        endpoints=build_endpoint_description_strings(host=host, port=port))
-        server.run()
+        build_server(host, port, signal_handlers=False, ready_callable=ready).run()
 
 
 def port_is_free(host: str, port: int) -> None:
