@@ -19,7 +19,7 @@ def requeue_contradictions(apps, schema_editor):  # type: ignore[no-untyped-def]
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("engine", "0002_token_scope"),
+        ("engine", "0003_token_limits"),
     ]
 
     operations = [
