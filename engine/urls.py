@@ -5,7 +5,7 @@ from django.urls import path
 from engine.api import api
 from engine.api.metrics import metrics
 from engine.api.status import status
-from engine.console import jobs_page
+from engine.console import history, jobs_page
 from engine.console import views as console
 
 urlpatterns = [
@@ -14,6 +14,7 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
     path("", console.console, name="console"),
     path("jobs/", jobs_page.jobs_page, name="console-jobs"),
+    path("history/", history.history_page, name="console-history"),
     # The proofs route comes first: a job id may itself contain slashes.
     path("jobs/<path:job_id>/proofs.json", console.job_proofs, name="console-job-proofs"),
     path("jobs/<path:job_id>/snarkjs.json", console.job_snarkjs, name="console-job-snarkjs"),
