@@ -136,7 +136,11 @@ def pairing_prelude() -> str:
 
 
 class PointError(ValueError):
-    """A point is off its curve or outside the order-r subgroup."""
+    """A point is not a point of the group; reason: "not reduced", "off curve" or "not in subgroup"."""
+
+    def __init__(self, what: str, reason: str) -> None:
+        super().__init__(f"{what}: {reason}")
+        self.what, self.reason = what, reason
 
 
 def _g1_arr(points: Sequence[G1Affine | None], c: CurveParams) -> np.ndarray:
@@ -150,7 +154,7 @@ def _g2_arr(points: Sequence[G2Affine | None], c: CurveParams) -> np.ndarray:
 def _check_reduced(values: Sequence[int], c: CurveParams, what: str) -> None:
     for v in values:
         if not 0 <= v < c.p:
-            raise PointError(f"{what}: coordinate not reduced modulo the base field")
+            raise PointError(what, "not reduced")
 
 
 def _ptr(a: np.ndarray) -> Any:
@@ -160,7 +164,7 @@ def _ptr(a: np.ndarray) -> Any:
     return ffi.cast("uint64_t *", a.ctypes.data)
 
 
-_REASONS = {1: "not on the curve", 2: "not in the order-r subgroup"}
+_REASONS = {1: "off curve", 2: "not in subgroup"}
 
 
 def check_g1(curve: str, pt: G1Affine | None, what: str = "G1 point") -> None:
@@ -174,7 +178,7 @@ def check_g1(curve: str, pt: G1Affine | None, what: str = "G1 point") -> None:
     _, lib = build()
     code = getattr(lib, f"{c.name}_g1_check")(_ptr(_g1_arr([pt], c)))
     if code:
-        raise PointError(f"{what}: {_REASONS[code]} ({c.name} G1)")
+        raise PointError(what, _REASONS[code])
 
 
 def check_g2(curve: str, pt: G2Affine | None, what: str = "G2 point") -> None:
@@ -188,7 +192,7 @@ def check_g2(curve: str, pt: G2Affine | None, what: str = "G2 point") -> None:
     _, lib = build()
     code = getattr(lib, f"{c.name}_g2_check")(_ptr(_g2_arr([pt], c)))
     if code:
-        raise PointError(f"{what}: {_REASONS[code]} ({c.name} G2)")
+        raise PointError(what, _REASONS[code])
 
 
 def pairing_check(curve: str, pairs: Sequence[tuple[G1Affine | None, G2Affine | None]]) -> bool:
