@@ -141,6 +141,7 @@ def _cdef() -> str:
             f"int {n}_g2_check(const uint64_t *pt);",
             f"int {n}_pairing_check(const uint64_t *g1, const uint64_t *g2, size_t n);",
             f"void {n}_pairing(uint64_t *out, const uint64_t *g1, const uint64_t *g2);",
+            f"void {n}_pairing_power(uint64_t *out, const uint64_t *g1, const uint64_t *g2);",
         ]
     return "\n".join(decl)
 

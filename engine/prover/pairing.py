@@ -8,6 +8,7 @@ twice. Points are Python ints, affine, None for infinity.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,13 +69,49 @@ def miller_digits(curve: str) -> list[int]:
 def hard_digits(c: CurveParams) -> list[int]:
     """(p^4 - p^2 + 1)/r in base p, least significant first."""
     d, rem = divmod(c.p**4 - c.p**2 + 1, c.r)
-    assert rem == 0
+    if rem:
+        raise ValueError(f"{c.name}: r does not divide p^4 - p^2 + 1")
     out = []
     for _ in range(4):
         d, digit = divmod(d, c.p)
         out.append(digit)
-    assert d == 0
     return out
+
+
+Poly = dict[tuple[int, int], int]  # {(power of p, power of u): coefficient}
+
+
+def _poly_mul(a: Poly, b: Poly) -> Poly:
+    out: Poly = {}
+    for (i, k), x in a.items():
+        for (j, m), y in b.items():
+            out[(i + j, k + m)] = out.get((i + j, k + m), 0) + x * y
+    return {key: v for key, v in out.items() if v}
+
+
+def hard_part_poly(curve: str) -> tuple[int, Poly]:
+    """(m, P) with P(p, u) = m (p^4 - p^2 + 1)/r and gcd(m, r) = 1: the fast hard part computes
+    f^P from f^(u^k) and Frobenius maps, so a pairing check sees e^m, which is 1 iff e is.
+
+    BN: the exact base-p digits as polynomials in u of Scott et al., "On the final
+    exponentiation for calculating pairings on ordinary elliptic curves" (2009), m = 1.
+    BLS12: 3 (p^4 - p^2 + 1)/r = (u - 1)^2 (u + p)(u^2 + p^2 - 1) + 3 of Hayashida, Hayasaka
+    and Teruya (2020), m = 3.
+    """
+    c, pp = CURVES[curve], PAIRING_PARAMS[curve]
+    if pp.bn:
+        m, poly = 1, {(0, 3): -36, (0, 2): -30, (0, 1): -18, (0, 0): -2}
+        poly.update({(1, 3): -36, (1, 2): -18, (1, 1): -12, (1, 0): 1, (2, 2): 6, (2, 0): 1, (3, 0): 1})
+    else:
+        um1: Poly = {(0, 1): 1, (0, 0): -1}
+        poly = _poly_mul(_poly_mul(um1, um1), {(0, 1): 1, (1, 0): 1})
+        poly = _poly_mul(poly, {(0, 2): 1, (2, 0): 1, (0, 0): -1})
+        poly[(0, 0)] = poly.get((0, 0), 0) + 3
+        m = 3
+    value = sum(v * c.p**i * pp.u**k for (i, k), v in poly.items())
+    if value != m * ((c.p**4 - c.p**2 + 1) // c.r) or math.gcd(m, c.r) != 1:
+        raise ValueError(f"{curve}: the hard-part polynomial does not match the curve")
+    return m, poly
 
 
 def _limbs(v: int, n: int) -> str:
@@ -116,6 +153,11 @@ def pairing_prelude() -> str:
         ]
         digits = miller_digits(name)
         hard = hard_digits(c)
+        _, poly = hard_part_poly(name)
+        kmax = max(k for _, k in poly)
+        coef = [[poly.get((i, k), 0) for k in range(kmax + 1)] for i in range(4)]
+        coef_c = "{" + ", ".join("{" + ", ".join(map(str, row)) + "}" for row in coef) + "}"
+        u_naf = naf(abs(pp.u))
         lines += [
             f"#define {tag}_XI0 {pp.xi0}",
             f"#define {tag}_FROB {{{', '.join(frob)}}}",
@@ -123,6 +165,11 @@ def pairing_prelude() -> str:
             f"#define {tag}_LOOP_LEN {len(digits)}",
             f"#define {tag}_HARD {{{', '.join(_limbs(d, c.fp_limbs) for d in hard)}}}",
             f"#define {tag}_HARD_BITS {max(d.bit_length() for d in hard)}",
+            f"#define {tag}_HPOLY {coef_c}",
+            f"#define {tag}_HPOLY_K {kmax + 1}",
+            f"#define {tag}_HPOLY_BITS {max(abs(v) for v in poly.values()).bit_length()}",
+            f"#define {tag}_UNAF {{{', '.join(map(str, u_naf))}}}",
+            f"#define {tag}_UNAF_LEN {len(u_naf)}",
             f"#define {tag}_B {_limbs(_mont(c.b, c), c.fp_limbs)}",
             f"#define {tag}_B2 {_fp2_limbs(c.b2, c)}",
             f"#define {tag}_R {_limbs(c.r, 4)}",
@@ -210,18 +257,28 @@ def pairing_check(curve: str, pairs: Sequence[tuple[G1Affine | None, G2Affine | 
     return bool(getattr(lib, f"{c.name}_pairing_check")(_ptr(g1), _ptr(g2), len(pairs)))
 
 
-def pairing(curve: str, p: G1Affine | None, q: G2Affine | None) -> Fp12Ints:
-    """e(P, Q) as 12 ints: the Fp2 coefficients (c0, c1) of w^0 .. w^5, where w^6 = xi.
-
-    This is the reduced optimal ate pairing, the same value arkworks (and, mapped to its
-    Fp[w] basis, py_ecc) computes.
-    """
+def _fp12_call(kernel: str, curve: str, p: G1Affine | None, q: G2Affine | None) -> Fp12Ints:
     from engine.prover.native import build
 
     c = get_curve(curve)
     out = np.zeros(12 * c.fp_limbs, dtype=np.uint64)
     _, lib = build()
-    getattr(lib, f"{c.name}_pairing")(_ptr(out), _ptr(_g1_arr([p], c)), _ptr(_g2_arr([q], c)))
+    getattr(lib, f"{c.name}_{kernel}")(_ptr(out), _ptr(_g1_arr([p], c)), _ptr(_g2_arr([q], c)))
     raw = out.tobytes()
     n = 8 * c.fp_limbs
     return tuple(int.from_bytes(raw[i * n : (i + 1) * n], "little") for i in range(12))
+
+
+def pairing(curve: str, p: G1Affine | None, q: G2Affine | None) -> Fp12Ints:
+    """e(P, Q) as 12 ints: the Fp2 coefficients (c0, c1) of w^0 .. w^5, where w^6 = xi.
+
+    This is the reduced optimal ate pairing, the value arkworks computes and, mapped to its
+    Fp[w] basis, py_ecc's for BN254 (py_ecc's BLS12-381 pairing is its inverse: py_ecc
+    ignores the sign of u).
+    """
+    return _fp12_call("pairing", curve, p, q)
+
+
+def pairing_power(curve: str, p: G1Affine | None, q: G2Affine | None) -> tuple[int, Fp12Ints]:
+    """(m, e(P, Q)^m) through the faster final exponentiation pairing_check uses (for tests)."""
+    return hard_part_poly(get_curve(curve).name)[0], _fp12_call("pairing_power", curve, p, q)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from engine.prover import native
 from engine.prover.curves import CURVES, CurveParams, g1_from_mont, g1_to_mont, g2_from_mont, g2_to_mont
-from engine.prover.pairing import PAIRING_PARAMS, PointError, check_g1, check_g2, pairing, pairing_check
+from engine.prover.pairing import PAIRING_PARAMS, PointError, check_g1, check_g2, pairing, pairing_check, pairing_power
 from engine.prover.snarkjs import read_proof_json, read_public_json, read_vk_json
 from engine.prover.verify import verify
 from tests.prover.reference_verify import reference_verify
@@ -95,6 +95,17 @@ def test_pairing_equals_py_ecc(curve: str, a: int, b: int) -> None:
         # py_ecc's Miller loop runs over |u| and ignores u's sign: its value is the inverse
         ref = ref.inv()
     assert to_py_ecc(c, pairing(curve, g1(curve, a), g2(curve, b))) == [int(v) for v in ref.coeffs]
+
+
+@pytest.mark.parametrize("curve", CURVE_NAMES)
+@settings(max_examples=5, deadline=None)
+@given(a=scalars, b=scalars)
+def test_the_checks_final_exponentiation_gives_a_fixed_power_of_the_pairing(curve: str, a: int, b: int) -> None:
+    c = CURVES[curve]
+    m = importlib.import_module("py_ecc.optimized_bn128" if curve == "bn128" else "py_ecc.optimized_bls12_381")
+    P, Q = g1(curve, a), g2(curve, b)
+    power, e_m = pairing_power(curve, P, Q)
+    assert m.FQ12(to_py_ecc(c, e_m)) == m.FQ12(to_py_ecc(c, pairing(curve, P, Q))) ** power
 
 
 @settings(max_examples=10, deadline=None)

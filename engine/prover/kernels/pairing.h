@@ -5,6 +5,8 @@
  *                   BN254, of |u| for BLS12-381)     NEG_U  1 when u < 0 (BLS12-381)
  *   BN_FROB_STEPS  1 for BN curves (the two extra lines through pi(Q) and -pi^2(Q))
  *   HARD, HARD_BITS  (p^4 - p^2 + 1)/r written in base p: 4 digits of NL limbs, standard form
+ *   HPOLY, HPOLY_K, HPOLY_BITS  a multiple of it as a polynomial in p and u (pairing.py)
+ *   UNAF, UNAF_LEN  the NAF of |u|, most significant first
  *   BCOEF, B2COEF  b of G1 and b' of the twist, HALF 1/2 in Fp (Montgomery)  RORD  r (4 limbs, standard form)
  *   G1_SUBGROUP  1 when G1 has a cofactor (BLS12-381), so on-curve is not enough.
  * Points cross as affine Montgomery limbs, all-zero for infinity (the zkey layout). */
@@ -206,12 +208,72 @@ static void QN(final_exp)(E12 *r, const E12 *f) {
     *r = acc;
 }
 
+/* f^u for f in the cyclotomic subgroup (after the easy part), where 1/f = conj(f):
+ * signed-digit square-and-multiply over the NAF of |u|, conjugated when u < 0. */
+static void QN(cyclo_pow_u)(E12 *r, const E12 *f) {
+    static const signed char digits[UNAF_LEN] = UNAF;
+    E12 fc, acc = *f;
+    QN(fp12_conj)(&fc, f);
+    for (int d = 1; d < UNAF_LEN; d++) {
+        QN(fp12_sqr)(&acc, &acc);
+        if (digits[d] > 0) QN(fp12_mul)(&acc, &acc, f);
+        else if (digits[d] < 0) QN(fp12_mul)(&acc, &acc, &fc);
+    }
+    if (NEG_U) QN(fp12_conj)(&acc, &acc);
+    *r = acc;
+}
+
+/* f^(m (p^12 - 1)/r) with m coprime to r (hard_part_poly in pairing.py): the easy part as in
+ * final_exp, then the hard part m (p^4 - p^2 + 1)/r = sum_{i,k} c_ik p^i u^k evaluated as
+ * prod frob_i(f^(u^k))^c_ik: HPOLY_K - 1 exponentiations by u and one joint exponentiation
+ * with the small signed c_ik. What pairing checks use: e^m = 1 iff e = 1. */
+static void QN(final_exp_check)(E12 *r, const E12 *f) {
+    static const int coef[4][HPOLY_K] = HPOLY;
+    E12 a, b, y[HPOLY_K], base[4][HPOLY_K];
+    QN(fp12_inv)(&a, f); QN(fp12_conj)(&b, f); QN(fp12_mul)(&a, &a, &b);
+    QN(fp12_frob)(&b, &a, 2); QN(fp12_mul)(&y[0], &a, &b);
+    for (int k = 1; k < HPOLY_K; k++) QN(cyclo_pow_u)(&y[k], &y[k - 1]);
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < HPOLY_K; k++) {
+            if (!coef[i][k]) continue;
+            if (i) QN(fp12_frob)(&base[i][k], &y[k], i); else base[i][k] = y[k];
+            if (coef[i][k] < 0) QN(fp12_conj)(&base[i][k], &base[i][k]);
+        }
+    E12 acc; QN(fp12_one)(&acc);
+    for (int bit = HPOLY_BITS - 1; bit >= 0; bit--) {
+        QN(fp12_sqr)(&acc, &acc);
+        for (int i = 0; i < 4; i++)
+            for (int k = 0; k < HPOLY_K; k++) {
+                int c = coef[i][k] < 0 ? -coef[i][k] : coef[i][k];
+                if ((c >> bit) & 1) QN(fp12_mul)(&acc, &acc, &base[i][k]);
+            }
+    }
+    *r = acc;
+}
+
+/* The Fp2 coefficients of w^0..w^5, each (c0, c1), standard form. */
+static void QN(fp12_to_std)(u64 *out, const E12 *e) {
+    const E2 *k[6] = { &e->c0.a0, &e->c1.a0, &e->c0.a1, &e->c1.a1, &e->c0.a2, &e->c1.a2 };
+    for (int i = 0; i < 6; i++) {
+        E2 s; Q2(from_mont)(&s, k[i]);
+        memcpy(out + 2 * i * NL, &s, sizeof(E2));
+    }
+}
+
 /* 1 iff prod_i e(P_i, Q_i) = 1. g1: n affine G1 points, g2: n affine G2 points. */
 int QN(pairing_check)(const u64 *g1, const u64 *g2, size_t n) {
     E12 f, e;
     QN(miller_loop)(&f, (const A1 *)g1, (const A2 *)g2, n);
-    QN(final_exp)(&e, &f);
+    QN(final_exp_check)(&e, &f);
     return QN(fp12_is_one)(&e);
+}
+
+/* e(P, Q)^m as pairing() lays it out, through the check's final exponentiation (tests). */
+void QN(pairing_power)(u64 *out, const u64 *g1, const u64 *g2) {
+    E12 f, e;
+    QN(miller_loop)(&f, (const A1 *)g1, (const A2 *)g2, 1);
+    QN(final_exp_check)(&e, &f);
+    QN(fp12_to_std)(out, &e);
 }
 
 /* e(P, Q) as 12 standard-form Fp values: the Fp2 coefficients of w^0..w^5, each (c0, c1). */
@@ -219,11 +281,7 @@ void QN(pairing)(u64 *out, const u64 *g1, const u64 *g2) {
     E12 f, e;
     QN(miller_loop)(&f, (const A1 *)g1, (const A2 *)g2, 1);
     QN(final_exp)(&e, &f);
-    const E2 *k[6] = { &e.c0.a0, &e.c1.a0, &e.c0.a1, &e.c1.a1, &e.c0.a2, &e.c1.a2 };
-    for (int i = 0; i < 6; i++) {
-        E2 s; Q2(from_mont)(&s, k[i]);
-        memcpy(out + 2 * i * NL, &s, sizeof(E2));
-    }
+    QN(fp12_to_std)(out, &e);
 }
 
 #undef QN

@@ -19,6 +19,11 @@
 #define B2COEF PS_BN128_B2
 #define RORD PS_BN128_R
 #define HALF PS_BN128_HALF
+#define HPOLY PS_BN128_HPOLY
+#define HPOLY_K PS_BN128_HPOLY_K
+#define HPOLY_BITS PS_BN128_HPOLY_BITS
+#define UNAF PS_BN128_UNAF
+#define UNAF_LEN PS_BN128_UNAF_LEN
 #define G1_SUBGROUP 0
 #include "pairing.h"
 #undef PC
@@ -40,6 +45,11 @@
 #undef B2COEF
 #undef RORD
 #undef HALF
+#undef HPOLY
+#undef HPOLY_K
+#undef HPOLY_BITS
+#undef UNAF
+#undef UNAF_LEN
 #undef G1_SUBGROUP
 
 #define PC bls12381
@@ -61,6 +71,11 @@
 #define B2COEF PS_BLS12381_B2
 #define RORD PS_BLS12381_R
 #define HALF PS_BLS12381_HALF
+#define HPOLY PS_BLS12381_HPOLY
+#define HPOLY_K PS_BLS12381_HPOLY_K
+#define HPOLY_BITS PS_BLS12381_HPOLY_BITS
+#define UNAF PS_BLS12381_UNAF
+#define UNAF_LEN PS_BLS12381_UNAF_LEN
 #define G1_SUBGROUP 1
 #include "pairing.h"
 #undef PC
@@ -82,4 +97,9 @@
 #undef B2COEF
 #undef RORD
 #undef HALF
+#undef HPOLY
+#undef HPOLY_K
+#undef HPOLY_BITS
+#undef UNAF
+#undef UNAF_LEN
 #undef G1_SUBGROUP
