@@ -139,7 +139,8 @@ def _cdef() -> str:
         decl += [  # kernels/pairing.h, wrapped by engine.prover.pairing
             f"int {n}_g1_check(const uint64_t *pt);",
             f"int {n}_g2_check(const uint64_t *pt);",
-            f"int {n}_pairing_check(const uint64_t *g1, const uint64_t *g2, size_t n);",
+            f"int {n}_pairing_check(const uint64_t *g1, const uint64_t *g2, size_t n, const uint64_t *factor);",
+            f"void {n}_miller_loop_api(uint64_t *out, const uint64_t *g1, const uint64_t *g2, size_t n);",
             f"void {n}_pairing(uint64_t *out, const uint64_t *g1, const uint64_t *g2);",
             f"void {n}_pairing_power(uint64_t *out, const uint64_t *g1, const uint64_t *g2);",
         ]

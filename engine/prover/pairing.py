@@ -242,8 +242,25 @@ def check_g2(curve: str, pt: G2Affine | None, what: str = "G2 point") -> None:
         raise PointError(what, _REASONS[code])
 
 
-def pairing_check(curve: str, pairs: Sequence[tuple[G1Affine | None, G2Affine | None]]) -> bool:
-    """True iff prod e(P_i, Q_i) = 1: one product of Miller loops, one final exponentiation.
+Pairs = Sequence[tuple[G1Affine | None, G2Affine | None]]
+
+
+def miller_loop(curve: str, pairs: Pairs) -> bytes:
+    """The product of the pairs' Miller loops (opaque: raw Fp12 limbs), a factor that
+    pairing_check takes back, e.g. a verifying key's e(alpha, beta) computed once."""
+    from engine.prover.native import build
+
+    c = get_curve(curve)
+    out = np.zeros(12 * c.fp_limbs, dtype=np.uint64)
+    g1, g2 = _g1_arr([p for p, _ in pairs], c), _g2_arr([q for _, q in pairs], c)
+    _, lib = build()
+    getattr(lib, f"{c.name}_miller_loop_api")(_ptr(out), _ptr(g1), _ptr(g2), len(pairs))
+    return out.tobytes()
+
+
+def pairing_check(curve: str, pairs: Pairs, *, factor: bytes | None = None) -> bool:
+    """True iff prod e(P_i, Q_i) = 1 (times the pairs a miller_loop factor stands for): one
+    product of Miller loops, one final exponentiation.
 
     The points are not validated here (check_g1/check_g2 do that): a pairing of points
     outside the subgroups has no meaning.
@@ -253,8 +270,14 @@ def pairing_check(curve: str, pairs: Sequence[tuple[G1Affine | None, G2Affine | 
     c = get_curve(curve)
     g1 = _g1_arr([p for p, _ in pairs], c)
     g2 = _g2_arr([q for _, q in pairs], c)
-    _, lib = build()
-    return bool(getattr(lib, f"{c.name}_pairing_check")(_ptr(g1), _ptr(g2), len(pairs)))
+    ffi, lib = build()
+    fac = ffi.NULL
+    if factor is not None:
+        fac_arr = np.frombuffer(factor, dtype=np.uint64).copy()
+        if fac_arr.shape != (12 * c.fp_limbs,):
+            raise ValueError("factor: not a miller_loop result of this curve")
+        fac = _ptr(fac_arr)
+    return bool(getattr(lib, f"{c.name}_pairing_check")(_ptr(g1), _ptr(g2), len(pairs), fac))
 
 
 def _fp12_call(kernel: str, curve: str, p: G1Affine | None, q: G2Affine | None) -> Fp12Ints:

@@ -3,7 +3,8 @@
 Checked: e(A, B) = e(alpha, beta) · e(L, gamma) · e(C, delta) with L = IC_0 + sum x_i IC_i, as
 snarkjs's groth16 verify does, written as the one multi-pairing
 e(-A, B) · e(alpha, beta) · e(L, gamma) · e(C, delta) = 1 (four Miller loops sharing their
-squarings, one final exponentiation). Every point is checked to be on its curve and in the
+squarings, one final exponentiation; e(alpha, beta)'s Miller loop is computed once per key).
+Every point is checked to be on its curve and in the
 order-r subgroup; a key's points once per key (cached), the proof's every time.
 
 verify() returns False for a well-formed proof that does not verify and raises InvalidProof
@@ -23,7 +24,7 @@ from engine.prover import native
 from engine.prover.curves import G1Affine, G2Affine, fr_to_limbs, g1_from_mont, g1_to_mont, get_curve
 from engine.prover.groth16 import Proof
 from engine.prover.keys import VerifyingKey
-from engine.prover.pairing import PointError, check_g1, check_g2, pairing_check
+from engine.prover.pairing import PointError, check_g1, check_g2, miller_loop, pairing_check
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +86,21 @@ def _linear_combination(curve: str, ic: Sequence[G1Affine | None], pub: list[int
     c = get_curve(curve)
     acc = g1_to_mont([ic[0]], c)[0]
     if pub:
-        s = native.msm_g1(curve, g1_to_mont(list(ic[1:]), c), fr_to_limbs(pub, c))
+        # one thread: for a handful of points a thread team costs more than it saves,
+        # and on a busy host waking it can take milliseconds
+        s = native.msm_g1(curve, g1_to_mont(list(ic[1:]), c), fr_to_limbs(pub, c), threads=1)
         acc = native.g1_add_affine(curve, acc, s)
     return g1_from_mont(acc.reshape(1, -1), c)[0]  # type: ignore[return-value]
 
 
 def _neg(curve: str, pt: G1Affine | None) -> G1Affine | None:
     return None if pt is None else (pt[0], (-pt[1]) % get_curve(curve).p)
+
+
+@functools.lru_cache(maxsize=64)
+def _alpha_beta(curve: str, alpha1: G1Affine, beta2: G2Affine) -> bytes:
+    """e(alpha, beta)'s Miller loop, the same for every proof under a key."""
+    return miller_loop(curve, [(alpha1, beta2)])
 
 
 def _verify_native(vk: VerifyingKey, proof: Proof, pub: list[int]) -> bool:
@@ -101,10 +110,8 @@ def _verify_native(vk: VerifyingKey, proof: Proof, pub: list[int]) -> bool:
     _g2(curve, proof.pi_b, "pi_b")
     _g1(curve, proof.pi_c, "pi_c")
     L = _linear_combination(curve, vk.ic, pub)
-    return pairing_check(
-        curve,
-        [(_neg(curve, proof.pi_a), proof.pi_b), (vk.alpha1, vk.beta2), (L, vk.gamma2), (proof.pi_c, vk.delta2)],
-    )
+    pairs = [(_neg(curve, proof.pi_a), proof.pi_b), (L, vk.gamma2), (proof.pi_c, vk.delta2)]
+    return pairing_check(curve, pairs, factor=_alpha_beta(curve, vk.alpha1, vk.beta2))
 
 
 def verify(vk: VerifyingKey, proof: Proof, public_inputs: Sequence[int]) -> bool:

@@ -14,7 +14,16 @@ from hypothesis import strategies as st
 
 from engine.prover import native
 from engine.prover.curves import CURVES, CurveParams, g1_from_mont, g1_to_mont, g2_from_mont, g2_to_mont
-from engine.prover.pairing import PAIRING_PARAMS, PointError, check_g1, check_g2, pairing, pairing_check, pairing_power
+from engine.prover.pairing import (
+    PAIRING_PARAMS,
+    PointError,
+    check_g1,
+    check_g2,
+    miller_loop,
+    pairing,
+    pairing_check,
+    pairing_power,
+)
 from engine.prover.snarkjs import read_proof_json, read_public_json, read_vk_json
 from engine.prover.verify import verify
 from tests.prover.reference_verify import reference_verify
@@ -66,6 +75,15 @@ def test_pairing_check_accepts_exactly_the_balanced_products(curve: str, a: int,
     # e(aP, bQ) e(-abP, Q) = 1, and not with ab + 1
     assert pairing_check(curve, [(g1(curve, a), g2(curve, b)), (neg1(curve, g1(curve, a * b)), g2(curve, 1))])
     assert not pairing_check(curve, [(g1(curve, a), g2(curve, b)), (neg1(curve, g1(curve, a * b + 1)), g2(curve, 1))])
+
+
+@pytest.mark.parametrize("curve", CURVE_NAMES)
+@settings(max_examples=5, deadline=None)
+@given(a=scalars, b=scalars)
+def test_a_precomputed_miller_loop_stands_for_its_pairs(curve: str, a: int, b: int) -> None:
+    ab = miller_loop(curve, [(g1(curve, a), g2(curve, b))])
+    assert pairing_check(curve, [(neg1(curve, g1(curve, a * b)), g2(curve, 1))], factor=ab)
+    assert not pairing_check(curve, [(neg1(curve, g1(curve, a * b + 1)), g2(curve, 1))], factor=ab)
 
 
 @pytest.mark.parametrize("curve", CURVE_NAMES)

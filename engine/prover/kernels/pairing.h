@@ -296,10 +296,20 @@ static void QN(fp12_to_std)(u64 *out, const E12 *e) {
     }
 }
 
-/* 1 iff prod_i e(P_i, Q_i) = 1. g1: n affine G1 points, g2: n affine G2 points. */
-int QN(pairing_check)(const u64 *g1, const u64 *g2, size_t n) {
+/* The product of the n pairs' Miller loops, as raw Montgomery limbs (12 NL words): a
+ * factor that pairing_check can take back, so a verifier computes e(alpha, beta)'s once. */
+void QN(miller_loop_api)(u64 *out, const u64 *g1, const u64 *g2, size_t n) {
+    E12 f;
+    QN(miller_loop)(&f, (const A1 *)g1, (const A2 *)g2, n);
+    memcpy(out, &f, sizeof f);
+}
+
+/* 1 iff factor * prod_i e(P_i, Q_i) = 1 (factor: a miller_loop_api result, or NULL).
+ * g1: n affine G1 points, g2: n affine G2 points. */
+int QN(pairing_check)(const u64 *g1, const u64 *g2, size_t n, const u64 *factor) {
     E12 f, e;
     QN(miller_loop)(&f, (const A1 *)g1, (const A2 *)g2, n);
+    if (factor) { E12 m; memcpy(&m, factor, sizeof m); QN(fp12_mul)(&f, &f, &m); }
     QN(final_exp_check)(&e, &f);
     return QN(fp12_is_one)(&e);
 }
