@@ -51,6 +51,11 @@ def _fp2_pow(a: tuple[int, int], e: int, p: int) -> tuple[int, int]:
     return acc
 
 
+def _fp2_inv(a: tuple[int, int], p: int) -> tuple[int, int]:
+    n = pow(a[0] * a[0] + a[1] * a[1], -1, p)
+    return (a[0] * n % p, -a[1] * n % p)
+
+
 def naf(n: int) -> list[int]:
     """Non-adjacent form of n > 0, most significant digit first (fewest additions)."""
     out: list[int] = []
@@ -158,6 +163,14 @@ def pairing_prelude() -> str:
         coef = [[poly.get((i, k), 0) for k in range(kmax + 1)] for i in range(4)]
         coef_c = "{" + ", ".join("{" + ", ".join(map(str, row)) + "}" for row in coef) + "}"
         u_naf = naf(abs(pp.u))
+        # psi = untwist^-1 . Frobenius . untwist on the twist, x -> conj(x) cx, y -> conj(y) cy;
+        # on G2 it acts as multiplication by p mod r = 6u^2 (BN) or u (BLS12)
+        g12, g13 = (_fp2_pow(xi, k * (c.p - 1) // 6, c.p) for k in (2, 3))
+        if not pp.bn:  # M-type: the untwist divides by powers of w
+            g12, g13 = (_fp2_inv(g, c.p) for g in (g12, g13))
+        psi_k = 6 * pp.u**2 if pp.bn else pp.u
+        if psi_k % c.r != c.p % c.r:
+            raise ValueError(f"{name}: psi's eigenvalue is not p mod r")
         lines += [
             f"#define {tag}_XI0 {pp.xi0}",
             f"#define {tag}_FROB {{{', '.join(frob)}}}",
@@ -170,6 +183,10 @@ def pairing_prelude() -> str:
             f"#define {tag}_HPOLY_BITS {max(abs(v) for v in poly.values()).bit_length()}",
             f"#define {tag}_UNAF {{{', '.join(map(str, u_naf))}}}",
             f"#define {tag}_UNAF_LEN {len(u_naf)}",
+            f"#define {tag}_PSI_X {_fp2_limbs(g12, c)}",
+            f"#define {tag}_PSI_Y {_fp2_limbs(g13, c)}",
+            f"#define {tag}_PSI_K {_limbs(abs(psi_k), 4)}",
+            f"#define {tag}_PSI_NEG {int(psi_k < 0)}",
             f"#define {tag}_B {_limbs(_mont(c.b, c), c.fp_limbs)}",
             f"#define {tag}_B2 {_fp2_limbs(c.b2, c)}",
             f"#define {tag}_R {_limbs(c.r, 4)}",

@@ -148,6 +148,14 @@ def test_pairing_check_agrees_with_arkworks(a: int, b: int, c: int, match: bool)
 
 
 @pytest.mark.parametrize("curve", CURVE_NAMES)
+@settings(max_examples=10, deadline=None)
+@given(k=scalars)
+def test_point_checks_accept_every_multiple_of_the_generators(curve: str, k: int) -> None:
+    check_g1(curve, g1(curve, k))
+    check_g2(curve, g2(curve, k))
+
+
+@pytest.mark.parametrize("curve", CURVE_NAMES)
 def test_point_checks_reject_points_off_the_curve(curve: str) -> None:
     c = CURVES[curve]
     check_g1(curve, c.g1)

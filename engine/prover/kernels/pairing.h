@@ -8,6 +8,7 @@
  *   HPOLY, HPOLY_K, HPOLY_BITS  a multiple of it as a polynomial in p and u (pairing.py)
  *   UNAF, UNAF_LEN  the NAF of |u|, most significant first
  *   BCOEF, B2COEF  b of G1 and b' of the twist, HALF 1/2 in Fp (Montgomery)  RORD  r (4 limbs, standard form)
+ *   PSI_X, PSI_Y, PSI_K, PSI_NEG  the G2 endomorphism's constants and eigenvalue (pairing.py)
  *   G1_SUBGROUP  1 when G1 has a cofactor (BLS12-381), so on-curve is not enough.
  * Points cross as affine Montgomery limbs, all-zero for infinity (the zkey layout). */
 #include "fp12.h"
@@ -39,17 +40,28 @@ int QN(g1_check)(const u64 *pt) {
     }
     return 0;
 }
+/* Membership in G2 through the endomorphism psi (El Housni, Guillevic, Piellard 2022 for BN;
+ * Scott 2021 for BLS12): Q is in the order-r subgroup iff psi(Q) = [k]Q with k = p mod r,
+ * 6u^2 for BN and u for BLS12: a 128- or 64-bit multiplication instead of one by r. */
 int QN(g2_check)(const u64 *pt) {
     const A2 *q = (const A2 *)pt;
     if (PS_CAT(G2C, _affine_is_inf)(q)) return 0;
-    static const u64 bl[] = B2COEF;
-    E2 l, r, b; memcpy(&b, bl, sizeof b);
+    static const u64 bl[] = B2COEF, cxl[] = PSI_X, cyl[] = PSI_Y;
+    E2 l, r, b, cx, cy; memcpy(&b, bl, sizeof b); memcpy(&cx, cxl, sizeof cx); memcpy(&cy, cyl, sizeof cy);
     Q2(sqr)(&l, &q->y);
     Q2(sqr)(&r, &q->x); Q2(mul)(&r, &r, &q->x); Q2(add)(&r, &r, &b);
     if (!Q2(eq)(&l, &r)) return 1;
-    const u64 k[4] = RORD; X2 t;
+    A2 s;
+    QN(fp2_conj)(&s.x, &q->x); Q2(mul)(&s.x, &s.x, &cx);
+    QN(fp2_conj)(&s.y, &q->y); Q2(mul)(&s.y, &s.y, &cy);
+    if (PSI_NEG) Q2(neg)(&s.y, &s.y);  /* compare with [|k|]Q: psi(Q) = -[|k|]Q */
+    const u64 k[4] = PSI_K; X2 t;
     PS_CAT(G2C, _scalar_mul)(&t, q, k);
-    return PS_CAT(G2C, _is_inf)(&t) ? 0 : 2;
+    if (PS_CAT(G2C, _is_inf)(&t)) return 2;
+    /* affine s equals XYZZ t iff X = x ZZ and Y = y ZZZ */
+    E2 u1, u2;
+    Q2(mul)(&u1, &s.x, &t.ZZ); Q2(mul)(&u2, &s.y, &t.ZZZ);
+    return (Q2(eq)(&u1, &t.X) && Q2(eq)(&u2, &t.Y)) ? 0 : 2;
 }
 
 /* The twisted point T of the Miller loop in homogeneous projective coordinates

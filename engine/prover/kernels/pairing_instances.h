@@ -19,6 +19,10 @@
 #define B2COEF PS_BN128_B2
 #define RORD PS_BN128_R
 #define HALF PS_BN128_HALF
+#define PSI_X PS_BN128_PSI_X
+#define PSI_Y PS_BN128_PSI_Y
+#define PSI_K PS_BN128_PSI_K
+#define PSI_NEG PS_BN128_PSI_NEG
 #define HPOLY PS_BN128_HPOLY
 #define HPOLY_K PS_BN128_HPOLY_K
 #define HPOLY_BITS PS_BN128_HPOLY_BITS
@@ -45,6 +49,10 @@
 #undef B2COEF
 #undef RORD
 #undef HALF
+#undef PSI_X
+#undef PSI_Y
+#undef PSI_K
+#undef PSI_NEG
 #undef HPOLY
 #undef HPOLY_K
 #undef HPOLY_BITS
@@ -71,6 +79,10 @@
 #define B2COEF PS_BLS12381_B2
 #define RORD PS_BLS12381_R
 #define HALF PS_BLS12381_HALF
+#define PSI_X PS_BLS12381_PSI_X
+#define PSI_Y PS_BLS12381_PSI_Y
+#define PSI_K PS_BLS12381_PSI_K
+#define PSI_NEG PS_BLS12381_PSI_NEG
 #define HPOLY PS_BLS12381_HPOLY
 #define HPOLY_K PS_BLS12381_HPOLY_K
 #define HPOLY_BITS PS_BLS12381_HPOLY_BITS
@@ -97,6 +109,10 @@
 #undef B2COEF
 #undef RORD
 #undef HALF
+#undef PSI_X
+#undef PSI_Y
+#undef PSI_K
+#undef PSI_NEG
 #undef HPOLY
 #undef HPOLY_K
 #undef HPOLY_BITS
