@@ -153,7 +153,10 @@ def source_hash() -> str:
         h.update(name.encode())
         h.update((KERNEL_DIR / name).read_bytes())
     h.update(params_prelude().encode())
-    h.update(_pairing_prelude().encode())
+    # the pairing prelude takes ~30 ms to derive, too long for every start: hash what
+    # determines it (its generator and the curves) and derive it only to compile
+    h.update((Path(__file__).resolve().parent / "pairing.py").read_bytes())
+    h.update(repr(sorted(CURVES.items())).encode())
     h.update(_cdef().encode())
     h.update(repr((COMPILE_ARGS, LINK_ARGS, sys.version_info[:2], sys.platform)).encode())
     return h.hexdigest()[:16]

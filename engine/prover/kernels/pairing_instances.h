@@ -89,6 +89,8 @@
 #define UNAF PS_BLS12381_UNAF
 #define UNAF_LEN PS_BLS12381_UNAF_LEN
 #define G1_SUBGROUP 1
+#define G1_BETA PS_BLS12381_G1_BETA
+#define G1_K PS_BLS12381_G1_K
 #include "pairing.h"
 #undef PC
 #undef F1
@@ -119,3 +121,5 @@
 #undef UNAF
 #undef UNAF_LEN
 #undef G1_SUBGROUP
+#undef G1_BETA
+#undef G1_K
