@@ -45,7 +45,16 @@ SHARED_KERNEL_FILES = (
     "each_group.h",
     "digits.h",
 )
-KERNEL_FILES = (*SHARED_KERNEL_FILES, "host_field.h", "host_fr.h", "host_group.h", "host.c")
+KERNEL_FILES = (
+    *SHARED_KERNEL_FILES,
+    "host_field.h",
+    "host_fr.h",
+    "host_group.h",
+    "fp12.h",
+    "pairing.h",
+    "pairing_instances.h",
+    "host.c",
+)
 # -march=native would make a cached .so unportable across machines sharing the cache.
 COMPILE_ARGS = ["-O3", "-fopenmp", "-std=gnu99", "-fno-strict-aliasing"]
 LINK_ARGS = ["-fopenmp"]
@@ -90,6 +99,12 @@ def params_prelude() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _pairing_prelude() -> str:
+    from engine.prover.pairing import pairing_prelude
+
+    return pairing_prelude()
+
+
 def _cdef() -> str:
     decl: list[str] = []
     for c in CURVES.values():
@@ -121,6 +136,14 @@ def _cdef() -> str:
                 f"void {p}_dbl_affine_api(uint64_t *out, const uint64_t *p);",
                 f"void {p}_scalar_mul_api(uint64_t *out, const uint64_t *p, const uint64_t *k);",
             ]
+        decl += [  # kernels/pairing.h, wrapped by engine.prover.pairing
+            f"int {n}_g1_check(const uint64_t *pt);",
+            f"int {n}_g2_check(const uint64_t *pt);",
+            f"int {n}_pairing_check(const uint64_t *g1, const uint64_t *g2, size_t n, const uint64_t *factor);",
+            f"void {n}_miller_loop_api(uint64_t *out, const uint64_t *g1, const uint64_t *g2, size_t n);",
+            f"void {n}_pairing(uint64_t *out, const uint64_t *g1, const uint64_t *g2);",
+            f"void {n}_pairing_power(uint64_t *out, const uint64_t *g1, const uint64_t *g2);",
+        ]
     return "\n".join(decl)
 
 
@@ -130,6 +153,10 @@ def source_hash() -> str:
         h.update(name.encode())
         h.update((KERNEL_DIR / name).read_bytes())
     h.update(params_prelude().encode())
+    # the pairing prelude takes ~30 ms to derive, too long for every start: hash what
+    # determines it (its generator and the curves) and derive it only to compile
+    h.update((Path(__file__).resolve().parent / "pairing.py").read_bytes())
+    h.update(repr(sorted(CURVES.items())).encode())
     h.update(_cdef().encode())
     h.update(repr((COMPILE_ARGS, LINK_ARGS, sys.version_info[:2], sys.platform)).encode())
     return h.hexdigest()[:16]
@@ -199,7 +226,7 @@ def build() -> tuple[Any, Any]:
                 if not found:
                     ffi = cffi.FFI()
                     ffi.cdef(_cdef())
-                    ffi.set_source(modname, params_prelude() + '#include "host.c"\n')
+                    ffi.set_source(modname, params_prelude() + _pairing_prelude() + '#include "host.c"\n')
                     _compile(ffi, out_dir, modname)
                     found = sorted(out_dir.glob(f"{modname}*.so"))
                     if not found:

@@ -1,14 +1,17 @@
-"""Groth16 verification with independent pairing libraries (not our kernels).
+"""Groth16 verification with the native pairings (engine.prover.pairing), both curves.
 
-BLS12-381: py_arkworks_bls12381 (arkworks; deserialisation checks on-curve and subgroup).
-BN254: py_ecc's optimized_bn128 (pure Python, ~3 s a verification; the Miller loop of
-e(alpha, beta) is cached per key). Checked: e(A, B) = e(alpha, beta) · e(L, gamma) · e(C, delta)
-with L = IC_0 + sum x_i IC_i, as snarkjs's groth16 verify does.
+Checked: e(A, B) = e(alpha, beta) · e(L, gamma) · e(C, delta) with L = IC_0 + sum x_i IC_i, as
+snarkjs's groth16 verify does, written as the one multi-pairing
+e(-A, B) · e(alpha, beta) · e(L, gamma) · e(C, delta) = 1 (four Miller loops sharing their
+squarings, one final exponentiation; e(alpha, beta)'s Miller loop is computed once per key).
+Every point is checked to be on its curve and in the
+order-r subgroup; a key's points once per key (cached), the proof's every time.
 
 verify() returns False for a well-formed proof that does not verify and raises InvalidProof
 (a ValueError with the reason) for inputs that are malformed: points off the curve or outside
 the subgroup, coordinates not reduced, public inputs >= r, the wrong number of them, a proof
-for another curve.
+for another curve. tests/prover/reference_verify.py keeps the py_ecc / arkworks verifier this
+one is tested against.
 """
 
 from __future__ import annotations
@@ -16,13 +19,16 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
-from typing import Any
 
-from engine.prover.curves import G1Affine, G2Affine, get_curve
+from engine.prover import native
+from engine.prover.curves import G1Affine, G2Affine, fr_to_limbs, g1_from_mont, g1_to_mont, get_curve
 from engine.prover.groth16 import Proof
 from engine.prover.keys import VerifyingKey
+from engine.prover.pairing import PointError, check_g1, check_g2, miller_loop, pairing_check
 
 log = logging.getLogger(__name__)
+
+_LABELS = {"bn128": "BN254", "bls12381": "BLS12-381"}
 
 
 class InvalidProof(ValueError):
@@ -40,112 +46,72 @@ def _check_public(vk: VerifyingKey, public_inputs: Sequence[int]) -> list[int]:
     return vals
 
 
-def _check_coords(vals: Sequence[int], p: int, what: str) -> None:
-    for v in vals:
-        if not 0 <= v < p:
-            raise InvalidProof(f"{what}: coordinate not reduced modulo the base field")
+def _invalid(curve: str, group: str, e: PointError) -> InvalidProof:
+    label = f"{_LABELS[curve]} {group}"
+    if e.reason == "not reduced":
+        return InvalidProof(f"{e.what}: coordinate not reduced modulo the base field")
+    if e.reason == "off curve":
+        return InvalidProof(f"{e.what}: not on the {label} curve")
+    return InvalidProof(f"{e.what}: not in the {label} subgroup")
 
 
-# ---------------------------------------------------------------------------------------------
-# BLS12-381 (arkworks)
-
-
-def _ark_g1(pt: G1Affine | None, what: str) -> Any:
-    import py_arkworks_bls12381 as ark
-
-    if pt is None:
-        return ark.G1Point.identity()
-    _check_coords(pt, get_curve("bls12381").p, what)
+def _g1(curve: str, pt: G1Affine | None, what: str) -> None:
     try:
-        return ark.G1Point.from_xy_bytes_le(pt[0].to_bytes(48, "little") + pt[1].to_bytes(48, "little"))
-    except Exception as e:  # arkworks reports off-curve / not-in-subgroup as a ValueError-like error
-        raise InvalidProof(f"{what}: not a point of the G1 subgroup ({e})") from None
+        check_g1(curve, pt, what)
+    except PointError as e:
+        raise _invalid(curve, "G1", e) from None
 
 
-def _ark_g2(pt: G2Affine | None, what: str) -> Any:
-    import py_arkworks_bls12381 as ark
-
-    if pt is None:
-        return ark.G2Point.identity()
-    (x0, x1), (y0, y1) = pt
-    _check_coords((x0, x1, y0, y1), get_curve("bls12381").p, what)
+def _g2(curve: str, pt: G2Affine | None, what: str) -> None:
     try:
-        return ark.G2Point.from_xy_bytes_le(b"".join(v.to_bytes(48, "little") for v in (x0, x1, y0, y1)))
-    except Exception as e:
-        raise InvalidProof(f"{what}: not a point of the G2 subgroup ({e})") from None
-
-
-def _verify_bls(vk: VerifyingKey, proof: Proof, pub: list[int]) -> bool:
-    import py_arkworks_bls12381 as ark
-
-    a, b, c = _ark_g1(proof.pi_a, "pi_a"), _ark_g2(proof.pi_b, "pi_b"), _ark_g1(proof.pi_c, "pi_c")
-    ic = [_ark_g1(p, f"verification key IC[{i}]") for i, p in enumerate(vk.ic)]
-    acc = ic[0]
-    for x, p in zip(pub, ic[1:], strict=True):
-        acc = acc + p * ark.Scalar.from_le_bytes(x.to_bytes(32, "little"))
-    alpha = _ark_g1(vk.alpha1, "vk alpha1")
-    g2s = [_ark_g2(vk.beta2, "vk beta2"), _ark_g2(vk.gamma2, "vk gamma2"), _ark_g2(vk.delta2, "vk delta2")]
-    # e(-A, B) · e(alpha, beta) · e(L, gamma) · e(C, delta) == 1
-    return bool(ark.GT.pairing_check([-a, alpha, acc, c], [b, *g2s]))
-
-
-# ---------------------------------------------------------------------------------------------
-# BN254 (py_ecc)
-
-
-def _bn_g1(pt: G1Affine | None, what: str) -> Any:
-    from py_ecc.optimized_bn128 import FQ, Z1, b, is_on_curve
-
-    if pt is None:
-        return Z1
-    _check_coords(pt, get_curve("bn128").p, what)
-    P = (FQ(pt[0]), FQ(pt[1]), FQ.one())
-    if not is_on_curve(P, b):
-        raise InvalidProof(f"{what}: not on the BN254 G1 curve")
-    return P  # G1 has cofactor 1: on the curve means in the group
-
-
-def _bn_g2(pt: G2Affine | None, what: str, *, subgroup: bool = True) -> Any:
-    from py_ecc.optimized_bn128 import FQ2, Z2, b2, curve_order, is_inf, is_on_curve, multiply
-
-    if pt is None:
-        return Z2
-    (x0, x1), (y0, y1) = pt
-    _check_coords((x0, x1, y0, y1), get_curve("bn128").p, what)
-    Q = (FQ2([x0, x1]), FQ2([y0, y1]), FQ2.one())
-    if not is_on_curve(Q, b2):
-        raise InvalidProof(f"{what}: not on the BN254 G2 twist")
-    if subgroup and not is_inf(multiply(Q, curve_order)):
-        raise InvalidProof(f"{what}: not in the BN254 G2 subgroup")
-    return Q
+        check_g2(curve, pt, what)
+    except PointError as e:
+        raise _invalid(curve, "G2", e) from None
 
 
 @functools.lru_cache(maxsize=64)
-def _bn_alpha_beta_miller(alpha: G1Affine, beta: G2Affine) -> Any:
-    from py_ecc.optimized_bn128 import pairing
-
-    return pairing(_bn_g2(beta, "vk beta2"), _bn_g1(alpha, "vk alpha1"), final_exponentiate=False)
-
-
-def _verify_bn(vk: VerifyingKey, proof: Proof, pub: list[int]) -> bool:
-    from py_ecc.optimized_bn128 import FQ12, add, final_exponentiate, is_inf, multiply, neg, pairing
-
-    a, b, c = _bn_g1(proof.pi_a, "pi_a"), _bn_g2(proof.pi_b, "pi_b"), _bn_g1(proof.pi_c, "pi_c")
-    ic = [_bn_g1(p, f"verification key IC[{i}]") for i, p in enumerate(vk.ic)]
-    acc = ic[0]
-    for x, p in zip(pub, ic[1:], strict=True):
-        if x:
-            acc = add(acc, multiply(p, x))
-    gamma, delta = _bn_g2(vk.gamma2, "vk gamma2"), _bn_g2(vk.delta2, "vk delta2")
-    f = _bn_alpha_beta_miller(vk.alpha1, vk.beta2)
-    # py_ecc's miller loop returns 1 for an infinity argument; skip those factors
-    for g1, g2 in ((neg(a), b), (acc, gamma), (c, delta)):
-        if not (is_inf(g1) or is_inf(g2)):
-            f = f * pairing(g2, g1, final_exponentiate=False)
-    return final_exponentiate(f) == FQ12.one()
+def _check_key(
+    curve: str, alpha1: G1Affine, beta2: G2Affine, gamma2: G2Affine, delta2: G2Affine, ic: tuple[G1Affine | None, ...]
+) -> None:
+    """Raises InvalidProof for a malformed key; cached, so a reused key is checked once."""
+    _g1(curve, alpha1, "vk alpha1")
+    for pt, what in ((beta2, "vk beta2"), (gamma2, "vk gamma2"), (delta2, "vk delta2")):
+        _g2(curve, pt, what)
+    for i, pt in enumerate(ic):
+        _g1(curve, pt, f"verification key IC[{i}]")
 
 
-# ---------------------------------------------------------------------------------------------
+def _linear_combination(curve: str, ic: Sequence[G1Affine | None], pub: list[int]) -> G1Affine | None:
+    """L = IC_0 + sum x_i IC_i, through the native MSM and mixed add."""
+    c = get_curve(curve)
+    acc = g1_to_mont([ic[0]], c)[0]
+    if pub:
+        # one thread: for a handful of points a thread team costs more than it saves,
+        # and on a busy host waking it can take milliseconds
+        s = native.msm_g1(curve, g1_to_mont(list(ic[1:]), c), fr_to_limbs(pub, c), threads=1)
+        acc = native.g1_add_affine(curve, acc, s)
+    return g1_from_mont(acc.reshape(1, -1), c)[0]  # type: ignore[return-value]
+
+
+def _neg(curve: str, pt: G1Affine | None) -> G1Affine | None:
+    return None if pt is None else (pt[0], (-pt[1]) % get_curve(curve).p)
+
+
+@functools.lru_cache(maxsize=64)
+def _alpha_beta(curve: str, alpha1: G1Affine, beta2: G2Affine) -> bytes:
+    """e(alpha, beta)'s Miller loop, the same for every proof under a key."""
+    return miller_loop(curve, [(alpha1, beta2)])
+
+
+def _verify_native(vk: VerifyingKey, proof: Proof, pub: list[int]) -> bool:
+    curve = vk.curve
+    _check_key(curve, vk.alpha1, vk.beta2, vk.gamma2, vk.delta2, tuple(vk.ic))
+    _g1(curve, proof.pi_a, "pi_a")
+    _g2(curve, proof.pi_b, "pi_b")
+    _g1(curve, proof.pi_c, "pi_c")
+    L = _linear_combination(curve, vk.ic, pub)
+    pairs = [(_neg(curve, proof.pi_a), proof.pi_b), (L, vk.gamma2), (proof.pi_c, vk.delta2)]
+    return pairing_check(curve, pairs, factor=_alpha_beta(curve, vk.alpha1, vk.beta2))
 
 
 def verify(vk: VerifyingKey, proof: Proof, public_inputs: Sequence[int]) -> bool:
@@ -155,7 +121,7 @@ def verify(vk: VerifyingKey, proof: Proof, public_inputs: Sequence[int]) -> bool
     pub = _check_public(vk, public_inputs)
     if len(vk.ic) != vk.n_public + 1:
         raise InvalidProof(f"verification key has {len(vk.ic)} IC points for {vk.n_public} public inputs")
-    ok = _verify_bls(vk, proof, pub) if vk.curve == "bls12381" else _verify_bn(vk, proof, pub)
+    ok = _verify_native(vk, proof, pub)
     if not ok:
         log.info("groth16 proof over %s failed the pairing check", vk.curve)
     return ok

@@ -178,7 +178,7 @@ def test_rejections_bls() -> None:
     with pytest.raises(InvalidProof, match="expected 2 public inputs"):
         verify(vk, proof, pub[:1])
     x, y = proof.pi_a
-    with pytest.raises(InvalidProof, match="pi_a: not a point"):
+    with pytest.raises(InvalidProof, match="pi_a: not on the BLS12-381 G1 curve"):
         verify(vk, replace(proof, pi_a=(x, (y + 1) % c.p)), pub)
     with pytest.raises(InvalidProof, match="not reduced"):
         verify(vk, replace(proof, pi_a=(x + c.p, y)), pub)

@@ -16,3 +16,6 @@
 
 #define PS_TEMPLATE "host_group.h"
 #include "each_group.h"
+
+/* the pairings: host only */
+#include "pairing_instances.h"
