@@ -12,6 +12,8 @@ urlpatterns = [
     path("status", status, name="status"),
     path("metrics", metrics, name="metrics"),
     path("", console.console, name="console"),
+    path("login/", console.login, name="console-login"),
+    path("logout/", console.logout, name="console-logout"),
     # The proofs route comes first: a job id may itself contain slashes.
     path("jobs/<path:job_id>/proofs.json", console.job_proofs, name="console-job-proofs"),
     path("jobs/<path:job_id>", console.job_detail, name="console-job"),
