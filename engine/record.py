@@ -364,10 +364,12 @@ def _fail_job(job: ProofJob, parts: list[Partition], bad: Partition, version: in
 
 
 def _log_summary(job: ProofJob) -> None:
+    """Logged once the outcome is durable: a write that rolls back (or a host killed before its
+    commit, whose job another host then finishes) must not leave a "job done" line behind."""
     queue = _seconds(job.submitted_at, job.started_at)
     total = _seconds(job.submitted_at, job.finished_at)
-    log.info("job %s %s %s: %d partition(s), queue %.2fs, total %.2fs%s", job.state, job.kind, job.job_id,
-             job.num_partitions, queue, total, f" — {job.error}" if job.error else "")
+    args = (job.state, job.kind, job.job_id, job.num_partitions, queue, total, f" — {job.error}" if job.error else "")
+    transaction.on_commit(lambda: log.info("job %s %s %s: %d partition(s), queue %.2fs, total %.2fs%s", *args))
 
 
 def _seconds(start: datetime | None, end: datetime | None) -> float:

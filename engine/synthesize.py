@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import queue
 import threading
 import time
@@ -78,8 +79,15 @@ class WorkItem:
 
 
 def new_pool(concurrency: int) -> ProcessPoolExecutor:
+    """Processes that end with the engine, kill -9 included (see synthesize_worker.die_with).
+
+    The kernel's death signal is tied to the spawning thread; the pool spawns from the thread
+    that builds it and warms it up (Engine.start), which lives as long as the engine only when it
+    is the main thread, so elsewhere the workers rely on their watcher alone.
+    """
+    kernel_tied = threading.current_thread() is threading.main_thread()
     return ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=synthesize_worker.init_worker)
+                               initializer=synthesize_worker.init_worker, initargs=(os.getpid(), kernel_tied))
 
 
 # ---- the dispatcher and the collector ---------------------------------------------------

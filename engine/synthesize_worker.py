@@ -7,14 +7,23 @@ with nothing but the standard library at the top.
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 import time
 from typing import Any
 
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+ORPHAN_POLL_SECONDS = 0.5
 
-def init_worker() -> None:
-    """Pool processes are spawned (never forked from a threaded engine): set Django up."""
-    import os
 
+def init_worker(engine_pid: int, kernel_tied: bool) -> None:
+    """Pool processes are spawned (never forked from a threaded engine): set Django up.
+
+    A pool process blocks on a queue it holds both ends of, so nothing tells it when the engine
+    is killed (kill -9 runs no shutdown): it must watch for that itself, before anything slow.
+    """
+    die_with(engine_pid, kernel_tied)
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provingsite.settings")
@@ -22,6 +31,40 @@ def init_worker() -> None:
     from engine.circuits.synthesis import configure_worker
 
     configure_worker(1)  # one native product thread per process: the pool's size is the parallelism
+
+
+def die_with(engine_pid: int, kernel_tied: bool) -> None:
+    """End this process when the engine ends, however it ends.
+
+    The kernel's death signal is immediate but Linux-only, and it fires when the *thread* that
+    spawned us exits, so the engine asks for it only when it spawns from its main thread. The
+    parent-pid check closes the window where the engine died before the signal was armed; the
+    watcher thread is the portable path and the backstop.
+    """
+    if kernel_tied:
+        _arm_death_signal()
+    if os.getppid() != engine_pid:
+        os._exit(1)
+    threading.Thread(target=_exit_when_orphaned, args=(engine_pid,), name="orphan-watch", daemon=True).start()
+
+
+def _arm_death_signal() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # the watcher thread still ends us, half a second later
+
+
+def _exit_when_orphaned(engine_pid: int) -> None:
+    while os.getppid() == engine_pid:
+        time.sleep(ORPHAN_POLL_SECONDS)
+    os._exit(1)
 
 
 def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int) -> tuple[Any, float]:

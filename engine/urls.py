@@ -15,6 +15,8 @@ urlpatterns = [
     path("", console.console, name="console"),
     path("jobs/", jobs_page.jobs_page, name="console-jobs"),
     path("history/", history.history_page, name="console-history"),
+    path("login/", console.login, name="console-login"),
+    path("logout/", console.logout, name="console-logout"),
     # The proofs route comes first: a job id may itself contain slashes.
     path("jobs/<path:job_id>/proofs.json", console.job_proofs, name="console-job-proofs"),
     path("jobs/<path:job_id>/snarkjs.json", console.job_snarkjs, name="console-job-snarkjs"),

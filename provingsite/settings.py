@@ -116,7 +116,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-LOGIN_URL = "/admin/login/"
+# The console's own login: the admin's refuses the operator group, who are not staff.
+LOGIN_URL = "console-login"
+LOGIN_REDIRECT_URL = "console"
+LOGOUT_REDIRECT_URL = "console-login"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -1,9 +1,8 @@
 """The console's pages: the live farm view at / and one job's record at /jobs/<job_id>.
 
-Staff and members of the read-only "operator" group see both. The group is created on
-demand the first time staff open the console, so an admin can put operators in it from the
-admin's user page without a migration (or: `manage.py shell -c "from engine.console.views
-import operator_group; operator_group().user_set.add(...)"`).
+Staff and members of the "operator" group see both, after logging in at the console's own
+login page (/login/). The group is made by migration 0004; an admin adds operators to it from
+the admin's user page, or `manage.py ensureoperator --operator NAME` makes one.
 """
 
 from __future__ import annotations
@@ -12,8 +11,10 @@ import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
-from django.core.exceptions import PermissionDenied
+from django.contrib.auth.views import LoginView, LogoutView
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -42,8 +43,25 @@ def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
 def _require_viewer(request: HttpRequest) -> None:
     if not can_view(request.user):
         raise PermissionDenied("the console is for staff and the operator group")
-    if getattr(request.user, "is_staff", False):
-        operator_group()
+
+
+class ConsoleLoginForm(AuthenticationForm):
+    """The admin's login admits staff only; the console's admits whoever may view it."""
+
+    error_messages = {
+        **AuthenticationForm.error_messages,
+        "not_a_viewer": "This account may not use the console: ask an admin to add it to the operator group.",
+    }
+
+    def confirm_login_allowed(self, user: AbstractBaseUser) -> None:
+        super().confirm_login_allowed(user)
+        if not can_view(user):
+            raise ValidationError(self.error_messages["not_a_viewer"], code="not_a_viewer")
+
+
+login = LoginView.as_view(template_name="console/login.html", authentication_form=ConsoleLoginForm,
+                          redirect_authenticated_user=True)
+logout = LogoutView.as_view()  # POST only (Django's rule: a link someone else embeds cannot log you out)
 
 
 @login_required

@@ -19,7 +19,7 @@ def requeue_contradictions(apps, schema_editor):  # type: ignore[no-untyped-def]
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("engine", "0003_token_limits"),
+        ("engine", "0004_operator_group"),
     ]
 
     operations = [
