@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -60,6 +62,20 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_HOMES})
+
+
+class _Package(types.ModuleType):
+    """`verify` and `setup` name both a function and its module. Importing a submodule sets
+    the package's attribute to the module, which the eager imports used to overwrite at once;
+    here the function takes the module's place, so `engine.prover.verify(...)` stays a call."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{self.__name__}.{name}" and name in _HOMES:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def select_device(preferred: str | None = None) -> str:
