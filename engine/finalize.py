@@ -15,6 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
@@ -96,9 +97,10 @@ class Finalizers:
             return item.vk
         with self._vk_lock:
             if item.circuit_id not in self._vks:
-                from engine.circuits.keystore import load_verifying_key
+                from engine.circuits.keystore import KeyStore
 
-                self._vks[item.circuit_id] = load_verifying_key(item.circuit_id)
+                keys = KeyStore(settings.PROVINGSITE["PARAMS_DIR"])
+                self._vks[item.circuit_id] = keys.load_verifying_key(item.circuit_id)
             return self._vks[item.circuit_id]
 
     def stop(self) -> None:

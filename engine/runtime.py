@@ -65,14 +65,15 @@ class EngineConfig:
 
 def load_proving_key(circuit_id: str) -> Any:
     """The circuit's proving key; a fresh machine gets development keys made on first use."""
-    from engine.circuits import keystore
+    from engine.circuits.keystore import KeyStore
     from engine.circuits.kinds import parse_circuit_id
 
     shape = parse_circuit_id(circuit_id)
-    if not keystore.keys_present(shape):
-        log.info("generating development proving key for %s (one time, into %s)", circuit_id, keystore.params_dir())
-        keystore.ensure_keys(shape)
-    return keystore.load_proving_key(circuit_id)
+    keys = KeyStore(settings.PROVINGSITE["PARAMS_DIR"])
+    if not keys.keys_present(shape):
+        log.info("generating development proving key for %s (one time, into %s)", circuit_id, keys.params_dir)
+        keys.ensure_keys(shape)
+    return keys.load_proving_key(circuit_id)
 
 
 def bound_idle_transactions(sender: Any, connection: Any, **_: Any) -> None:

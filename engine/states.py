@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from django.db import models
 
+from engine.circuits import limits
+from engine.circuits.limits import MAX_WINDOW_POST_PARTITIONS as MAX_WINDOW_POST_PARTITIONS  # re-exported
+
 
 class ProofKind(models.TextChoices):
-    WINNING_POST = "winning-post", "winning-post"
-    WINDOW_POST = "window-post", "window-post"
-    POREP_C2 = "porep-c2", "porep-c2"
-    SNAP_UPDATE = "snap-update", "snap-update"
+    WINNING_POST = limits.WINNING_POST, limits.WINNING_POST
+    WINDOW_POST = limits.WINDOW_POST, limits.WINDOW_POST
+    POREP_C2 = limits.POREP_C2, limits.POREP_C2
+    SNAP_UPDATE = limits.SNAP_UPDATE, limits.SNAP_UPDATE
     CUSTOM = "custom", "custom"
 
 
@@ -110,4 +113,3 @@ KIND_PRIORITY: dict[str, int] = {
     ProofKind.SNAP_UPDATE: Priority.NORMAL,
     ProofKind.CUSTOM: Priority.NORMAL,
 }
-MAX_WINDOW_POST_PARTITIONS = 64

@@ -8,6 +8,9 @@ Like Filecoin's parameter cache: a local setup runs once per circuit and writes
 
 Loading is lazy and checked: a missing file raises ``KeyMissing``, a checksum or size
 mismatch ``KeyCorrupt``; both name the file and the command that regenerates it.
+
+The directory is the caller's to name (the engine passes settings.PROVINGSITE["PARAMS_DIR"]):
+``KeyStore(params_dir)`` holds it, so the circuits never read Django's settings.
 """
 
 from __future__ import annotations
@@ -19,10 +22,9 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from django.conf import settings
 
 from engine.circuits.kinds import CircuitShape, parse_circuit_id
 
@@ -41,21 +43,9 @@ class KeyCorrupt(KeyError_):
     pass
 
 
-def params_dir() -> Path:
-    return Path(settings.PROVINGSITE["PARAMS_DIR"])
-
-
 def _stem(circuit_id: str) -> str:
     shape = parse_circuit_id(circuit_id)
     return f"{shape.kind}-{shape.scale}"
-
-
-def proving_key_path(circuit_id: str) -> Path:
-    return params_dir() / f"{_stem(circuit_id)}.zkey"
-
-
-def verifying_key_path(circuit_id: str) -> Path:
-    return params_dir() / f"{_stem(circuit_id)}.verification_key.json"
 
 
 def regenerate_hint(circuit_id: str) -> str:
@@ -71,43 +61,9 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_manifest() -> dict[str, Any]:
-    path = params_dir() / MANIFEST
-    if not path.exists():
-        return {}
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise KeyCorrupt(f"{path} is not valid JSON ({exc}); remove it and run manage.py setupkeys --force") from exc
-
-
-def _write_manifest(manifest: dict[str, Any]) -> None:
-    path = params_dir() / MANIFEST
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)  # atomic: readers see the old or the new manifest, never half
-
-
-@contextlib.contextmanager
-def _locked() -> Iterator[None]:
-    """One setup at a time per params directory, across processes."""
-    params_dir().mkdir(parents=True, exist_ok=True)
-    with open(params_dir() / ".setup.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _entry(circuit_id: str, path: Path, which: str) -> dict[str, Any]:
-    hint = regenerate_hint(circuit_id)
-    if not path.exists():
-        raise KeyMissing(f"{which} for {circuit_id} not found: {path}; generate it with `{hint}`")
-    entry = read_manifest().get(circuit_id)
-    if entry is None:
-        raise KeyMissing(f"{path} has no entry in {params_dir() / MANIFEST}; regenerate it with `{hint}`")
-    return entry
+def key_sizes(pk) -> tuple[int, int, int]:
+    """(variables, public inputs, domain) of a loaded proving key."""
+    return pk.n_vars, pk.n_public, pk.domain_size
 
 
 def _check(circuit_id: str, path: Path, expected: dict[str, Any], which: str) -> None:
@@ -122,73 +78,111 @@ def _check(circuit_id: str, path: Path, expected: dict[str, Any], which: str) ->
         raise KeyCorrupt(f"{path} does not match its sha256 in the manifest (corrupt or replaced); regenerate it with `{hint}`")
 
 
-def load_proving_key(circuit_id: str):
-    """The circuit's ProvingKey, read from the params directory after checking its checksum."""
-    from engine.prover.snarkjs import read_zkey
+@dataclass(frozen=True)
+class KeyStore:
+    """The keys of the built-in circuits in one params directory."""
 
-    path = proving_key_path(circuit_id)
-    entry = _entry(circuit_id, path, "proving key")
-    _check(circuit_id, path, entry, "zkey")
-    try:
-        return read_zkey(path)
-    except Exception as exc:  # a reader error on a checksummed file still means "regenerate"
-        raise KeyCorrupt(f"{path} could not be read ({exc}); regenerate it with `{regenerate_hint(circuit_id)}`") from exc
+    params_dir: Path
 
+    def proving_key_path(self, circuit_id: str) -> Path:
+        return self.params_dir / f"{_stem(circuit_id)}.zkey"
 
-def load_verifying_key(circuit_id: str):
-    from engine.prover.snarkjs import read_vk_json
+    def verifying_key_path(self, circuit_id: str) -> Path:
+        return self.params_dir / f"{_stem(circuit_id)}.verification_key.json"
 
-    path = verifying_key_path(circuit_id)
-    entry = _entry(circuit_id, path, "verification key")
-    _check(circuit_id, path, entry, "verification_key")
-    try:
-        return read_vk_json(path)
-    except Exception as exc:
-        raise KeyCorrupt(f"{path} could not be read ({exc}); regenerate it with `{regenerate_hint(circuit_id)}`") from exc
+    def read_manifest(self) -> dict[str, Any]:
+        path = self.params_dir / MANIFEST
+        if not path.exists():
+            return {}
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise KeyCorrupt(f"{path} is not valid JSON ({exc}); remove it and run manage.py setupkeys --force") from exc
 
+    def _write_manifest(self, manifest: dict[str, Any]) -> None:
+        path = self.params_dir / MANIFEST
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, path)  # atomic: readers see the old or the new manifest, never half
 
-def key_sizes(pk) -> tuple[int, int, int]:
-    """(variables, public inputs, domain) of a loaded proving key."""
-    return pk.n_vars, pk.n_public, pk.domain_size
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One setup at a time per params directory, across processes."""
+        self.params_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.params_dir / ".setup.lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
+    def _entry(self, circuit_id: str, path: Path, which: str) -> dict[str, Any]:
+        hint = regenerate_hint(circuit_id)
+        if not path.exists():
+            raise KeyMissing(f"{which} for {circuit_id} not found: {path}; generate it with `{hint}`")
+        entry = self.read_manifest().get(circuit_id)
+        if entry is None:
+            raise KeyMissing(f"{path} has no entry in {self.params_dir / MANIFEST}; regenerate it with `{hint}`")
+        return entry
 
-def keys_present(shape: CircuitShape) -> bool:
-    try:
-        for path, which in ((proving_key_path(shape.circuit_id), "zkey"), (verifying_key_path(shape.circuit_id), "verification_key")):
-            _check(shape.circuit_id, path, _entry(shape.circuit_id, path, which), which)
-    except KeyError_:
-        return False
-    return True
+    def load_proving_key(self, circuit_id: str):
+        """The circuit's ProvingKey, read from the params directory after checking its checksum."""
+        from engine.prover.snarkjs import read_zkey
 
+        path = self.proving_key_path(circuit_id)
+        _check(circuit_id, path, self._entry(circuit_id, path, "proving key"), "zkey")
+        try:
+            return read_zkey(path)
+        except Exception as exc:  # a reader error on a checksummed file still means "regenerate"
+            raise KeyCorrupt(f"{path} could not be read ({exc}); regenerate it with `{regenerate_hint(circuit_id)}`") from exc
 
-def ensure_keys(shape: CircuitShape, *, force: bool = False, seed: int | None = None) -> Path:
-    """Run the local setup for ``shape`` unless valid keys exist; returns the zkey's path."""
-    from engine.prover.setup import setup
-    from engine.prover.snarkjs import write_vk_json, write_zkey
+    def load_verifying_key(self, circuit_id: str):
+        from engine.prover.snarkjs import read_vk_json
 
-    with _locked():
-        zkey = proving_key_path(shape.circuit_id)
-        vkey = verifying_key_path(shape.circuit_id)
-        if not force and keys_present(shape):
+        path = self.verifying_key_path(circuit_id)
+        _check(circuit_id, path, self._entry(circuit_id, path, "verification key"), "verification_key")
+        try:
+            return read_vk_json(path)
+        except Exception as exc:
+            raise KeyCorrupt(f"{path} could not be read ({exc}); regenerate it with `{regenerate_hint(circuit_id)}`") from exc
+
+    def keys_present(self, shape: CircuitShape) -> bool:
+        cid = shape.circuit_id
+        try:
+            for path, which in ((self.proving_key_path(cid), "zkey"), (self.verifying_key_path(cid), "verification_key")):
+                _check(cid, path, self._entry(cid, path, which), which)
+        except KeyError_:
+            return False
+        return True
+
+    def ensure_keys(self, shape: CircuitShape, *, force: bool = False, seed: int | None = None) -> Path:
+        """Run the local setup for ``shape`` unless valid keys exist; returns the zkey's path."""
+        from engine.prover.setup import setup
+        from engine.prover.snarkjs import write_vk_json, write_zkey
+
+        with self._locked():
+            zkey = self.proving_key_path(shape.circuit_id)
+            vkey = self.verifying_key_path(shape.circuit_id)
+            if not force and self.keys_present(shape):
+                return zkey
+            started = time.perf_counter()
+            pk, vk = setup(shape.r1cs(), seed=seed)
+            for path, write in ((zkey, lambda p: write_zkey(p, pk)), (vkey, lambda p: write_vk_json(p, vk))):
+                tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+                write(tmp)
+                os.replace(tmp, path)
+            manifest = self.read_manifest()
+            manifest[shape.circuit_id] = {
+                "circuit_id": shape.circuit_id,
+                "curve": shape.curve,
+                "n_constraints": shape.n_constraints,
+                "n_vars": shape.n_vars,
+                "n_public": shape.n_public,
+                "domain_size": shape.domain_size,
+                "zkey": {"file": zkey.name, "bytes": zkey.stat().st_size, "sha256": sha256_file(zkey)},
+                "verification_key": {"file": vkey.name, "bytes": vkey.stat().st_size, "sha256": sha256_file(vkey)},
+                "setup_seconds": round(time.perf_counter() - started, 3),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            self._write_manifest(manifest)
             return zkey
-        started = time.perf_counter()
-        pk, vk = setup(shape.r1cs(), seed=seed)
-        for path, write in ((zkey, lambda p: write_zkey(p, pk)), (vkey, lambda p: write_vk_json(p, vk))):
-            tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-            write(tmp)
-            os.replace(tmp, path)
-        manifest = read_manifest()
-        manifest[shape.circuit_id] = {
-            "circuit_id": shape.circuit_id,
-            "curve": shape.curve,
-            "n_constraints": shape.n_constraints,
-            "n_vars": shape.n_vars,
-            "n_public": shape.n_public,
-            "domain_size": shape.domain_size,
-            "zkey": {"file": zkey.name, "bytes": zkey.stat().st_size, "sha256": sha256_file(zkey)},
-            "verification_key": {"file": vkey.name, "bytes": vkey.stat().st_size, "sha256": sha256_file(vkey)},
-            "setup_seconds": round(time.perf_counter() - started, 3),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        _write_manifest(manifest)
-        return zkey

@@ -34,19 +34,20 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engine.circuits.cs import ConstraintSystem, ShapeCS, WitnessCS
 from engine.circuits.gadgets import alloc_bits, enforce_packing
 from engine.circuits.grain import BLS12_381_R as R
+from engine.circuits.limits import BUILTIN_KINDS, MAX_WINDOW_POST_PARTITIONS
 from engine.circuits.merkle import SectorTree, merkle_root_gadget
 from engine.circuits.poseidon import HASH_CONSTRAINTS, hash2
 from engine.prover.r1cs import R1CS
-from engine.states import MAX_WINDOW_POST_PARTITIONS, ProofKind
 
 CURVE = "bls12381"
 SCALES = ("tiny", "small", "medium", "large")
-KINDS = (ProofKind.WINNING_POST.value, ProofKind.WINDOW_POST.value, ProofKind.POREP_C2.value, ProofKind.SNAP_UPDATE.value)
+KINDS = BUILTIN_KINDS
 
 # (depth D, challenges C) per kind and scale. Sized so that constraints + publics + 1 fit
 # the power of two named in the comment (one Merkle level costs 281 constraints, 561 for
@@ -347,8 +348,19 @@ def _compiled(shape: CircuitShape) -> R1CS:
 
 # -- compiled matrices on disk ------------------------------------------------------------
 # Compiling a 2^20-constraint shape in Python takes tens of seconds; every synthesis worker
-# process would pay it. The matrices are stored once under CACHE_DIR, keyed by the circuit
-# and a hash of the modules that define it, so an edited circuit never reads stale matrices.
+# process would pay it. The matrices are stored once under the cache directory the embedding
+# application names (the engine passes CACHE_DIR), keyed by the circuit and a hash of the
+# modules that define it, so an edited circuit never reads stale matrices. Until one is
+# named (a bare script) there is no disk cache.
+
+_DISK_CACHE: Path | None = None
+
+
+def use_disk_cache(cache_dir: Path | str | None) -> None:
+    """Store compiled matrices under ``cache_dir``/circuits from now on; None turns it off."""
+    global _DISK_CACHE
+    _DISK_CACHE = None if cache_dir is None else Path(cache_dir) / "circuits"
+
 
 _SOURCES = ("cs.py", "gadgets.py", "grain.py", "poseidon.py", "poseidon_constants.py", "merkle.py", "kinds.py")
 
@@ -356,7 +368,6 @@ _SOURCES = ("cs.py", "gadgets.py", "grain.py", "poseidon.py", "poseidon_constant
 @functools.cache
 def _source_hash() -> str:
     import hashlib
-    from pathlib import Path
 
     here = Path(__file__).parent
     digest = hashlib.sha256()
@@ -365,16 +376,8 @@ def _source_hash() -> str:
     return digest.hexdigest()[:16]
 
 
-def _cache_path(shape: CircuitShape):
-    try:
-        from django.conf import settings
-
-        base = settings.PROVINGSITE["CACHE_DIR"]
-    except Exception:  # settings not configured (a bare script): no disk cache
-        return None
-    from pathlib import Path
-
-    return Path(base) / "circuits" / f"{shape.kind}-{shape.scale}-{_source_hash()}.npz"
+def _cache_path(shape: CircuitShape) -> Path | None:
+    return None if _DISK_CACHE is None else _DISK_CACHE / f"{shape.kind}-{shape.scale}-{_source_hash()}.npz"
 
 
 def _load_cached(shape: CircuitShape) -> R1CS | None:

@@ -1,34 +1,81 @@
 """The Groth16 prover: setup, split proving (start/finish), verification, snarkjs files.
 
-Heavy modules (native kernels, CuPy) load on first use, so importing this package is cheap.
+Importing this package costs nothing: the names below load their module (numpy, the native
+kernels, CuPy) on first use, so the command line's --help and `import engine.prover.cli`
+stay in milliseconds.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
-from engine.prover.groth16 import (
-    PendingProof,
-    Proof,
-    ProofAborted,
-    UnsatisfiedConstraint,
-    assignment_from_r1cs,
-    assignment_from_witness,
-    gpu_prove_finish,
-    gpu_prove_start,
-    prove,
-)
-from engine.prover.keys import ProvingKey, VerifyingKey
-from engine.prover.setup import DEV_SETUP_NOTICE, setup
-from engine.prover.snarkjs import (
-    FormatError,
-    read_r1cs,
-    read_wtns,
-    read_zkey,
-    write_wtns,
-    write_zkey,
-)
-from engine.prover.verify import InvalidProof, verify
+if TYPE_CHECKING:
+    from engine.prover.groth16 import (
+        PendingProof,
+        Proof,
+        ProofAborted,
+        UnsatisfiedConstraint,
+        assignment_from_r1cs,
+        assignment_from_witness,
+        gpu_prove_finish,
+        gpu_prove_start,
+        prove,
+    )
+    from engine.prover.keys import ProvingKey, VerifyingKey
+    from engine.prover.setup import DEV_SETUP_NOTICE, setup
+    from engine.prover.snarkjs import (
+        FormatError,
+        read_r1cs,
+        read_wtns,
+        read_zkey,
+        write_wtns,
+        write_zkey,
+    )
+    from engine.prover.verify import InvalidProof, verify
+
+_HOMES = {
+    **dict.fromkeys(
+        ("PendingProof", "Proof", "ProofAborted", "UnsatisfiedConstraint", "assignment_from_r1cs",
+         "assignment_from_witness", "gpu_prove_finish", "gpu_prove_start", "prove"),
+        "engine.prover.groth16",
+    ),
+    **dict.fromkeys(("ProvingKey", "VerifyingKey"), "engine.prover.keys"),
+    **dict.fromkeys(("DEV_SETUP_NOTICE", "setup"), "engine.prover.setup"),
+    **dict.fromkeys(("FormatError", "read_r1cs", "read_wtns", "read_zkey", "write_wtns", "write_zkey"),
+                    "engine.prover.snarkjs"),
+    **dict.fromkeys(("InvalidProof", "verify"), "engine.prover.verify"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
+
+class _Package(types.ModuleType):
+    """`verify` and `setup` name both a function and its module. Importing a submodule sets
+    the package's attribute to the module, which the eager imports used to overwrite at once;
+    here the function takes the module's place, so `engine.prover.verify(...)` stays a call."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{self.__name__}.{name}" and name in _HOMES:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def select_device(preferred: str | None = None) -> str:

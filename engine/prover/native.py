@@ -61,18 +61,10 @@ LINK_ARGS = ["-fopenmp"]
 
 
 def cache_dir() -> Path:
-    """settings.PROVINGSITE["CACHE_DIR"] when Django is configured, else env, else <repo>/.cache."""
-    env = os.environ.get("PROVINGSITE_CACHE_DIR")
-    try:
-        from django.conf import settings
+    """The embedding application's choice, else the environment's (engine/prover/cachedir.py)."""
+    from engine.prover import cachedir
 
-        if settings.configured:
-            d = settings.PROVINGSITE.get("CACHE_DIR")  # type: ignore[misc]
-            if d:
-                return Path(d)
-    except Exception:  # Django absent or settings unusable: fall through to the defaults
-        pass
-    return Path(env) if env else REPO_ROOT / ".cache"
+    return cachedir.cache_dir()
 
 
 def _limbs_c(value: int, limbs: int) -> str:

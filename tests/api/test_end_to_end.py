@@ -16,13 +16,14 @@ from typing import Any
 import jsonschema
 import pytest
 import schemathesis
+from django.conf import settings as django_settings
 from django.core.wsgi import get_wsgi_application
 from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
 from engine.api.status import status_schema
-from engine.circuits import keystore
+from engine.circuits.keystore import KeyStore
 from engine.prover import snarkjs
 from engine.prover.verify import verify
 from engine.runtime import Engine, EngineConfig
@@ -77,7 +78,7 @@ def test_a_job_submitted_through_the_api_comes_back_with_a_proof_that_verifies(
     assert job["state"] == "done", job
     assert all(p["state"] == "done" and p["gpu_ms"] is not None for p in job["partitions"])
     files = api.get("/api/v1/jobs/e2e-window-post-0001/proof/snarkjs").json()
-    vk = keystore.load_verifying_key(job["circuit_id"])
+    vk = KeyStore(django_settings.PROVINGSITE["PARAMS_DIR"]).load_verifying_key(job["circuit_id"])
     for part in files["partitions"]:
         proof = snarkjs.proof_from_json(part["proof"])
         assert verify(vk, proof, [int(x) for x in part["public"]]), f"partition {part['index']} does not verify"

@@ -9,6 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from engine.circuits import keystore
+from engine.circuits.keystore import KeyStore
 from engine.circuits.kinds import circuit_for
 
 pytestmark = pytest.mark.django_db(databases=[])
@@ -17,84 +18,81 @@ pytestmark = pytest.mark.django_db(databases=[])
 @pytest.fixture(scope="module")
 def made_once(tmp_path_factory):
     """winning-post/tiny keys from one setup, copied into each test's params directory."""
-    from django.conf import settings
-
     base = tmp_path_factory.mktemp("params-once")
-    saved = settings.PROVINGSITE
-    settings.PROVINGSITE = {**saved, "PARAMS_DIR": base}
-    try:
-        keystore.ensure_keys(circuit_for("winning-post", "tiny"), seed=3)
-    finally:
-        settings.PROVINGSITE = saved
+    KeyStore(base).ensure_keys(circuit_for("winning-post", "tiny"), seed=3)
     return base
 
 
 @pytest.fixture
-def params(tmp_path, settings):
-    settings.PROVINGSITE = {**settings.PROVINGSITE, "PARAMS_DIR": tmp_path / "params"}
+def params(tmp_path):
     return tmp_path / "params"
 
 
 @pytest.fixture
-def params_with_keys(params, made_once):
+def keys(params) -> KeyStore:
+    return KeyStore(params)
+
+
+@pytest.fixture
+def keys_made(params, made_once) -> KeyStore:
     shutil.copytree(made_once, params)
-    return params
+    return KeyStore(params)
 
 
-def test_ensure_keys_writes_zkey_vk_and_a_manifest_entry(params_with_keys) -> None:
-    params = params_with_keys
+def test_ensure_keys_writes_zkey_vk_and_a_manifest_entry(keys_made, params) -> None:
     shape = circuit_for("winning-post", "tiny")
-    path = keystore.proving_key_path(shape.circuit_id)
-    assert path == params / "winning-post-tiny.zkey" == keystore.proving_key_path(shape.circuit_id)
+    path = keys_made.proving_key_path(shape.circuit_id)
+    assert path == params / "winning-post-tiny.zkey" == keys_made.proving_key_path(shape.circuit_id)
     entry = json.loads((params / "manifest.json").read_text())["winning-post/tiny"]
     assert entry["curve"] == "bls12381"
     assert entry["n_constraints"] == shape.n_constraints
     assert entry["zkey"]["sha256"] == keystore.sha256_file(path)
-    assert entry["verification_key"]["sha256"] == keystore.sha256_file(keystore.verifying_key_path(shape.circuit_id))
+    assert entry["verification_key"]["sha256"] == keystore.sha256_file(keys_made.verifying_key_path(shape.circuit_id))
 
 
-def test_ensure_keys_runs_the_setup_only_once(params_with_keys) -> None:
+def test_ensure_keys_runs_the_setup_only_once(keys_made) -> None:
     shape = circuit_for("winning-post", "tiny")
-    before = keystore.proving_key_path(shape.circuit_id).stat().st_mtime_ns
-    keystore.ensure_keys(shape)
-    assert keystore.proving_key_path(shape.circuit_id).stat().st_mtime_ns == before
+    before = keys_made.proving_key_path(shape.circuit_id).stat().st_mtime_ns
+    keys_made.ensure_keys(shape)
+    assert keys_made.proving_key_path(shape.circuit_id).stat().st_mtime_ns == before
 
 
-def test_loaded_key_fits_the_circuit(params_with_keys) -> None:
+def test_loaded_key_fits_the_circuit(keys_made) -> None:
     shape = circuit_for("winning-post", "tiny")
-    pk = keystore.load_proving_key(shape.circuit_id)
+    pk = keys_made.load_proving_key(shape.circuit_id)
     assert keystore.key_sizes(pk) == (shape.n_vars, shape.n_public, shape.domain_size)
-    assert keystore.load_verifying_key(shape.circuit_id).n_public == shape.n_public
+    assert keys_made.load_verifying_key(shape.circuit_id).n_public == shape.n_public
 
 
-def test_memory_estimate_matches_the_loaded_keys_point_arrays(params_with_keys) -> None:
+def test_memory_estimate_matches_the_loaded_keys_point_arrays(keys_made) -> None:
     shape = circuit_for("winning-post", "tiny")
-    pk = keystore.load_proving_key(shape.circuit_id)
+    pk = keys_made.load_proving_key(shape.circuit_id)
     points = (pk.ic, pk.a_points, pk.b1_points, pk.b2_points, pk.c_points, pk.h_points)
     assert shape.memory.key_bytes == sum(p.nbytes for p in points)
 
 
-def test_a_missing_key_names_the_file_and_the_command(params) -> None:
+def test_a_missing_key_names_the_file_and_the_command(keys) -> None:
     with pytest.raises(keystore.KeyMissing) as info:
-        keystore.load_proving_key("porep-c2/tiny")
+        keys.load_proving_key("porep-c2/tiny")
     assert "porep-c2-tiny.zkey" in str(info.value)
     assert "manage.py setupkeys --kind porep-c2 --scale tiny" in str(info.value)
 
 
-def test_a_corrupt_key_fails_its_checksum(params_with_keys) -> None:
+def test_a_corrupt_key_fails_its_checksum(keys_made) -> None:
     shape = circuit_for("winning-post", "tiny")
-    path = keystore.proving_key_path(shape.circuit_id)
+    path = keys_made.proving_key_path(shape.circuit_id)
     raw = bytearray(path.read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     path.write_bytes(bytes(raw))
     with pytest.raises(keystore.KeyCorrupt) as info:
-        keystore.load_proving_key(shape.circuit_id)
+        keys_made.load_proving_key(shape.circuit_id)
     assert str(path) in str(info.value) and "setupkeys --kind winning-post --scale tiny" in str(info.value)
 
 
-def test_setupkeys_reports_progress_per_circuit(params_with_keys, capsys) -> None:
+def test_setupkeys_reports_progress_per_circuit(keys_made, params, settings, capsys) -> None:
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "PARAMS_DIR": params}
     call_command("setupkeys", "--kind", "winning-post", "--kind", "window-post", "--scale", "tiny")
     out = capsys.readouterr().out
     assert "[1/2] winning-post/tiny: keys present and checksummed, skipped" in out
     assert "[2/2] window-post/tiny: 845 constraints" in out and "wrote window-post-tiny.zkey" in out
-    assert keystore.load_proving_key("window-post/tiny").n_vars == circuit_for("window-post", "tiny").n_vars
+    assert keys_made.load_proving_key("window-post/tiny").n_vars == circuit_for("window-post", "tiny").n_vars

@@ -7,7 +7,7 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from engine.circuits import keystore
+from engine.circuits.keystore import KeyStore
 from engine.circuits.kinds import KINDS, SCALES, circuit_for
 
 
@@ -22,16 +22,17 @@ class Command(BaseCommand):
     def handle(self, *args, kind: list[str] | None, scale: str | None, force: bool, **options) -> None:
         scale = scale or settings.PROVINGSITE["SCALE"]
         kinds = kind or list(KINDS)
-        self.stdout.write(f"params directory: {keystore.params_dir()}")
+        keys = KeyStore(settings.PROVINGSITE["PARAMS_DIR"])
+        self.stdout.write(f"params directory: {keys.params_dir}")
         for i, k in enumerate(kinds, 1):
             shape = circuit_for(k, scale)
             prefix = f"[{i}/{len(kinds)}] {shape.circuit_id}"
-            if not force and keystore.keys_present(shape):
+            if not force and keys.keys_present(shape):
                 self.stdout.write(f"{prefix}: keys present and checksummed, skipped (use --force to regenerate)")
                 continue
             self.stdout.write(f"{prefix}: {shape.n_constraints:,} constraints, {shape.n_vars:,} variables, domain 2^{shape.domain_size.bit_length() - 1}; setting up…")
             self.stdout.flush()
             started = time.perf_counter()
-            path = keystore.ensure_keys(shape, force=True)
+            path = keys.ensure_keys(shape, force=True)
             mib = path.stat().st_size / 2**20
             self.stdout.write(self.style.SUCCESS(f"{prefix}: wrote {path.name} ({mib:.1f} MiB) in {time.perf_counter() - started:.1f} s"))

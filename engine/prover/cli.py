@@ -1,0 +1,160 @@
+"""provingsite-prove <circuit.zkey> <witness.wtns> <proof.json> <public.json> [--device cpu|cuda:N]
+
+Behaves like rapidsnark's prover: reads a snarkjs Groth16 .zkey and .wtns (BN254 or
+BLS12-381), writes snarkjs-compatible proof.json and public.json, exits 0; on a bad file or
+a witness that does not satisfy the circuit it prints a clear error and exits 1.
+
+A .zkey carries no C matrix, so a bad witness is caught by verifying the fresh proof against
+the key's own verification key (skip with --no-verify), or, given --r1cs, row by row before
+proving.
+
+Only the standard library loads before the arguments are parsed: numpy, the native kernels
+and the verifier come in when there is a proof to make, so `--help` and a usage error answer
+at once. `manage.py prove` is the same command behind Django's start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from engine.prover.groth16 import Proof
+    from engine.prover.keys import ProvingKey
+
+DESCRIPTION = "Prove a snarkjs Groth16 circuit (.zkey + .wtns) and write proof.json and public.json."
+
+
+class ProveError(Exception):
+    """Why the command refused, in one line for the person at the terminal."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command's arguments, shared with `manage.py prove`."""
+    parser.add_argument("zkey", type=Path)
+    parser.add_argument("wtns", type=Path)
+    parser.add_argument("proof", type=Path)
+    parser.add_argument("public", type=Path)
+    parser.add_argument("--device", default=None, help="cpu, cuda:N or auto (default: auto)")
+    parser.add_argument("--r1cs", type=Path, default=None, help="check the witness against this .r1cs first")
+    parser.add_argument("--no-verify", action="store_true", help="skip verifying the proof before writing it")
+
+
+def _read_inputs(zkey: Path, wtns: Path) -> tuple[ProvingKey, np.ndarray]:
+    from engine.prover.snarkjs import FormatError, read_wtns_with_curve, read_zkey
+
+    try:
+        pk = read_zkey(zkey)
+        curve, witness = read_wtns_with_curve(wtns)
+    except FileNotFoundError as e:
+        raise ProveError(f"no such file: {e.filename}") from None
+    except (FormatError, OSError) as e:
+        raise ProveError(f"bad input file: {e}") from None
+    if curve != pk.curve:
+        raise ProveError(f"the witness is over {curve}, the proving key over {pk.curve}")
+    if witness.shape[0] != pk.n_vars:
+        raise ProveError(f"the witness has {witness.shape[0]} values, the proving key expects {pk.n_vars}")
+    return pk, witness
+
+
+def _check_against_r1cs(pk: ProvingKey, witness: np.ndarray, r1cs_path: Path) -> None:
+    from engine.prover import groth16
+    from engine.prover.snarkjs import read_r1cs
+
+    r1cs = read_r1cs(r1cs_path)
+    if (r1cs.curve, r1cs.n_vars, r1cs.n_public) != (pk.curve, pk.n_vars, pk.n_public):
+        raise ProveError("the .r1cs does not match the proving key (curve, signals or public count)")
+    checked = groth16.assignment_from_r1cs(r1cs, witness)
+    groth16.check_satisfied(r1cs.curve, checked.a, checked.b, checked.c)
+
+
+def _prove(pk: ProvingKey, witness: np.ndarray, device: str, r1cs_path: Path | None) -> tuple[Proof, list[int], float]:
+    """(proof, public inputs, seconds spent proving)."""
+    from engine.prover import groth16
+    from engine.prover.snarkjs import FormatError
+
+    try:
+        if r1cs_path is not None:
+            _check_against_r1cs(pk, witness, r1cs_path)
+        assignment = groth16.assignment_from_witness(pk, witness)
+        started = time.perf_counter()
+        proof = groth16.prove(pk, assignment, device=device)
+        seconds = time.perf_counter() - started
+    except groth16.UnsatisfiedConstraint as e:
+        raise ProveError(f"the witness does not satisfy the circuit: {e}") from None
+    except FormatError as e:
+        raise ProveError(f"bad input file: {e}") from None
+    except ValueError as e:
+        raise ProveError(str(e)) from None
+    return proof, groth16.public_inputs_of(assignment), seconds
+
+
+def _verify(pk: ProvingKey, proof: Proof, public: list[int]) -> None:
+    # verify.py's public function: it picks the fastest pairing available (native when built)
+    from engine.prover.verify import InvalidProof, verify
+
+    try:
+        ok = verify(pk.vk, proof, public)
+    except InvalidProof as e:
+        raise ProveError(f"the proof is malformed: {e}") from None
+    if not ok:
+        raise ProveError("the witness does not satisfy the circuit: the proof failed verification against the key")
+
+
+def prove_files(zkey: Path, wtns: Path, proof_path: Path, public_path: Path, *, device: str | None = None,
+                r1cs: Path | None = None, check: bool = True) -> str:
+    """Prove ``zkey`` + ``wtns`` into ``proof_path`` and ``public_path``; returns the summary line.
+
+    Raises ProveError with the reason (nothing is written) on a bad file, a bad device name or
+    a witness that does not satisfy the circuit.
+    """
+    from engine.prover import select_device
+    from engine.prover.snarkjs import write_proof_json, write_public_json
+
+    try:
+        chosen = select_device(device)
+    except ValueError as e:
+        raise ProveError(str(e)) from None
+    started = time.perf_counter()
+    pk, witness = _read_inputs(zkey, wtns)
+    loaded = time.perf_counter()
+    proof, public, prove_s = _prove(pk, witness, chosen, r1cs)
+    verified = time.perf_counter()
+    if check:
+        _verify(pk, proof, public)
+    verify_s = time.perf_counter() - verified
+    write_proof_json(proof_path, proof)
+    write_public_json(public_path, public)
+    return (
+        f"proved {pk.curve} circuit ({pk.n_vars} signals, domain {pk.domain_size}) on {chosen}: "
+        f"load {loaded - started:.2f} s, prove {prove_s:.2f} s"
+        + (f", verified in {verify_s:.2f} s" if check else "")
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="provingsite-prove", description=DESCRIPTION)
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script: exit status 0 with both files written, 1 with the reason on stderr."""
+    args = build_parser().parse_args(argv)
+    try:
+        summary = prove_files(args.zkey, args.wtns, args.proof, args.public, device=args.device, r1cs=args.r1cs,
+                              check=not args.no_verify)
+    except ProveError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(summary, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
