@@ -37,18 +37,15 @@ from engine.api.uploads import BadCircuitFile
 from engine.prover.curves import get_curve
 from engine.prover.snarkjs import (
     COEF_DTYPE,
-    ZKEY_HEADER_MAX,
     FormatError,
     WtnsHeader,
     ZkeyHeader,
     check_below,
-    check_zkey_layout,
-    coefficient_count,
     read_section,
     section_blocks,
     section_table,
     wtns_header,
-    zkey_header,
+    zkey_layout,
 )
 
 POINT_SECTIONS = (3, 5, 6, 7, 8, 9)
@@ -82,13 +79,6 @@ def validate_custom(zkey: Path, wtns: Path) -> CustomCircuit:
                          zkey_bytes=zkey_bytes, wtns_bytes=wtns_bytes)
 
 
-def inspect_custom(zkey: Path) -> tuple[ZkeyHeader, int]:
-    """The header and coefficient count of a stored zkey (the engine's reservation reads this)."""
-    with open(zkey, "rb") as fh:
-        table = section_table(fh, zkey.stat().st_size, b"zkey")
-        return _zkey_header(fh, table)
-
-
 def _as[T](field: str, check: Callable[[], T]) -> T:
     try:
         return check()
@@ -104,24 +94,10 @@ def _check_zkey(fh: IO[bytes], size: int) -> tuple[ZkeyHeader, int, int]:
     protocol = read_section(fh, table, 1, 4)
     if len(protocol) != 4 or int.from_bytes(protocol, "little") != 1:
         raise FormatError("is not a Groth16 key (section 1 must hold protocol 1; only Groth16 is proved here)")
-    header, n_coef = _zkey_header(fh, table)
+    header, n_coef = zkey_layout(fh, table)
     n_constraints = _check_coefficients(fh, table[4], header)
     _check_points(fh, table, header)
     return header, n_coef, n_constraints
-
-
-def _zkey_header(fh: IO[bytes], table: dict[int, tuple[int, int]]) -> tuple[ZkeyHeader, int]:
-    header = zkey_header(read_section(fh, table, 2, ZKEY_HEADER_MAX))
-    if 4 not in table:
-        raise FormatError("has no section 4 (coefficients)")
-    n_coef = coefficient_count(_head(fh, table[4], 4))
-    check_zkey_layout(header, {sid: span[1] for sid, span in table.items()}, n_coef)
-    return header, n_coef
-
-
-def _head(fh: IO[bytes], span: tuple[int, int], n: int) -> bytes:
-    fh.seek(span[0])
-    return fh.read(min(n, span[1]))
 
 
 def _check_coefficients(fh: IO[bytes], span: tuple[int, int], header: ZkeyHeader) -> int:

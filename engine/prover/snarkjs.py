@@ -443,6 +443,24 @@ def coefficient_count(sec4: bytes | memoryview) -> int:
     return int(struct.unpack_from("<I", sec4, 0)[0])
 
 
+def zkey_layout(fh: IO[bytes], table: dict[int, tuple[int, int]]) -> tuple[ZkeyHeader, int]:
+    """The header and coefficient count of an open zkey, its section sizes checked against them."""
+    header = zkey_header(read_section(fh, table, 2, ZKEY_HEADER_MAX))
+    if 4 not in table:
+        raise FormatError("has no section 4 (coefficients)")
+    offset, size = table[4]
+    fh.seek(offset)
+    n_coef = coefficient_count(fh.read(min(4, size)))
+    check_zkey_layout(header, {sid: span[1] for sid, span in table.items()}, n_coef)
+    return header, n_coef
+
+
+def inspect_zkey(path: str | os.PathLike[str]) -> tuple[ZkeyHeader, int]:
+    """What a zkey declares (header, coefficient count), reading only its section headers."""
+    with open(path, "rb") as fh:
+        return zkey_layout(fh, section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey"))
+
+
 def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
     from engine.prover import native
 
@@ -750,11 +768,13 @@ __all__ = [
     "check_below",
     "check_zkey_layout",
     "coefficient_count",
+    "inspect_zkey",
     "read_section",
     "section_blocks",
     "section_table",
     "wtns_header",
     "zkey_header",
+    "zkey_layout",
     "cs_hash_of",
     "parse_binfile",
     "proof_from_json",
