@@ -86,6 +86,13 @@ def _as[T](field: str, check: Callable[[], T]) -> T:
         raise BadCircuitFile(field, str(exc)) from None
 
 
+def _reduced(values: np.ndarray, modulus: int, what: str) -> None:
+    try:
+        check_below(values, modulus, what)
+    except FormatError:
+        raise FormatError(f"{what} is not reduced below the field prime") from None
+
+
 # ---- the zkey ---------------------------------------------------------------------------
 
 
@@ -114,7 +121,7 @@ def _check_coefficients(fh: IO[bytes], span: tuple[int, int], header: ZkeyHeader
             raise FormatError(f"coefficient entry names a constraint beyond the domain of {header.domain_size}")
         if (block["s"] >= header.n_vars).any():
             raise FormatError(f"coefficient entry names a signal beyond nVars = {header.n_vars}")
-        check_below(np.ascontiguousarray(block["v"]), r, "coefficients")
+        _reduced(np.ascontiguousarray(block["v"]), r, "a coefficient")
         a = block[block["m"] == 0]
         if a.shape[0]:
             max_a_row = max(max_a_row, int(a["c"].max()))
@@ -149,7 +156,7 @@ def _check_points(fh: IO[bytes], table: dict[int, tuple[int, int]], header: Zkey
     spans += [table[sid] for sid in POINT_SECTIONS]
     for span in spans:
         for block in section_blocks(fh, span, limbs):
-            check_below(block, c.p, "point coordinates")
+            _reduced(block, c.p, "a point coordinate")
 
 
 # ---- the witness ------------------------------------------------------------------------
@@ -169,7 +176,7 @@ def _check_wtns(fh: IO[bytes], size: int, zkey: ZkeyHeader) -> WtnsHeader:
         raise FormatError(f"holds {head.count} values; the zkey's circuit has nVars = {zkey.n_vars}")
     first = True
     for block in section_blocks(fh, table[2], np.dtype(("<u8", (4,)))):
-        check_below(block, get_curve(zkey.curve).r, "witness values")
+        _reduced(block, get_curve(zkey.curve).r, "a witness value")
         if first and not (block[0, 0] == 1 and not block[0, 1:].any()):
             raise FormatError("witness[0] must be 1 (the constant signal)")
         first = False

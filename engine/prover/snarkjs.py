@@ -158,6 +158,14 @@ def _curve_by_prime(prime: int, which: str, name: str) -> CurveParams:
     raise FormatError(f"{name}: unsupported field prime {prime} (supported curves: {', '.join(sorted(CURVES))})")
 
 
+def _curve_of(prime: int, which: str, what: str) -> CurveParams:
+    for c in CURVES.values():
+        if (c.r if which == "r" else c.p) == prime:
+            return c
+    field = "scalar" if which == "r" else "base"
+    raise FormatError(f"{what} is not the {field} field of BN254 or BLS12-381")
+
+
 def _u64_rows(buf: memoryview | bytes, width_limbs: int, count: int, name: str) -> np.ndarray:
     need = count * width_limbs * 8
     if len(buf) < need:
@@ -218,7 +226,7 @@ def wtns_header(head: bytes | memoryview, values_bytes: int) -> WtnsHeader:
     if len(head) != 4 + n8 + 4:
         raise FormatError(f"header section holds {len(head)} bytes; expected {4 + n8 + 4}")
     prime = int.from_bytes(head[4 : 4 + n8], "little")
-    curve = _curve_by_prime(prime, "r", "witness")
+    curve = _curve_of(prime, "r", "the witness's prime")
     (count,) = struct.unpack_from("<I", head, 4 + n8)
     if values_bytes != count * n8:
         raise FormatError(f"declares {count} values ({count * n8} bytes) but its values section holds "
@@ -397,7 +405,7 @@ def zkey_header(h: bytes | memoryview) -> ZkeyHeader:
         raise FormatError(f"base field element size n8q = {n8q}; expected 32 (BN254) or 48 (BLS12-381)")
     if len(h) < 4 + n8q + 4:
         raise FormatError("Groth16 header is truncated")
-    c = _curve_by_prime(int.from_bytes(h[4 : 4 + n8q], "little"), "p", "zkey")
+    c = _curve_of(int.from_bytes(h[4 : 4 + n8q], "little"), "p", "base field prime q")
     if n8q != 8 * c.fp_limbs:
         raise FormatError(f"base field element size n8q = {n8q}; {c.name} needs {8 * c.fp_limbs}")
     pos = 4 + n8q
