@@ -72,6 +72,7 @@ BAD_ZKEYS: dict[str, Callable[[], bytes]] = {
     "a first section of 2^64 - 1 bytes": lambda: first_section_size(ZKEY, (1 << 64) - 1),
     "4 billion sections": lambda: patched(ZKEY, 8, struct.pack("<I", 0xFFFFFFFF)),
     "a 2^27 domain in a 100 KB file": lambda: header_field(ZKEY, 2, 1 << 27),
+    "a 2^28 domain in a 100 KB file": lambda: header_field(ZKEY, 2, 1 << 28),
     "a domain that is not a power of two": lambda: header_field(ZKEY, 2, 255),
     "nVars that the sections do not hold": lambda: header_field(ZKEY, 0, 2_000_000),
     "more public signals than signals": lambda: header_field(ZKEY, 1, 204),
