@@ -83,10 +83,11 @@ class Finalizers:
             return
         except Exception as exc:  # finishing on the CPU failed; a new attempt starts over
             log.exception("finishing %s failed", item.label)
-            engine.fail(item, f"finishing the proof failed: {type(exc).__name__}: {exc}", retryable=True)
+            engine.fail(item, item.public_reason(f"finishing the proof failed: {type(exc).__name__}: {exc}"),
+                        retryable=True)
             return
         if not ok:
-            engine.fail(item, "partition proof did not verify against the circuit's verifying key", retryable=True)
+            engine.fail(item, *_unverified(item))
             return
         if engine.record(item, P.DONE, proof=proof_json(proof), public_inputs=list(publics),
                          finished_at=timezone.now()):
@@ -106,3 +107,14 @@ class Finalizers:
     def stop(self) -> None:
         self.pool.shutdown(wait=True)
         connection.close()
+
+
+def _unverified(item: WorkItem) -> tuple[str, bool]:
+    """A proof that fails verification: the reason, and whether another attempt may fix it.
+
+    A custom circuit's witness is the client's: a zkey stores no C matrix, so the upload
+    cannot show it unsatisfied, and every attempt would prove the same unsatisfied witness.
+    Our own circuits synthesize their witness, so there a bad proof is a fault worth a retry."""
+    if item.kind == "custom":
+        return ("the proof does not verify: the witness does not satisfy the circuit of the zkey", False)
+    return ("partition proof did not verify against the circuit's verifying key", True)

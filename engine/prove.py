@@ -167,7 +167,8 @@ class GpuWorker:
             return False
         except Exception as exc:  # a kernel or prover error: another attempt may succeed
             log.exception("%s: proving %s failed", self.name, item.label)
-            engine.fail(item, f"proving on {self.device} failed: {type(exc).__name__}: {exc}", retryable=True)
+            engine.fail(item, item.public_reason(f"proving on {self.device} failed: {type(exc).__name__}: {exc}"),
+                        retryable=True)
             return False
         # Leave gpu before taking the next partition: the records never show a worker twice.
         if not engine.record(item, P.FINALIZING, gpu_finished_at=timezone.now()):

@@ -77,6 +77,14 @@ class WorkItem:
         """The prover's abort check: the sweep marks cancelled or fenced work dropped."""
         return self.dropped
 
+    def public_reason(self, text: str) -> str:
+        """A failure's text as the client may read it: a custom job's upload folder (a server
+        path that carries the job's internal id) never appears, only the file's own name."""
+        if self.kind != "custom" or not self.upload_dir:
+            return text
+        folder = self.upload_dir.rstrip("/")
+        return text.replace(folder + "/", "").replace(folder, "the upload")
+
 
 def new_pool(concurrency: int) -> ProcessPoolExecutor:
     """Processes that end with the engine, kill -9 included (see synthesize_worker.die_with).
@@ -164,7 +172,7 @@ class Synthesis:
             return
         except Exception as exc:  # a missing or corrupt key, a failed setup: say which and why
             log.exception("cannot prepare %s", item.label)
-            engine.fail(item, f"preparing {item.circuit_id}: {exc}", retryable=False)
+            engine.fail(item, item.public_reason(f"preparing {item.circuit_id}: {exc}"), retryable=False)
             return
         if not engine.record(item, P.SYNTHESIZING, synth_started_at=timezone.now(),
                              reserved_bytes=item.reservation.nbytes + item.key_bytes):
@@ -196,7 +204,7 @@ class Synthesis:
         try:
             item.assignment, item.timings["synth_s"] = future.result()
         except Exception as exc:  # the circuit refused the inputs, or the process died
-            engine.fail(item, f"synthesis failed: {type(exc).__name__}: {exc}",
+            engine.fail(item, item.public_reason(f"synthesis failed: {type(exc).__name__}: {exc}"),
                         retryable=not _deterministic(exc))
             return
         if item.dropped:
@@ -244,15 +252,23 @@ def size_item(item: WorkItem) -> None:
 
 
 def _size_custom(item: WorkItem) -> None:
-    """Custom circuits: the files' sizes bound what reading them holds (key read per job)."""
+    """Custom circuits: the reservation follows the sizes the zkey declares (validated at
+    upload). The key is read per job, inside the reservation, so none of it is cached."""
     from pathlib import Path
 
-    base = Path(item.upload_dir)
-    zkey = (base / "circuit.zkey").stat().st_size
-    wtns = (base / "witness.wtns").stat().st_size
+    from engine.circuits.kinds import custom_memory
+    from engine.prover.snarkjs import FormatError, inspect_zkey
+
+    zkey = Path(item.upload_dir) / "circuit.zkey"
+    try:
+        header, n_coef = inspect_zkey(zkey)
+        zkey_bytes = zkey.stat().st_size
+    except (OSError, FormatError):
+        return  # nothing reserved: reading the key in _start fails the partition, not retried
+    needs = custom_memory(header.n_vars, header.n_public, header.domain_size, n_coef, header.n8q, zkey_bytes)
     item.key_bytes = 0
-    item.abc_bytes = 3 * wtns
-    item.partition_bytes = 2 * zkey + 4 * wtns
+    item.abc_bytes = int(needs.abc_bytes)
+    item.partition_bytes = int(needs.key_bytes + needs.witness_bytes + needs.abc_bytes)
 
 
 __all__ = ["Refused", "Synthesis", "WorkItem", "load_item"]

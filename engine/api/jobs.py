@@ -39,9 +39,9 @@ from engine.api.uploads import (
     StagedFile,
     StreamingLimitHandler,
     UploadTooLarge,
-    check_pair,
     discard,
 )
+from engine.api.validate_upload import validate_custom
 from engine.circuits import kinds
 from engine.models import ApiToken, Partition, ProofJob
 from engine.states import JOB_ACTIVE, JOB_TERMINAL, JobState, PartitionState, Priority, ProofKind
@@ -295,7 +295,8 @@ _CUSTOM_BODY = {
              summary="Submit your own circuit (snarkjs zkey + wtns)")
 def create_custom_job(request: HttpRequest) -> Status:
     """The files are streamed to disk with a running count; an upload over the limit gets a
-    413 before it is read whole. The curve (BN254 or BLS12-381) is read from the zkey."""
+    413 before it is read whole. Both files are then validated in full (400 naming the file
+    and the reason); the curve (BN254 or BLS12-381) is read from the zkey."""
     limit = parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -330,7 +331,7 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
             raise ApiError(400, "invalid", name, f"a non-empty .{name} file is required")
         staged[name] = item
     try:
-        curve = check_pair(staged["zkey"].path, staged["wtns"].path)
+        curve = validate_custom(staged["zkey"].path, staged["wtns"].path).curve
     except BadCircuitFile as exc:
         raise ApiError(400, "invalid", exc.field, exc.message) from None
     inputs = {f"{n}_{attr}": getattr(staged[n], attr) for n in UPLOAD_FIELDS for attr in ("sha256", "size")}

@@ -6,15 +6,13 @@ ever held in memory or written whole. Each file's SHA-256 is computed on the way
 digests are the job's inputs, so resubmitting the same files is recognised as the same
 request.
 
-The curve is read from the zkey's Groth16 header (a few dozen bytes; the file is not parsed
-whole) and the witness file's prime must be the same curve's scalar field.
+What the files hold is checked afterwards, in full, by engine.api.validate_upload.
 """
 
 from __future__ import annotations
 
 import hashlib
 import shutil
-import struct
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,7 +30,6 @@ CURVES: dict[str, tuple[int, int]] = {
     Curve.BN254: (int(bn128.field_modulus), int(bn128.curve_order)),
     Curve.BLS12_381: (int(bls.field_modulus), int(bls.curve_order)),
 }
-MAX_SECTIONS = 64
 
 
 class UploadTooLarge(Exception):
@@ -111,72 +108,3 @@ class StreamingLimitHandler(FileUploadHandler):
 
 def discard(staging: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
-
-
-# ---- sniffing the snarkjs binary headers ----------------------------------------------
-
-
-def _sections(fh: IO[bytes], magic: bytes, field: str) -> dict[int, tuple[int, int]]:
-    """snarkjs binary files: magic, version, section count, then (type u32, size u64, data)."""
-    head = fh.read(12)
-    if len(head) < 12 or head[:4] != magic:
-        raise BadCircuitFile(field, f"is not a snarkjs .{magic.decode()} file")
-    (count,) = struct.unpack("<I", head[8:12])
-    found: dict[int, tuple[int, int]] = {}
-    for _ in range(min(count, MAX_SECTIONS)):
-        raw = fh.read(12)
-        if len(raw) < 12:
-            break
-        kind, size = struct.unpack("<IQ", raw)
-        found.setdefault(kind, (fh.tell(), size))
-        fh.seek(size, 1)
-    return found
-
-
-def _prime(fh: IO[bytes], field: str) -> tuple[int, int]:
-    raw = fh.read(4)
-    if len(raw) < 4:
-        raise BadCircuitFile(field, "is truncated")
-    (n8,) = struct.unpack("<I", raw)
-    if n8 not in (32, 48):
-        raise BadCircuitFile(field, f"has a {n8}-byte field element; expected 32 or 48")
-    value = fh.read(n8)
-    if len(value) < n8:
-        raise BadCircuitFile(field, "is truncated")
-    return n8, int.from_bytes(value, "little")
-
-
-def zkey_curve(path: Path) -> str:
-    """The curve of a Groth16 zkey, from its header section (type 2: n8q, q, n8r, r, …)."""
-    with open(path, "rb") as fh:
-        sections = _sections(fh, b"zkey", "zkey")
-        if 1 in sections:
-            fh.seek(sections[1][0])
-            raw = fh.read(4)
-            if len(raw) == 4 and struct.unpack("<I", raw)[0] != 1:
-                raise BadCircuitFile("zkey", "is not a Groth16 key (only Groth16 is proved here)")
-        if 2 not in sections:
-            raise BadCircuitFile("zkey", "has no Groth16 header section")
-        fh.seek(sections[2][0])
-        _, q = _prime(fh, "zkey")
-    for curve, (base, _) in CURVES.items():
-        if q == base:
-            return curve
-    raise BadCircuitFile("zkey", "is over a curve other than BN254 or BLS12-381")
-
-
-def wtns_prime(path: Path) -> int:
-    with open(path, "rb") as fh:
-        sections = _sections(fh, b"wtns", "wtns")
-        if 1 not in sections:
-            raise BadCircuitFile("wtns", "has no header section")
-        fh.seek(sections[1][0])
-        return _prime(fh, "wtns")[1]
-
-
-def check_pair(zkey: Path, wtns: Path) -> str:
-    """The curve of a zkey + witness pair, or BadCircuitFile naming the file at fault."""
-    curve = zkey_curve(zkey)
-    if wtns_prime(wtns) != CURVES[curve][1]:
-        raise BadCircuitFile("wtns", f"is not a witness over the {Curve(curve).label} scalar field of the zkey")
-    return curve

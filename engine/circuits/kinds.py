@@ -289,6 +289,22 @@ class CircuitShape:
         return MemoryNeeds(witness_bytes=n_vars * FR_BYTES, abc_bytes=3 * domain * FR_BYTES, key_bytes=key)
 
 
+def custom_memory(n_vars: int, n_public: int, domain_size: int, n_coefficients: int, n8q: int,
+                  zkey_bytes: int) -> MemoryNeeds:
+    """A custom (snarkjs) circuit's needs, from the sizes its zkey declares, not the upload's
+    size alone: the upload is validated, so these sizes are the file's own.
+
+    A custom key is not cached: the engine reads it once per job and the synthesis process
+    reads it again, each holding the file's bytes while the point arrays are copied out
+    (affine points, G1 = 2·n8q bytes, G2 = 4·n8q) and the A/B matrices are built (a 40-byte
+    entry per coefficient, two domain-sized row-pointer and count arrays each)."""
+    g1, g2 = 2 * n8q, 4 * n8q
+    points = (2 * n_vars + (n_vars - n_public - 1) + domain_size + n_public + 1) * g1 + n_vars * g2
+    matrices = n_coefficients * (8 + FR_BYTES) + 2 * 2 * (domain_size + 1) * 8
+    key = 2 * (points + matrices + zkey_bytes)
+    return MemoryNeeds(witness_bytes=2 * n_vars * FR_BYTES, abc_bytes=3 * domain_size * FR_BYTES, key_bytes=key)
+
+
 class CountingCS(WitnessCS):
     """Witness mode on placeholder data, counting constraints: sizes without matrices."""
 

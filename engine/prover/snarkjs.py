@@ -11,9 +11,10 @@ import hashlib
 import json
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ class FormatError(ValueError):
 def read_binfile(path: str | os.PathLike[str], magic: bytes) -> tuple[int, dict[int, memoryview]]:
     """Returns (version, {section id: payload}). A repeated section id keeps the first one."""
     data = Path(path).read_bytes()
-    return parse_binfile(data, magic, str(path))
+    return parse_binfile(data, magic, Path(path).name)
 
 
 def parse_binfile(data: bytes, magic: bytes, name: str = "<bytes>") -> tuple[int, dict[int, memoryview]]:
@@ -46,6 +47,8 @@ def parse_binfile(data: bytes, magic: bytes, name: str = "<bytes>") -> tuple[int
     if data[:4] != magic:
         raise FormatError(f"{name}: not a {magic.decode()} file (magic {bytes(data[:4])!r})")
     version, n_sections = struct.unpack_from("<II", data, 4)
+    if n_sections * 12 > len(data) - 12:
+        raise FormatError(f"{name}: declares {n_sections} sections, more than its {len(data)} bytes can hold")
     pos = 12
     sections: dict[int, memoryview] = {}
     for _ in range(n_sections):
@@ -58,6 +61,74 @@ def parse_binfile(data: bytes, magic: bytes, name: str = "<bytes>") -> tuple[int
         sections.setdefault(sid, view[pos : pos + size])
         pos += size
     return version, sections
+
+
+# A Groth16 zkey has 10 sections and a witness 2; a few more leaves room for extensions
+# while keeping the walk over an uploaded table short.
+MAX_SECTIONS = 64
+
+
+def section_table(fh: IO[bytes], file_bytes: int, magic: bytes) -> dict[int, tuple[int, int]]:
+    """{section id: (offset, size)} of an open binfile, reading only the section headers.
+
+    Every declared size is checked against the bytes actually left in the file before the
+    walk moves on, so a header that claims 2^63 bytes is an error, not a seek or an
+    allocation. Messages name no file: they are shown to whoever sent it."""
+    kind = magic.decode()
+    head = fh.read(12)
+    if len(head) < 12:
+        raise FormatError(f"too short for a .{kind} file ({file_bytes} bytes)")
+    if head[:4] != magic:
+        raise FormatError(f"is not a snarkjs .{kind} file")
+    (n_sections,) = struct.unpack_from("<I", head, 8)
+    if n_sections > MAX_SECTIONS:
+        raise FormatError(f"declares {n_sections} sections; a .{kind} file has at most {MAX_SECTIONS}")
+    pos = 12
+    table: dict[int, tuple[int, int]] = {}
+    for _ in range(n_sections):
+        raw = fh.read(12)
+        if len(raw) < 12:
+            raise FormatError(f"is truncated: section header at byte {pos} is incomplete")
+        sid, size = struct.unpack("<IQ", raw)
+        pos += 12
+        if size > file_bytes - pos:
+            raise FormatError(f"is truncated or corrupt: section {sid} declares {size} bytes, "
+                              f"only {file_bytes - pos} remain")
+        if sid in table:
+            raise FormatError(f"has section {sid} twice")
+        table[sid] = (pos, size)
+        pos += size
+        fh.seek(pos)
+    return table
+
+
+def read_section(fh: IO[bytes], table: dict[int, tuple[int, int]], sid: int, limit: int) -> bytes:
+    """A small section whole; ``limit`` bounds what a header section may claim to hold."""
+    if sid not in table:
+        raise FormatError(f"has no section {sid}")
+    offset, size = table[sid]
+    if size > limit:
+        raise FormatError(f"section {sid} holds {size} bytes; at most {limit} expected")
+    fh.seek(offset)
+    return fh.read(size)
+
+
+def section_blocks(fh: IO[bytes], span: tuple[int, int], dtype: np.dtype, block_bytes: int = 1 << 20,
+                   skip: int = 0) -> Iterator[np.ndarray]:
+    """A section's records in blocks of about ``block_bytes``: bounded memory for any size."""
+    offset, size = span
+    offset, size = offset + skip, size - skip
+    per_block = max(1, block_bytes // dtype.itemsize)
+    count = size // dtype.itemsize
+    fh.seek(offset)
+    done = 0
+    while done < count:
+        n = min(per_block, count - done)
+        block = np.fromfile(fh, dtype=dtype, count=n)
+        if block.shape[0] != n:
+            raise FormatError("is truncated")
+        yield block
+        done += n
 
 
 def write_binfile(
@@ -87,6 +158,14 @@ def _curve_by_prime(prime: int, which: str, name: str) -> CurveParams:
     raise FormatError(f"{name}: unsupported field prime {prime} (supported curves: {', '.join(sorted(CURVES))})")
 
 
+def _curve_of(prime: int, which: str, what: str) -> CurveParams:
+    for c in CURVES.values():
+        if (c.r if which == "r" else c.p) == prime:
+            return c
+    field = "scalar" if which == "r" else "base"
+    raise FormatError(f"{what} is not the {field} field of BN254 or BLS12-381")
+
+
 def _u64_rows(buf: memoryview | bytes, width_limbs: int, count: int, name: str) -> np.ndarray:
     need = count * width_limbs * 8
     if len(buf) < need:
@@ -100,14 +179,15 @@ def _fr_const(value: int, n: int) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(row, (n, 4)))
 
 
-def _check_below(values: np.ndarray, modulus: int, what: str) -> None:
-    """Vectorised values < modulus over (n, 4) limbs (lexicographic from the top limb)."""
+def check_below(values: np.ndarray, modulus: int, what: str) -> None:
+    """Vectorised values < modulus over (n, limbs) rows (lexicographic from the top limb)."""
     if values.shape[0] == 0:
         return
-    m = np.frombuffer(modulus.to_bytes(32, "little"), dtype="<u8").astype(np.uint64)
+    limbs = values.shape[1]
+    m = np.frombuffer(modulus.to_bytes(8 * limbs, "little"), dtype="<u8").astype(np.uint64)
     lt = np.zeros(values.shape[0], dtype=bool)
     eq = np.ones(values.shape[0], dtype=bool)
-    for k in (3, 2, 1, 0):
+    for k in reversed(range(limbs)):
         lt |= eq & (values[:, k] < m[k])
         eq &= values[:, k] == m[k]
     if not lt.all():
@@ -123,24 +203,50 @@ def read_wtns(path: str | os.PathLike[str], curve: str | None = None) -> np.ndar
     """The witness, (n, 4) uint64 standard form; with curve, also checks the file's field."""
     found, w = read_wtns_with_curve(path)
     if curve is not None and found != get_curve(curve).name:
-        raise FormatError(f"{path}: witness is over {found}, expected {get_curve(curve).name}")
+        raise FormatError(f"{Path(path).name}: witness is over {found}, expected {get_curve(curve).name}")
     return w
+
+
+@dataclass(frozen=True)
+class WtnsHeader:
+    """A witness file's section 1: the field and how many values section 2 must hold."""
+
+    curve: str
+    n8: int
+    count: int
+
+
+def wtns_header(head: bytes | memoryview, values_bytes: int) -> WtnsHeader:
+    """Section 1 parsed and checked against section 2's real size (``values_bytes``)."""
+    if len(head) < 4:
+        raise FormatError("header section is truncated")
+    (n8,) = struct.unpack_from("<I", head, 0)
+    if n8 != 32:
+        raise FormatError(f"field element size is {n8} bytes; the scalar fields here have 32")
+    if len(head) != 4 + n8 + 4:
+        raise FormatError(f"header section holds {len(head)} bytes; expected {4 + n8 + 4}")
+    prime = int.from_bytes(head[4 : 4 + n8], "little")
+    curve = _curve_of(prime, "r", "the witness's prime")
+    (count,) = struct.unpack_from("<I", head, 4 + n8)
+    if values_bytes != count * n8:
+        raise FormatError(f"declares {count} values ({count * n8} bytes) but its values section holds "
+                          f"{values_bytes} bytes")
+    return WtnsHeader(curve=curve.name, n8=n8, count=count)
 
 
 def read_wtns_with_curve(path: str | os.PathLike[str]) -> tuple[str, np.ndarray]:
     """Returns (curve name, witness (n, 4) uint64 standard form)."""
-    name = str(path)
+    name = Path(path).name
     _, sec = read_binfile(path, b"wtns")
-    head = _need(sec, 1, name)
-    (n8,) = struct.unpack_from("<I", head, 0)
-    if n8 != 32:
-        raise FormatError(f"{name}: witness field size {n8} bytes, expected 32")
-    prime = int.from_bytes(head[4 : 4 + n8], "little")
-    curve = _curve_by_prime(prime, "r", name)
-    (n,) = struct.unpack_from("<I", head, 4 + n8)
-    w = _u64_rows(_need(sec, 2, name), 4, n, f"{name} section 2")
-    _check_below(w, curve.r, name)
-    if n == 0 or not (w[0, 0] == 1 and not w[0, 1:].any()):
+    values = _need(sec, 2, name)
+    try:
+        head = wtns_header(_need(sec, 1, name), len(values))
+    except FormatError as exc:
+        raise FormatError(f"{name}: {exc}") from None
+    curve = get_curve(head.curve)
+    w = _u64_rows(values, 4, head.count, f"{name} section 2")
+    check_below(w, curve.r, name)
+    if head.count == 0 or not (w[0, 0] == 1 and not w[0, 1:].any()):
         raise FormatError(f"{name}: witness[0] must be 1")
     return curve.name, w
 
@@ -157,7 +263,7 @@ def write_wtns(path: str | os.PathLike[str], curve: str, witness: np.ndarray) ->
 
 
 def read_r1cs(path: str | os.PathLike[str]) -> R1CS:
-    name = str(path)
+    name = Path(path).name
     _, sec = read_binfile(path, b"r1cs")
     head = bytes(_need(sec, 1, name))
     (n8,) = struct.unpack_from("<I", head, 0)
@@ -198,7 +304,7 @@ def read_r1cs(path: str | os.PathLike[str]) -> R1CS:
         coeffs = raw[offs[:, None] + 4 + np.arange(32)].copy().view("<u8").reshape(nnz, 4).astype(np.uint64)
         if nnz and cols.max() >= n_wires:
             raise FormatError(f"{name}: a constraint references wire {int(cols.max())} of {n_wires}")
-        _check_below(coeffs, curve.r, name)
+        check_below(coeffs, curve.r, name)
         mats.append(SparseMatrix(row_ptr=row_ptr, cols=cols, coeffs=coeffs))
     return R1CS(curve=curve.name, n_vars=n_wires, n_public=n_pub_out + n_pub_in, a=mats[0], b=mats[1], c=mats[2])
 
@@ -232,7 +338,8 @@ def write_r1cs(path: str | os.PathLike[str], r1cs: R1CS) -> None:
 # ---------------------------------------------------------------------------------------------
 # .zkey (Groth16)
 
-_COEF_DT = np.dtype([("m", "<u4"), ("c", "<u4"), ("s", "<u4"), ("v", "<u8", (4,))])
+# One section 4 entry: matrix (0 = A, 1 = B), constraint, signal, value (c·R² mod r).
+COEF_DTYPE = np.dtype([("m", "<u4"), ("c", "<u4"), ("s", "<u4"), ("v", "<u8", (4,))])
 
 
 def _csr_from_entries(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_rows: int) -> SparseMatrix:
@@ -247,47 +354,152 @@ def _csr_from_entries(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_ro
     )
 
 
+@dataclass(frozen=True)
+class ZkeyHeader:
+    """A Groth16 zkey's section 2 fields: everything its other sections' sizes follow from."""
+
+    curve: str
+    n8q: int
+    n8r: int
+    n_vars: int
+    n_public: int
+    domain_size: int
+    points_offset: int  # where alpha1 … delta2 start within section 2
+
+    @property
+    def g1_bytes(self) -> int:
+        return 2 * self.n8q
+
+    @property
+    def g2_bytes(self) -> int:
+        return 4 * self.n8q
+
+    def section_sizes(self, n_coefficients: int) -> dict[int, int]:
+        """The exact byte size of every section whose size the header fixes (10 is free)."""
+        g1, g2 = self.g1_bytes, self.g2_bytes
+        return {
+            1: 4,
+            2: self.points_offset + 3 * g1 + 3 * g2,
+            3: (self.n_public + 1) * g1,
+            4: 4 + n_coefficients * (12 + self.n8r),
+            5: self.n_vars * g1,
+            6: self.n_vars * g1,
+            7: self.n_vars * g2,
+            8: (self.n_vars - self.n_public - 1) * g1,
+            9: self.domain_size * g1,
+        }
+
+
+ZKEY_SECTION_NAMES = {1: "protocol", 2: "Groth16 header", 3: "IC", 4: "coefficients", 5: "A points",
+                      6: "B1 points", 7: "B2 points", 8: "C points", 9: "H points", 10: "contributions"}
+# The largest section 2 of a supported curve (BLS12-381: 100 bytes of fields, 864 of points).
+ZKEY_HEADER_MAX = 1024
+
+
+def zkey_header(h: bytes | memoryview) -> ZkeyHeader:
+    """Section 2 parsed and checked field by field; raises FormatError naming the field."""
+    if len(h) < 4:
+        raise FormatError("Groth16 header is truncated")
+    (n8q,) = struct.unpack_from("<I", h, 0)
+    if n8q not in (32, 48):
+        raise FormatError(f"base field element size n8q = {n8q}; expected 32 (BN254) or 48 (BLS12-381)")
+    if len(h) < 4 + n8q + 4:
+        raise FormatError("Groth16 header is truncated")
+    c = _curve_of(int.from_bytes(h[4 : 4 + n8q], "little"), "p", "base field prime q")
+    if n8q != 8 * c.fp_limbs:
+        raise FormatError(f"base field element size n8q = {n8q}; {c.name} needs {8 * c.fp_limbs}")
+    pos = 4 + n8q
+    (n8r,) = struct.unpack_from("<I", h, pos)
+    if n8r != 32:
+        raise FormatError(f"scalar field element size n8r = {n8r}; expected 32")
+    if len(h) < pos + 4 + n8r + 12:
+        raise FormatError("Groth16 header is truncated")
+    if int.from_bytes(h[pos + 4 : pos + 4 + n8r], "little") != c.r:
+        raise FormatError(f"scalar field prime r is not {c.name}'s")
+    pos += 4 + n8r
+    n_vars, n_public, domain_size = struct.unpack_from("<III", h, pos)
+    if n_vars < n_public + 1:
+        raise FormatError(f"nVars = {n_vars} cannot hold the constant one and nPublic = {n_public} public signals")
+    if domain_size < 1 or domain_size & (domain_size - 1):
+        raise FormatError(f"domain size {domain_size} is not a power of two")
+    if domain_size > 1 << c.two_adicity:
+        raise FormatError(f"domain size {domain_size} exceeds {c.name}'s largest, 2^{c.two_adicity}")
+    header = ZkeyHeader(curve=c.name, n8q=n8q, n8r=n8r, n_vars=n_vars, n_public=n_public,
+                        domain_size=domain_size, points_offset=pos + 12)
+    if len(h) != header.section_sizes(0)[2]:
+        raise FormatError(f"Groth16 header holds {len(h)} bytes; expected {header.section_sizes(0)[2]}")
+    return header
+
+
+def check_zkey_layout(header: ZkeyHeader, sizes: dict[int, int], n_coefficients: int) -> None:
+    """Every section present and exactly as large as the header says: checked before any
+    array of the header's sizes is allocated, so a small file cannot claim a large key."""
+    for sid, name in ZKEY_SECTION_NAMES.items():
+        if sid not in sizes:
+            raise FormatError(f"has no section {sid} ({name})")
+    for sid, expected in header.section_sizes(n_coefficients).items():
+        if sizes[sid] != expected:
+            raise FormatError(
+                f"section {sid} ({ZKEY_SECTION_NAMES[sid]}) holds {sizes[sid]} bytes; nVars = {header.n_vars}, "
+                f"nPublic = {header.n_public}, domain size = {header.domain_size} and "
+                f"{n_coefficients} coefficients need {expected}")
+
+
+def coefficient_count(sec4: bytes | memoryview) -> int:
+    if len(sec4) < 4:
+        raise FormatError("section 4 (coefficients) is truncated")
+    return int(struct.unpack_from("<I", sec4, 0)[0])
+
+
+def zkey_layout(fh: IO[bytes], table: dict[int, tuple[int, int]]) -> tuple[ZkeyHeader, int]:
+    """The header and coefficient count of an open zkey, its section sizes checked against them."""
+    header = zkey_header(read_section(fh, table, 2, ZKEY_HEADER_MAX))
+    if 4 not in table:
+        raise FormatError("has no section 4 (coefficients)")
+    offset, size = table[4]
+    fh.seek(offset)
+    n_coef = coefficient_count(fh.read(min(4, size)))
+    check_zkey_layout(header, {sid: span[1] for sid, span in table.items()}, n_coef)
+    return header, n_coef
+
+
+def inspect_zkey(path: str | os.PathLike[str]) -> tuple[ZkeyHeader, int]:
+    """What a zkey declares (header, coefficient count), reading only its section headers."""
+    with open(path, "rb") as fh:
+        return zkey_layout(fh, section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey"))
+
+
 def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
     from engine.prover import native
 
-    name = str(path)
+    name = Path(path).name
     _, sec = read_binfile(path, b"zkey")
-    (protocol,) = struct.unpack_from("<I", _need(sec, 1, name), 0)
-    if protocol != 1:
-        raise FormatError(f"{name}: protocol {protocol} is not Groth16 (1)")
-    h = _need(sec, 2, name)
-    (n8q,) = struct.unpack_from("<I", h, 0)
-    q = int.from_bytes(h[4 : 4 + n8q], "little")
-    c = _curve_by_prime(q, "p", name)
+    try:
+        (protocol,) = struct.unpack_from("<I", _need(sec, 1, name), 0)
+        if protocol != 1:
+            raise FormatError(f"protocol {protocol} is not Groth16 (1)")
+        head = zkey_header(_need(sec, 2, name))
+        n_coef = coefficient_count(_need(sec, 4, name))
+        check_zkey_layout(head, {sid: len(v) for sid, v in sec.items()}, n_coef)
+    except (FormatError, struct.error) as exc:
+        raise FormatError(f"{name}: {exc}") from None
+    c = get_curve(head.curve)
     L = c.fp_limbs
-    if n8q != 8 * L:
-        raise FormatError(f"{name}: base field size {n8q} bytes, expected {8 * L}")
-    pos = 4 + n8q
-    (n8r,) = struct.unpack_from("<I", h, pos)
-    r = int.from_bytes(h[pos + 4 : pos + 4 + n8r], "little")
-    if n8r != 32 or r != c.r:
-        raise FormatError(f"{name}: scalar field does not match curve {c.name}")
-    pos += 4 + n8r
-    n_vars, n_public, domain_size = struct.unpack_from("<III", h, pos)
-    pos += 12
-    if domain_size < 1 or domain_size & (domain_size - 1):
-        raise FormatError(f"{name}: domain size {domain_size} is not a power of two")
-    pts = _u64_rows(h[pos:], 1, 3 * 2 * L + 3 * 4 * L, f"{name} header points").reshape(-1)
+    n_vars, n_public, domain_size = head.n_vars, head.n_public, head.domain_size
+    pts = _u64_rows(_need(sec, 2, name)[head.points_offset :], 1, 3 * 2 * L + 3 * 4 * L,
+                    f"{name} header points").reshape(-1)
     o = 0
     hdr: list[np.ndarray] = []
     for width in (2 * L, 2 * L, 4 * L, 4 * L, 2 * L, 4 * L):  # alpha1 beta1 beta2 gamma2 delta1 delta2
         hdr.append(pts[o : o + width].copy())
         o += width
     coef_sec = _need(sec, 4, name)
-    (n_coef,) = struct.unpack_from("<I", coef_sec, 0)
-    if len(coef_sec) < 4 + n_coef * _COEF_DT.itemsize:
-        raise FormatError(f"{name}: coefficients section truncated")
-    ent = np.frombuffer(coef_sec, dtype=_COEF_DT, count=n_coef, offset=4)
+    ent = np.frombuffer(coef_sec, dtype=COEF_DTYPE, count=n_coef, offset=4)
     mats = ent["m"]
     if n_coef and (mats.max() > 1 or ent["c"].max() >= domain_size or ent["s"].max() >= n_vars):
         raise FormatError(f"{name}: coefficient entry out of range")
     vals = np.ascontiguousarray(ent["v"], dtype=np.uint64)
-    _check_below(vals, c.r, f"{name} coefficients")
+    check_below(vals, c.r, f"{name} coefficients")
     # stored as coef·R² mod r (snarkjs multiplies by R² so its Montgomery product with a plain
     # witness value lands in Montgomery form); undo it once here, vectorised
     rinv2 = pow(1 << 256, -2, c.r)
@@ -327,7 +539,7 @@ def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
 
 
 def _entries(m: SparseMatrix, which: int) -> np.ndarray:
-    e = np.empty(m.nnz, dtype=_COEF_DT)
+    e = np.empty(m.nnz, dtype=COEF_DTYPE)
     e["m"] = which
     e["c"] = np.repeat(np.arange(m.rows, dtype=np.uint32), np.diff(m.row_ptr))
     e["s"] = m.cols
@@ -554,7 +766,23 @@ def read_vk_json(path: str | os.PathLike[str]) -> VerifyingKey:
 
 
 __all__ = [
+    "COEF_DTYPE",
+    "MAX_SECTIONS",
+    "ZKEY_HEADER_MAX",
+    "ZKEY_SECTION_NAMES",
     "FormatError",
+    "WtnsHeader",
+    "ZkeyHeader",
+    "check_below",
+    "check_zkey_layout",
+    "coefficient_count",
+    "inspect_zkey",
+    "read_section",
+    "section_blocks",
+    "section_table",
+    "wtns_header",
+    "zkey_header",
+    "zkey_layout",
     "cs_hash_of",
     "parse_binfile",
     "proof_from_json",

@@ -2,37 +2,29 @@
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from engine.api.uploads import CURVES
 from engine.models import ProofJob
 from engine.states import Curve
 
 pytestmark = pytest.mark.django_db
 
 
-def _section(kind: int, data: bytes) -> bytes:
-    return struct.pack("<IQ", kind, len(data)) + data
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "snarkjs"
+FOLDER = {Curve.BN254: "bn128", Curve.BLS12_381: "bls12381"}
 
 
 def zkey_bytes(curve: str, padding: int = 0) -> bytes:
-    """The head of a Groth16 zkey: header (protocol 1) and the Groth16 header with q and r."""
-    q, r = CURVES[curve]
-    n8 = 32 if curve == Curve.BN254 else 48
-    groth = struct.pack("<I", n8) + q.to_bytes(n8, "little") + struct.pack("<I", 32) + r.to_bytes(32, "little")
-    sections = _section(1, struct.pack("<I", 1)) + _section(2, groth) + _section(3, b"\0" * padding)
-    return b"zkey" + struct.pack("<II", 1, 3) + sections
+    """A real snarkjs Groth16 zkey over ``curve`` (uploads are validated in full), padded."""
+    return (FIXTURES / FOLDER[curve] / "circuit.zkey").read_bytes() + b"\0" * padding
 
 
 def wtns_bytes(curve: str) -> bytes:
-    r = CURVES[curve][1]
-    header = struct.pack("<I", 32) + r.to_bytes(32, "little") + struct.pack("<I", 2)
-    return b"wtns" + struct.pack("<II", 2, 2) + _section(1, header) + _section(2, b"\1" * 64)
+    return (FIXTURES / FOLDER[curve] / "witness.wtns").read_bytes()
 
 
 def upload(api: Client, job_id: str = "mine-1", curve: str = Curve.BN254, **files: bytes):  # type: ignore[no-untyped-def]
