@@ -1,0 +1,267 @@
+"""The circuits endpoints: register a circom circuit once, list, read, delete, export its verifier.
+
+A registration streams the zkey (and optionally the circuit's .wasm and .r1cs) to disk with a
+running byte count, checks each file's headers against its real size, and stores the files
+content-addressed under DATA_DIR/circuits/<sha256 of the zkey>/: the same key registered
+again is the same circuit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import shutil
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from django.conf import settings
+from django.core.files.uploadhandler import FileUploadHandler, SkipFile
+from django.db import IntegrityError, transaction
+from django.http import HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
+from ninja import Router, Schema, Status
+
+from engine.api.errors import ApiError
+from engine.api.schemas import ErrorOut
+from engine.api.uploads import BadCircuitFile, UploadTooLarge, discard
+from engine.circuit_files import ZkeyHeader, check_r1cs, check_wasm, check_zkey
+from engine.models import Circuit, ProofJob
+from engine.states import JOB_ACTIVE
+from engine.submit_circuit import circuit_of, visible_circuits
+from provingsite.env import parse_size
+
+router = Router(tags=["circuits"])
+
+ERRORS: dict[int | tuple[int, ...], Any] = {(400, 401, 404, 409, 413): ErrorOut}
+# The names a circuit's files are stored under, in its content-addressed folder.
+FILES = {"zkey": "circuit.zkey", "wasm": "circuit.wasm", "r1cs": "circuit.r1cs"}
+VK_NAME = "verification_key.json"
+
+
+class CircuitOut(Schema):
+    id: str
+    name: str
+    curve: str
+    n_public: int
+    n_vars: int
+    domain_size: int
+    zkey_bytes: int
+    wasm_bytes: int | None
+    r1cs_bytes: int | None
+    created_at: datetime
+    links: dict[str, str]
+
+
+class Staged:
+    def __init__(self, path: Path, size: int, sha256: str, name: str) -> None:
+        self.path, self.size, self.sha256, self.name = path, size, sha256, name
+
+    def close(self) -> None:  # Django closes request files after the response; ours are closed
+        pass
+
+
+class CircuitUploadHandler(FileUploadHandler):
+    """Streams zkey, wasm and r1cs parts into ``staging`` and refuses more than ``limit`` bytes."""
+
+    def __init__(self, staging: Path, limit: int, request: Any = None) -> None:
+        super().__init__(request)
+        self.staging, self.limit, self.received = staging, limit, 0
+        self._out: IO[bytes] | None = None
+        self._hash: Any = None
+        self._seen: set[str] = set()
+
+    def handle_raw_input(self, input_data: Any, META: Any, content_length: int, boundary: Any,
+                         encoding: str | None = None) -> None:
+        if content_length and content_length > self.limit:
+            raise UploadTooLarge(self.limit)
+
+    def new_file(self, field_name: str, file_name: str, *args: Any, **kwargs: Any) -> None:
+        super().new_file(field_name, file_name, *args, **kwargs)
+        if field_name not in FILES or field_name in self._seen:
+            raise SkipFile()
+        self._seen.add(field_name)
+        self.staging.mkdir(parents=True, exist_ok=True)
+        self._out = open(self.staging / FILES[field_name], "wb")  # noqa: SIM115 closed in file_complete
+        self._hash = hashlib.sha256()
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
+        self.received += len(raw_data)
+        if self.received > self.limit:
+            self._close()
+            raise UploadTooLarge(self.limit)
+        assert self._out is not None
+        self._out.write(raw_data)
+        self._hash.update(raw_data)
+        return None
+
+    def file_complete(self, file_size: int) -> Staged | None:
+        if self._out is None:
+            return None
+        path = Path(self._out.name)
+        self._close()
+        return Staged(path, file_size, self._hash.hexdigest(), str(self.file_name or ""))
+
+    def upload_interrupted(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+
+def circuits_dir() -> Path:
+    return Path(settings.DATA_DIR) / "circuits"
+
+
+def _out(circuit: Circuit) -> dict[str, Any]:
+    base = f"/api/v1/circuits/{circuit.pk}"
+    links = {"self": base, "verification_key": f"{base}/{VK_NAME}"}
+    if circuit.curve == "bn128":
+        links["verifier"] = f"{base}/verifier.sol"
+    return {"id": circuit.pk, "name": circuit.name, "curve": circuit.curve, "n_public": circuit.n_public,
+            "n_vars": circuit.n_vars, "domain_size": circuit.domain_size, "zkey_bytes": circuit.zkey_bytes,
+            "wasm_bytes": circuit.wasm_bytes, "r1cs_bytes": circuit.r1cs_bytes, "created_at": circuit.created_at,
+            "links": links}
+
+
+def _checked(files: Any) -> tuple[dict[str, Staged], ZkeyHeader]:
+    zkey = files.get("zkey")
+    if not isinstance(zkey, Staged) or zkey.size == 0:
+        raise ApiError(400, "invalid", "zkey", "a non-empty snarkjs Groth16 .zkey file is required")
+    staged = {name: item for name in FILES if isinstance(item := files.get(name), Staged)}
+    try:
+        header = check_zkey(zkey.path)
+        if "wasm" in staged:
+            check_wasm(staged["wasm"].path, header)
+        if "r1cs" in staged:
+            check_r1cs(staged["r1cs"].path, header)
+    except BadCircuitFile as exc:
+        raise ApiError(400, "invalid", exc.field, exc.message) from None
+    return staged, header
+
+
+def _existing(circuit: Circuit, client: Any) -> Status:
+    if not visible_circuits(client).filter(pk=circuit.pk).exists():
+        raise ApiError(409, "conflict", "zkey", "this zkey is already registered by another client")
+    return Status(200, _out(circuit))
+
+
+def _register(request: HttpRequest, staging: Path) -> Status:
+    staged, header = _checked(request.FILES)  # reads the body through CircuitUploadHandler
+    zkey = staged["zkey"]
+    client = request.auth  # type: ignore[attr-defined]
+    found = Circuit.objects.filter(pk=zkey.sha256).first()
+    if found is not None:
+        return _existing(found, client)
+    target = circuits_dir() / zkey.sha256
+    fields = {f"{name}_path": str(target / FILES[name]) for name in staged}
+    fields.update({f"{name}_bytes": item.size for name, item in staged.items()})
+    try:
+        with transaction.atomic():
+            circuit = Circuit.objects.create(
+                id=zkey.sha256, name=zkey.name[:200], curve=header.curve, n_public=header.n_public,
+                n_vars=header.n_vars, domain_size=header.domain_size, owner=client, **fields)
+            # The row is ours now; a folder already there was left by a registration that failed.
+            shutil.rmtree(target, ignore_errors=True)
+            staging.rename(target)
+    except IntegrityError:  # the same key registered at the same moment: one row won
+        return _existing(Circuit.objects.get(pk=zkey.sha256), client)
+    return Status(201, _out(circuit))
+
+
+_REGISTER_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": {
+            "type": "object", "required": ["zkey"],
+            "properties": {
+                "zkey": {"type": "string", "format": "binary", "description": "snarkjs Groth16 .zkey"},
+                "wasm": {"type": "string", "format": "binary", "description": "circom's witness generator .wasm"},
+                "r1cs": {"type": "string", "format": "binary", "description": "circom's .r1cs"},
+            },
+        }}},
+    }
+}
+
+
+@router.post("/circuits", response={200: CircuitOut, 201: CircuitOut, **ERRORS}, openapi_extra=_REGISTER_BODY,
+             summary="Register a circom circuit (zkey, optionally its .wasm and .r1cs)")
+def register_circuit(request: HttpRequest) -> Status:
+    """201 with the new circuit; 200 with the existing one when the same zkey is registered again."""
+    limit = parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise ApiError(400, "invalid", "Content-Length", "is not a number") from None
+    if declared > limit:
+        raise ApiError(413, "too_large", "body", f"uploads are limited to {limit} bytes; this one declares {declared}")
+    if request.content_type != "multipart/form-data":
+        raise ApiError(400, "invalid", "body", "must be multipart/form-data with a zkey (and optionally wasm, r1cs)")
+    staging = circuits_dir() / f".incoming-{secrets.token_hex(8)}"
+    request.upload_handlers = [CircuitUploadHandler(staging, limit, request)]
+    try:
+        return _register(request, staging)
+    except UploadTooLarge as exc:
+        raise ApiError(413, "too_large", "body", str(exc)) from None
+    except MultiPartParserError as exc:
+        raise ApiError(400, "invalid", "body", f"not a readable multipart body ({exc})") from None
+    finally:
+        discard(staging)  # moved into place when accepted; anything left is not wanted
+
+
+@router.get("/circuits", response={200: list[CircuitOut], **ERRORS}, summary="The circuits this token may use")
+def list_circuits(request: HttpRequest) -> list[dict[str, Any]]:
+    return [_out(c) for c in visible_circuits(request.auth)]  # type: ignore[attr-defined]
+
+
+@router.get("/circuits/{circuit_id}", response={200: CircuitOut, **ERRORS}, summary="One registered circuit")
+def get_circuit(request: HttpRequest, circuit_id: str) -> dict[str, Any]:
+    return _out(circuit_of(request.auth, circuit_id))  # type: ignore[attr-defined]
+
+
+@router.delete("/circuits/{circuit_id}", response={204: None, **ERRORS}, summary="Delete a circuit no job is using")
+def delete_circuit(request: HttpRequest, circuit_id: str) -> Status:
+    with transaction.atomic():
+        circuit = circuit_of(request.auth, circuit_id)  # type: ignore[attr-defined]
+        active = ProofJob.objects.filter(circuit_id=circuit.job_circuit_id, state__in=JOB_ACTIVE)
+        if active.exists():
+            names = ", ".join(repr(j) for j in active.values_list("job_id", flat=True)[:5])
+            raise ApiError(409, "in_use", "circuit", f"jobs still use this circuit: {names}")
+        circuit.delete()
+    # Done jobs keep their own hard link to the key; the circuit's folder can go.
+    shutil.rmtree(circuits_dir() / circuit_id, ignore_errors=True)
+    return Status(204, None)
+
+
+def verification_key(circuit: Circuit) -> dict[str, Any]:
+    """snarkjs's verification_key.json for the circuit, computed once and kept beside the key."""
+    from engine.prover.snarkjs import read_zkey, vk_to_json
+
+    cached = Path(circuit.zkey_path).with_name(VK_NAME)
+    if cached.exists():
+        return json.loads(cached.read_text())
+    vk = vk_to_json(read_zkey(circuit.zkey_path).vk)
+    tmp = cached.with_name(f".{VK_NAME}.{secrets.token_hex(4)}")
+    tmp.write_text(json.dumps(vk, indent=1))
+    tmp.replace(cached)  # atomic: a concurrent reader sees the whole file or none
+    return vk
+
+
+@router.get(f"/circuits/{{circuit_id}}/{VK_NAME}", response={200: dict[str, Any], **ERRORS},
+            summary="verification_key.json, as `snarkjs zkey export verificationkey` writes it")
+def get_verification_key(request: HttpRequest, circuit_id: str) -> dict[str, Any]:
+    return verification_key(circuit_of(request.auth, circuit_id))  # type: ignore[attr-defined]
+
+
+@router.get("/circuits/{circuit_id}/verifier.sol", response={200: str, **ERRORS},
+            summary="A Solidity verifier for the circuit (BN254)")
+def get_verifier(request: HttpRequest, circuit_id: str) -> HttpResponse:
+    from engine.solidity_verifier import verifier_sol
+
+    circuit = circuit_of(request.auth, circuit_id)  # type: ignore[attr-defined]
+    if circuit.curve != "bn128":
+        raise ApiError(409, "unsupported", "circuit", "Solidity verifiers exist for BN254 circuits only")
+    return HttpResponse(verifier_sol(verification_key(circuit)), content_type="text/plain; charset=utf-8")

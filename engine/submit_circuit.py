@@ -1,0 +1,113 @@
+"""Jobs by circuit id: the witness computed here from the registered .wasm, then a custom job.
+
+The inputs are refused before any proving when the circuit refuses them (an unknown or
+missing signal, a value outside the field, a failing assertion), with the signal named.
+The job stores the witness file's digest, not the signals (they are often the prover's
+secrets), so the same inputs again are recognised as the same request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+
+from engine.api.errors import ApiError
+from engine.api.jobs import _conflict, check_job_id, parse_priority
+from engine.api.schemas import CircuitJobIn
+from engine.api.uploads import STORED_NAMES, discard
+from engine.circuits.wasm_witness import WitnessError, calculate_witness
+from engine.models import Circuit, ProofJob
+from engine.states import ProofKind
+from engine.submit import JobConflict, submit_job
+
+
+def witness_array(witness: list[int]) -> np.ndarray:
+    """(n, 4) uint64 limbs, the layout engine.prover.snarkjs.write_wtns takes."""
+    mask = (1 << 64) - 1
+    return np.array([[(v >> (64 * k)) & mask for k in range(4)] for v in witness], dtype=np.uint64)
+
+
+def visible_circuits(client: Any) -> Any:
+    """The circuits a token may use: a client's own, every circuit for an operator token."""
+    from engine.models import ApiToken
+
+    if isinstance(client, ApiToken) and not client.sees_every_job:
+        return Circuit.objects.filter(owner=client)
+    return Circuit.objects.all()
+
+
+def circuit_of(client: Any, circuit_id: str) -> Circuit:
+    circuit = visible_circuits(client).filter(pk=circuit_id).first()
+    if circuit is None:
+        raise ApiError(404, "not_found", "circuit", f"no registered circuit with id {circuit_id!r}")
+    return circuit
+
+
+def witness_for(circuit: Circuit, inputs: dict[str, Any]) -> list[int]:
+    if not circuit.wasm_path:
+        raise ApiError(409, "no_wasm", "circuit", "this circuit was registered without its .wasm; "
+                                                  "register it again with the wasm to prove from inputs")
+    try:
+        witness = calculate_witness(Path(circuit.wasm_path).read_bytes(), inputs)
+    except WitnessError as exc:
+        field = f"inputs.{exc.signal}" if exc.signal else "inputs"
+        raise ApiError(400, "invalid", field, exc.message) from None
+    if len(witness) != circuit.n_vars:
+        raise ApiError(409, "mismatch", "circuit", f"the .wasm computes {len(witness)} signals; "
+                                                   f"the zkey has {circuit.n_vars}")
+    return witness
+
+
+def _link_key(circuit: Circuit, target: Path) -> None:
+    # A hard link: the job keeps its key even if the circuit is deleted once the job is done.
+    try:
+        os.link(circuit.zkey_path, target)
+    except OSError:
+        os.symlink(circuit.zkey_path, target)
+
+
+def _stage(circuit: Circuit, witness: list[int], staging: Path) -> str:
+    from engine.prover.snarkjs import write_wtns
+
+    staging.mkdir(parents=True)
+    wtns = staging / STORED_NAMES["wtns"]
+    write_wtns(wtns, circuit.curve, witness_array(witness))
+    _link_key(circuit, staging / STORED_NAMES["zkey"])
+    return hashlib.sha256(wtns.read_bytes()).hexdigest()
+
+
+def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[ProofJob, bool]:
+    """Validate, compute the witness and submit; ApiError (4xx) for anything refused."""
+    job_id = check_job_id(payload.job_id)
+    level = parse_priority(payload.priority)
+    circuit = circuit_of(client, payload.circuit)
+    witness = witness_for(circuit, payload.inputs)
+    uploads = Path(settings.DATA_DIR) / "uploads"
+    staging = uploads / f".incoming-{secrets.token_hex(8)}"
+    try:
+        digest = _stage(circuit, witness, staging)
+        inputs = {"circuit": circuit.pk, "wtns_sha256": digest}
+        with transaction.atomic():
+            job, created = submit_job(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
+                                      circuit_id=circuit.job_circuit_id, priority=level, curve=circuit.curve,
+                                      client=client)
+            if created:  # inside the job's transaction: no engine sees the job before its files
+                target = uploads / str(job.pk)
+                staging.rename(target)
+                job.upload_dir = str(target)
+                job.save(update_fields=["upload_dir"])
+    except JobConflict as exc:
+        raise _conflict(exc, client) from None
+    finally:
+        discard(staging)
+    return job, created
+
+
+__all__ = ["circuit_of", "submit_circuit_job", "visible_circuits", "witness_array"]
