@@ -18,6 +18,9 @@ from engine.api.uploads import CURVES, BadCircuitFile, zkey_curve
 # Sections a snarkjs Groth16 zkey always has: header, Groth16 header, IC, coefficients,
 # A, B1, B2, C, H, and the contributions.
 ZKEY_SECTIONS = tuple(range(1, 11))
+SYM_NAME = "circuit.sym"
+# The main component's signal names, taken from the .sym once at registration.
+NAMES_FILE = "signal_names.json"
 MAX_SECTIONS = 64
 
 
@@ -135,3 +138,18 @@ def check_r1cs(path: Path, header: ZkeyHeader) -> None:
     if n_wires != header.n_vars or n_out + n_in != header.n_public:
         raise BadCircuitFile("r1cs", f"does not match the zkey ({n_wires} wires and {n_out + n_in} public "
                                      f"signals; the zkey has {header.n_vars} and {header.n_public})")
+
+
+def check_sym(path: Path) -> list[str]:
+    """The main component's signal names from circom's symbol table (read line by line: a big
+    circuit's .sym is as long as its signal count)."""
+    from engine.circuits.wasm_witness import top_level_names
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            names = top_level_names(fh)
+    except UnicodeDecodeError:
+        raise BadCircuitFile("sym", "is not a text file") from None
+    if not names:
+        raise BadCircuitFile("sym", "names no signal of a main component (expected circom --sym output)")
+    return names

@@ -9,6 +9,7 @@ secrets), so the same inputs again are recognised as the same request.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 from pathlib import Path
@@ -22,6 +23,7 @@ from engine.api.errors import ApiError
 from engine.api.jobs import _conflict, check_job_id, parse_priority
 from engine.api.schemas import CircuitJobIn
 from engine.api.uploads import STORED_NAMES, discard
+from engine.circuit_files import NAMES_FILE
 from engine.circuits.wasm_witness import WitnessError, calculate_witness
 from engine.models import Circuit, ProofJob
 from engine.states import ProofKind
@@ -54,8 +56,10 @@ def witness_for(circuit: Circuit, inputs: dict[str, Any]) -> list[int]:
     if not circuit.wasm_path:
         raise ApiError(409, "no_wasm", "circuit", "this circuit was registered without its .wasm; "
                                                   "register it again with the wasm to prove from inputs")
+    names_file = Path(circuit.zkey_path).with_name(NAMES_FILE)
+    names = json.loads(names_file.read_text()) if names_file.exists() else []
     try:
-        witness = calculate_witness(Path(circuit.wasm_path).read_bytes(), inputs)
+        witness = calculate_witness(Path(circuit.wasm_path).read_bytes(), inputs, names)
     except WitnessError as exc:
         field = f"inputs.{exc.signal}" if exc.signal else "inputs"
         raise ApiError(400, "invalid", field, exc.message) from None

@@ -22,11 +22,12 @@ from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from ninja import Router, Schema, Status
+from pydantic import Field
 
 from engine.api.errors import ApiError
 from engine.api.schemas import ErrorOut
 from engine.api.uploads import BadCircuitFile, UploadTooLarge, discard
-from engine.circuit_files import ZkeyHeader, check_r1cs, check_wasm, check_zkey
+from engine.circuit_files import NAMES_FILE, SYM_NAME, ZkeyHeader, check_r1cs, check_sym, check_wasm, check_zkey
 from engine.models import Circuit, ProofJob
 from engine.states import JOB_ACTIVE
 from engine.submit_circuit import circuit_of, visible_circuits
@@ -36,7 +37,8 @@ router = Router(tags=["circuits"])
 
 ERRORS: dict[int | tuple[int, ...], Any] = {(400, 401, 404, 409, 413): ErrorOut}
 # The names a circuit's files are stored under, in its content-addressed folder.
-FILES = {"zkey": "circuit.zkey", "wasm": "circuit.wasm", "r1cs": "circuit.r1cs"}
+FILES = {"zkey": "circuit.zkey", "wasm": "circuit.wasm", "r1cs": "circuit.r1cs", "sym": SYM_NAME}
+MODEL_FILES = ("zkey", "wasm", "r1cs")  # the files with a path and size on the Circuit row
 VK_NAME = "verification_key.json"
 
 
@@ -50,6 +52,7 @@ class CircuitOut(Schema):
     zkey_bytes: int
     wasm_bytes: int | None
     r1cs_bytes: int | None
+    sym: bool = Field(description="Whether the circuit's .sym was registered (it names missing input signals)")
     created_at: datetime
     links: dict[str, str]
 
@@ -123,7 +126,8 @@ def _out(circuit: Circuit) -> dict[str, Any]:
         links["verifier"] = f"{base}/verifier.sol"
     return {"id": circuit.pk, "name": circuit.name, "curve": circuit.curve, "n_public": circuit.n_public,
             "n_vars": circuit.n_vars, "domain_size": circuit.domain_size, "zkey_bytes": circuit.zkey_bytes,
-            "wasm_bytes": circuit.wasm_bytes, "r1cs_bytes": circuit.r1cs_bytes, "created_at": circuit.created_at,
+            "wasm_bytes": circuit.wasm_bytes, "r1cs_bytes": circuit.r1cs_bytes,
+            "sym": Path(circuit.zkey_path).with_name(NAMES_FILE).exists(), "created_at": circuit.created_at,
             "links": links}
 
 
@@ -138,6 +142,9 @@ def _checked(files: Any) -> tuple[dict[str, Staged], ZkeyHeader]:
             check_wasm(staged["wasm"].path, header)
         if "r1cs" in staged:
             check_r1cs(staged["r1cs"].path, header)
+        if "sym" in staged:
+            names = check_sym(staged["sym"].path)
+            staged["sym"].path.with_name(NAMES_FILE).write_text(json.dumps(names))
     except BadCircuitFile as exc:
         raise ApiError(400, "invalid", exc.field, exc.message) from None
     return staged, header
@@ -157,8 +164,8 @@ def _register(request: HttpRequest, staging: Path) -> Status:
     if found is not None:
         return _existing(found, client)
     target = circuits_dir() / zkey.sha256
-    fields = {f"{name}_path": str(target / FILES[name]) for name in staged}
-    fields.update({f"{name}_bytes": item.size for name, item in staged.items()})
+    fields = {f"{name}_path": str(target / FILES[name]) for name in staged if name in MODEL_FILES}
+    fields.update({f"{name}_bytes": item.size for name, item in staged.items() if name in MODEL_FILES})
     try:
         with transaction.atomic():
             circuit = Circuit.objects.create(
@@ -181,6 +188,8 @@ _REGISTER_BODY = {
                 "zkey": {"type": "string", "format": "binary", "description": "snarkjs Groth16 .zkey"},
                 "wasm": {"type": "string", "format": "binary", "description": "circom's witness generator .wasm"},
                 "r1cs": {"type": "string", "format": "binary", "description": "circom's .r1cs"},
+                "sym": {"type": "string", "format": "binary",
+                        "description": "circom's .sym (circom --sym): lets a missing input signal be named"},
             },
         }}},
     }
@@ -188,7 +197,7 @@ _REGISTER_BODY = {
 
 
 @router.post("/circuits", response={200: CircuitOut, 201: CircuitOut, **ERRORS}, openapi_extra=_REGISTER_BODY,
-             summary="Register a circom circuit (zkey, optionally its .wasm and .r1cs)")
+             summary="Register a circom circuit (zkey, optionally its .wasm, .r1cs and .sym)")
 def register_circuit(request: HttpRequest) -> Status:
     """201 with the new circuit; 200 with the existing one when the same zkey is registered again."""
     limit = parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))

@@ -9,7 +9,7 @@ wasmtime; it imports nothing from Django so the CLI and tests can call it direct
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import wasmtime
@@ -153,11 +153,37 @@ def _split(h: int) -> tuple[int, int]:
     return signed(msb), signed(lsb)
 
 
-def calculate_witness(wasm_bytes: bytes, inputs: dict[str, Any]) -> list[int]:
+def top_level_names(sym_lines: Iterable[str]) -> list[str]:
+    """The main component's signal names in a circom ``.sym`` file's lines (``b`` for ``main.b[1]``).
+
+    The .wasm knows its inputs only by hash; these names let a missing one be named."""
+    names: dict[str, None] = {}
+    for line in sym_lines:
+        full = line.rsplit(",", 1)[-1].strip()
+        if full.startswith("main.") and "." not in full[5:]:
+            names[full[5:].split("[", 1)[0]] = None
+    return list(names)
+
+
+def _missing(calc: _Calculator, given: set[str], candidates: Iterable[str]) -> list[str]:
+    missing = []
+    for name in candidates:
+        if name in given:
+            continue
+        try:
+            if calc.call("getInputSignalSize", *_split(fnv1a64(name))) > 0:
+                missing.append(name)
+        except (_Abort, wasmtime.Trap):
+            continue  # not an input: the runtime reports "signal not found"
+    return missing
+
+
+def calculate_witness(wasm_bytes: bytes, inputs: dict[str, Any], signal_names: Iterable[str] = ()) -> list[int]:
     """The full witness (w[0] = 1, outputs, public inputs, private values) for ``inputs``.
 
     Raises WitnessError naming the signal for an unknown signal, a wrong number of values,
-    or a value outside the field; a failing assertion or an input left unset is refused too.
+    or a value outside the field; a failing assertion or an input left unset is refused too
+    (the unset one named when ``signal_names``, e.g. from top_level_names of the .sym, has it).
     """
     if not isinstance(inputs, dict):
         raise WitnessError(None, "inputs must be an object of signal names to values")
@@ -191,6 +217,10 @@ def calculate_witness(wasm_bytes: bytes, inputs: dict[str, Any]) -> list[int]:
             set_count += 1
     expected = calc.call("getInputSize")
     if set_count < expected:
+        missing = _missing(calc, {str(n) for n in inputs}, signal_names)
+        if missing:
+            raise WitnessError(missing[0], "is an input signal of the circuit and has no value"
+                               + (f" (nor {', '.join(missing[1:])})" if missing[1:] else ""))
         raise WitnessError(None, f"not every input signal is set: {set_count} of {expected} values given")
     witness = []
     for i in range(calc.call("getWitnessSize")):
@@ -204,4 +234,4 @@ def circuit_prime(wasm_bytes: bytes) -> int:
     return _Calculator(wasm_bytes).prime
 
 
-__all__ = ["WitnessError", "calculate_witness", "circuit_prime", "fnv1a64"]
+__all__ = ["WitnessError", "calculate_witness", "circuit_prime", "fnv1a64", "top_level_names"]

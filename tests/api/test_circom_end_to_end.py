@@ -28,9 +28,11 @@ CURVE_NAMES = ["bn128", "bls12381"]
 GOOD = {"a": "3", "b": ["4", "5"]}
 
 
-def register(api: Client, build: CircomBuild) -> str:
-    with open(build.zkey, "rb") as zkey, open(build.wasm, "rb") as wasm, open(build.r1cs, "rb") as r1cs:
-        response = api.post("/api/v1/circuits", {"zkey": zkey, "wasm": wasm, "r1cs": r1cs})
+def register(api: Client, build: CircomBuild, sym: bool = True) -> str:
+    with (open(build.zkey, "rb") as zkey, open(build.wasm, "rb") as wasm, open(build.r1cs, "rb") as r1cs,
+          open(build.sym, "rb") as symbols):
+        files = {"zkey": zkey, "wasm": wasm, "r1cs": r1cs, **({"sym": symbols} if sym else {})}
+        response = api.post("/api/v1/circuits", files)
     assert response.status_code == 201, response.content
     return response.json()["id"]
 
@@ -81,7 +83,7 @@ def test_two_jobs_of_one_circuit_both_verify(api: Client, uploads: Path, tmp_pat
 
 def _bad(curve: str) -> list[tuple[str, dict[str, Any], str]]:
     return [
-        ("missing", {"a": "3"}, "inputs"),
+        ("missing", {"a": "3"}, "inputs.b"),
         ("unknown", {**GOOD, "zz": "1"}, "inputs.zz"),
         ("too-short", {"a": "3", "b": ["4"]}, "inputs.b"),
         ("out-of-field", {"a": str(CURVES[curve][1] + 1), "b": ["4", "5"]}, "inputs.a"),
@@ -108,3 +110,11 @@ def test_a_circuit_of_another_client_cannot_be_proved(api: Client, uploads: Path
     other = Client(headers={"Authorization": f"Bearer {raw}"})
     response = submit(other, circuit, "not-mine", GOOD)
     assert response.status_code == 404 and response.json()["field"] == "circuit"
+
+
+def test_without_the_sym_a_missing_signal_is_refused_by_count(api: Client, uploads: Path,
+                                                              circom_product: Build) -> None:  # noqa: F811
+    circuit = register(api, circom_product("bn128"), sym=False)
+    response = submit(api, circuit, "missing-b", {"a": "3"})
+    assert response.status_code == 400 and response.json()["field"] == "inputs"
+    assert "1 of 3 values" in response.json()["detail"]

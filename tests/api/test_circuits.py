@@ -160,3 +160,8 @@ def test_the_solidity_verifier_declares_the_constants_snarkjs_exports(api: Clien
 def test_a_bls12_381_circuit_has_no_solidity_verifier(api: Client, uploads: Path) -> None:
     circuit = register(api, zkey=(FIXTURES / "bls12381" / "circuit.zkey").read_bytes()).json()["id"]
     assert api.get(f"/api/v1/circuits/{circuit}/verifier.sol").status_code == 409
+
+
+def test_a_sym_that_names_no_signal_is_refused(api: Client, uploads: Path) -> None:
+    response = register(api, sym=b"\xff\xfe not text")
+    assert response.status_code == 400 and response.json()["field"] == "sym"

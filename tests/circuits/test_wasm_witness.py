@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.circuits.wasm_witness import WitnessError, calculate_witness, fnv1a64
+from engine.circuits.wasm_witness import WitnessError, calculate_witness, fnv1a64, top_level_names
 from engine.prover.snarkjs import read_wtns
 from tests.oracle import snarkjs as oracle
 from tests.oracle.circom import CircomBuild, circom_product  # noqa: F401  the session fixture
@@ -54,7 +54,20 @@ def test_negative_values_are_field_elements_as_in_snarkjs(circom_product: Build,
 
 def test_a_missing_signal_is_refused(circom_product: Build) -> None:  # noqa: F811
     error = refusal(circom_product("bn128"), {"a": "3"})
-    assert "1 of 3 values" in error.message
+    assert error.signal is None and "1 of 3 values" in error.message
+
+
+def test_a_missing_signal_is_named_from_the_circuits_symbols(circom_product: Build) -> None:  # noqa: F811
+    build = circom_product("bn128")
+    names = top_level_names(build.sym.read_text().splitlines())
+    with pytest.raises(WitnessError) as caught:
+        calculate_witness(build.wasm.read_bytes(), {"a": "3"}, names)
+    assert caught.value.signal == "b"
+
+
+def test_the_symbols_name_the_main_components_signals(circom_product: Build) -> None:  # noqa: F811
+    names = top_level_names(circom_product("bn128").sym.read_text().splitlines())
+    assert sorted(names) == ["a", "b", "c", "t"]
 
 
 def test_an_unknown_signal_is_refused_by_name(circom_product: Build) -> None:  # noqa: F811

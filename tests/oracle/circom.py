@@ -38,6 +38,7 @@ class CircomBuild:
     zkey: Path
     wasm: Path
     r1cs: Path
+    sym: Path
     folder: Path
 
 
@@ -50,7 +51,7 @@ def build(folder: Path, curve: str, source: str = PRODUCT, name: str = "product"
     require_snarkjs()
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.circom").write_text(source)
-    _ok(subprocess.run([str(BIN_DIR / "circom2"), f"{name}.circom", "--r1cs", "--wasm", "--prime", curve, "-o", "."],
+    _ok(subprocess.run([str(BIN_DIR / "circom2"), f"{name}.circom", "--r1cs", "--wasm", "--sym", "--prime", curve, "-o", "."],
                        cwd=folder, capture_output=True, text=True, timeout=120), "circom2")
     steps = [
         ("powersoftau", "new", curve, str(POWER), folder / "pot0.ptau"),
@@ -62,7 +63,7 @@ def build(folder: Path, curve: str, source: str = PRODUCT, name: str = "product"
     for step in steps:
         _ok(snarkjs(*step), " ".join(map(str, step[:2])))
     return CircomBuild(curve, folder / f"{name}.zkey", folder / f"{name}_js" / f"{name}.wasm", folder / f"{name}.r1cs",
-                       folder)
+                       folder / f"{name}.sym", folder)
 
 
 _BUILT: dict[str, CircomBuild] = {}
