@@ -17,6 +17,10 @@ import wasmtime
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
 _MASK64 = (1 << 64) - 1
+# The .wasm is the client's code: it runs on a budget of instructions (wasmtime fuel) and of
+# linear memory, so a circuit that loops or grows without end is refused, not left running.
+DEFAULT_FUEL = 1 << 40
+DEFAULT_MEMORY = 8 << 30
 # circom's runtime error codes, as its exceptionHandler receives them.
 _CODES = {
     1: "signal not found",
@@ -106,10 +110,14 @@ class _Runtime:
 
 
 class _Calculator:
-    def __init__(self, wasm_bytes: bytes) -> None:
+    def __init__(self, wasm_bytes: bytes, fuel: int = DEFAULT_FUEL, memory: int = DEFAULT_MEMORY) -> None:
         self.runtime = _Runtime()
-        engine = wasmtime.Engine()
+        config = wasmtime.Config()
+        config.consume_fuel = True
+        engine = wasmtime.Engine(config)
         self.store = wasmtime.Store(engine)
+        self.store.set_fuel(fuel)
+        self.store.set_limits(memory_size=memory)
         module = wasmtime.Module(engine, wasm_bytes)
         linker = wasmtime.Linker(engine)
         rt = self.runtime
@@ -127,6 +135,10 @@ class _Calculator:
     def call(self, name: str, *args: int) -> int:
         return self.instance.exports(self.store)[name](self.store, *args)
 
+    def witness_value(self, index: int) -> int:
+        self.call("getWitness", index)
+        return self.read_shared()
+
     def read_shared(self) -> int:
         words = [self.call("readSharedRWMemory", j) & 0xFFFFFFFF for j in range(self.n32)]
         return sum(w << (32 * j) for j, w in enumerate(words))
@@ -140,6 +152,8 @@ class _Calculator:
         """What the trap meant: circom's code and the message the circuit printed."""
         rt = self.runtime
         reason = _CODES.get(rt.code, fallback)
+        if not rt.code and self.store.get_fuel() == 0:
+            reason = "the witness generator ran past its instruction budget"
         detail = "; ".join(m.strip() for m in rt.messages if m.strip())
         return WitnessError(signal, f"{reason} ({detail})" if detail else reason)
 
@@ -178,7 +192,8 @@ def _missing(calc: _Calculator, given: set[str], candidates: Iterable[str]) -> l
     return missing
 
 
-def calculate_witness(wasm_bytes: bytes, inputs: dict[str, Any], signal_names: Iterable[str] = ()) -> list[int]:
+def calculate_witness(wasm_bytes: bytes, inputs: dict[str, Any], signal_names: Iterable[str] = (), *,
+                      fuel: int = DEFAULT_FUEL, memory: int = DEFAULT_MEMORY) -> list[int]:
     """The full witness (w[0] = 1, outputs, public inputs, private values) for ``inputs``.
 
     Raises WitnessError naming the signal for an unknown signal, a wrong number of values,
@@ -188,7 +203,7 @@ def calculate_witness(wasm_bytes: bytes, inputs: dict[str, Any], signal_names: I
     if not isinstance(inputs, dict):
         raise WitnessError(None, "inputs must be an object of signal names to values")
     try:
-        calc = _Calculator(wasm_bytes)
+        calc = _Calculator(wasm_bytes, fuel, memory)
     except (wasmtime.WasmtimeError, KeyError, TypeError) as exc:
         raise WitnessError(None, f"the circuit's .wasm is not a circom witness generator ({exc})") from None
     try:
@@ -222,11 +237,10 @@ def calculate_witness(wasm_bytes: bytes, inputs: dict[str, Any], signal_names: I
             raise WitnessError(missing[0], "is an input signal of the circuit and has no value"
                                + (f" (nor {', '.join(missing[1:])})" if missing[1:] else ""))
         raise WitnessError(None, f"not every input signal is set: {set_count} of {expected} values given")
-    witness = []
-    for i in range(calc.call("getWitnessSize")):
-        calc.call("getWitness", i)
-        witness.append(calc.read_shared())
-    return witness
+    try:
+        return [calc.witness_value(i) for i in range(calc.call("getWitnessSize"))]
+    except (_Abort, wasmtime.Trap):
+        raise calc.failure(None, "the witness generator failed reading the witness") from None
 
 
 def circuit_prime(wasm_bytes: bytes) -> int:

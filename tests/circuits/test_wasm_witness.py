@@ -95,3 +95,9 @@ def test_a_failing_assertion_is_refused_with_the_circuits_message(circom_product
 
 def test_a_value_that_is_not_a_number_is_refused_by_name(circom_product: Build) -> None:  # noqa: F811
     assert refusal(circom_product("bn128"), {"a": "three", "b": ["4", "5"]}).signal == "a"
+
+
+def test_a_circuit_past_its_instruction_budget_is_refused(circom_product: Build) -> None:  # noqa: F811
+    with pytest.raises(WitnessError) as caught:
+        calculate_witness(circom_product("bn128").wasm.read_bytes(), GOOD, fuel=1000)
+    assert "budget" in caught.value.message
