@@ -150,9 +150,23 @@ def _checked(files: Any) -> tuple[dict[str, Staged], ZkeyHeader]:
     return staged, header
 
 
-def _existing(circuit: Circuit, client: Any) -> Status:
+def _existing(circuit: Circuit, client: Any, staged: dict[str, Staged]) -> Status:
+    """The circuit already registered; files it lacks (a .wasm added later, say) join it."""
     if not visible_circuits(client).filter(pk=circuit.pk).exists():
         raise ApiError(409, "conflict", "zkey", "this zkey is already registered by another client")
+    folder = Path(circuit.zkey_path).parent
+    changed = []
+    for name in ("wasm", "r1cs"):
+        if name in staged and not getattr(circuit, f"{name}_path"):
+            staged[name].path.replace(folder / FILES[name])
+            setattr(circuit, f"{name}_path", str(folder / FILES[name]))
+            setattr(circuit, f"{name}_bytes", staged[name].size)
+            changed += [f"{name}_path", f"{name}_bytes"]
+    if "sym" in staged and not (folder / NAMES_FILE).exists():
+        staged["sym"].path.replace(folder / SYM_NAME)
+        staged["sym"].path.with_name(NAMES_FILE).replace(folder / NAMES_FILE)
+    if changed:
+        circuit.save(update_fields=changed)
     return Status(200, _out(circuit))
 
 
@@ -162,7 +176,7 @@ def _register(request: HttpRequest, staging: Path) -> Status:
     client = request.auth  # type: ignore[attr-defined]
     found = Circuit.objects.filter(pk=zkey.sha256).first()
     if found is not None:
-        return _existing(found, client)
+        return _existing(found, client, staged)
     target = circuits_dir() / zkey.sha256
     fields = {f"{name}_path": str(target / FILES[name]) for name in staged if name in MODEL_FILES}
     fields.update({f"{name}_bytes": item.size for name, item in staged.items() if name in MODEL_FILES})
@@ -175,7 +189,7 @@ def _register(request: HttpRequest, staging: Path) -> Status:
             shutil.rmtree(target, ignore_errors=True)
             staging.rename(target)
     except IntegrityError:  # the same key registered at the same moment: one row won
-        return _existing(Circuit.objects.get(pk=zkey.sha256), client)
+        return _existing(Circuit.objects.get(pk=zkey.sha256), client, staged)
     return Status(201, _out(circuit))
 
 

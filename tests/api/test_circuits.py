@@ -165,3 +165,18 @@ def test_a_bls12_381_circuit_has_no_solidity_verifier(api: Client, uploads: Path
 def test_a_sym_that_names_no_signal_is_refused(api: Client, uploads: Path) -> None:
     response = register(api, sym=b"\xff\xfe not text")
     assert response.status_code == 400 and response.json()["field"] == "sym"
+
+
+def test_a_file_missing_from_a_registered_circuit_joins_it_when_the_zkey_is_sent_again(
+        api: Client, uploads: Path) -> None:
+    first = register(api).json()
+    r1cs = (FIXTURES / "bn128" / "circuit.r1cs").read_bytes()
+    again = register(api, r1cs=r1cs)
+    assert again.status_code == 200 and (first["r1cs_bytes"], again.json()["r1cs_bytes"]) == (None, len(r1cs))
+    assert (uploads / "circuits" / first["id"] / "circuit.r1cs").read_bytes() == r1cs
+
+
+def test_registered_circuits_are_listed_in_the_admin(api: Client, uploads: Path, admin_client: Client) -> None:
+    circuit = register(api).json()["id"]
+    response = admin_client.get("/admin/engine/circuit/")
+    assert response.status_code == 200 and circuit in response.content.decode()
