@@ -66,7 +66,7 @@ contract Groth16Verifier {{
 {checks}
         uint256[2] memory vkX = [uint256(IC0x), IC0y];
 {_fold_lines(n)}
-        uint256[24] memory input = [
+        uint256[24] memory pairingInput = [
             pA[0], (q - (pA[1] % q)) % q, pB[0][0], pB[0][1], pB[1][0], pB[1][1],
             alphax, alphay, betax1, betax2, betay1, betay2,
             vkX[0], vkX[1], gammax1, gammax2, gammay1, gammay2,
@@ -75,7 +75,7 @@ contract Groth16Verifier {{
         uint256[1] memory out;
         bool ok;
         assembly {{
-            ok := staticcall(gas(), 0x08, input, 768, out, 0x20)
+            ok := staticcall(gas(), 0x08, pairingInput, 768, out, 0x20)
         }}
         return ok && out[0] == 1;
     }}
