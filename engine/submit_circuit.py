@@ -45,8 +45,10 @@ def visible_circuits(client: Any) -> Any:
     return Circuit.objects.all()
 
 
-def circuit_of(client: Any, circuit_id: str) -> Circuit:
-    circuit = visible_circuits(client).filter(pk=circuit_id).first()
+def circuit_of(client: Any, circuit_id: str, lock: bool = False) -> Circuit:
+    """The circuit, 404 when the token may not see it; ``lock`` holds its row to the transaction's end."""
+    rows = visible_circuits(client).filter(pk=circuit_id)
+    circuit = (rows.select_for_update() if lock else rows).first()
     if circuit is None:
         raise ApiError(404, "not_found", "circuit", f"no registered circuit with id {circuit_id!r}")
     return circuit
@@ -99,6 +101,8 @@ def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[Proof
         digest = _stage(circuit, witness, staging)
         inputs = {"circuit": circuit.pk, "wtns_sha256": digest}
         with transaction.atomic():
+            # Locked against a concurrent DELETE, which refuses while an active job uses the circuit.
+            circuit_of(client, circuit.pk, lock=True)
             job, created = submit_job(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
                                       circuit_id=circuit.job_circuit_id, priority=level, curve=circuit.curve,
                                       client=client)

@@ -248,7 +248,7 @@ def get_circuit(request: HttpRequest, circuit_id: str) -> dict[str, Any]:
 @router.delete("/circuits/{circuit_id}", response={204: None, **ERRORS}, summary="Delete a circuit no job is using")
 def delete_circuit(request: HttpRequest, circuit_id: str) -> Status:
     with transaction.atomic():
-        circuit = circuit_of(request.auth, circuit_id)  # type: ignore[attr-defined]
+        circuit = circuit_of(request.auth, circuit_id, lock=True)  # type: ignore[attr-defined]
         active = ProofJob.objects.filter(circuit_id=circuit.job_circuit_id, state__in=JOB_ACTIVE)
         if active.exists():
             names = ", ".join(repr(j) for j in active.values_list("job_id", flat=True)[:5])
