@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,12 @@ def visible_circuits(client: Any) -> Any:
 
 def circuit_of(client: Any, circuit_id: str, lock: bool = False) -> Circuit:
     """The circuit, 404 when the token may not see it; ``lock`` holds its row to the transaction's end."""
-    rows = visible_circuits(client).filter(pk=circuit_id)
-    circuit = (rows.select_for_update() if lock else rows).first()
+    circuit = None
+    # Only a SHA-256 can name a circuit; anything else (a NUL, which PostgreSQL refuses in a
+    # query, among others) is not found without asking the database.
+    if re.fullmatch(r"[0-9a-f]{64}", circuit_id):
+        rows = visible_circuits(client).filter(pk=circuit_id)
+        circuit = (rows.select_for_update() if lock else rows).first()
     if circuit is None:
         raise ApiError(404, "not_found", "circuit", f"no registered circuit with id {circuit_id!r}")
     return circuit

@@ -189,3 +189,9 @@ def test_registered_circuits_are_listed_in_the_admin(api: Client, uploads: Path,
     circuit = register(api).json()["id"]
     response = admin_client.get("/admin/engine/circuit/")
     assert response.status_code == 200 and circuit in response.content.decode()
+
+
+@pytest.mark.parametrize("circuit_id", ["abc", "A" * 64, "0" * 63 + "\x00"])
+def test_an_id_that_is_no_sha256_is_not_found(api: Client, uploads: Path, circuit_id: str) -> None:
+    response = api.get(f"/api/v1/circuits/{circuit_id}")
+    assert response.status_code == 404 and response.json()["field"] == "circuit"
