@@ -84,27 +84,25 @@ def _link_key(circuit: Circuit, target: Path) -> None:
         os.symlink(circuit.zkey_path, target)
 
 
-def _stage(circuit: Circuit, witness: list[int], staging: Path) -> str:
+def _write_witness(circuit: Circuit, witness: list[int], staging: Path) -> str:
     from engine.prover.snarkjs import write_wtns
 
     staging.mkdir(parents=True)
     wtns = staging / STORED_NAMES["wtns"]
     write_wtns(wtns, circuit.curve, witness_array(witness))
-    _link_key(circuit, staging / STORED_NAMES["zkey"])
     return hashlib.sha256(wtns.read_bytes()).hexdigest()
 
 
-def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[ProofJob, bool]:
-    """Validate, compute the witness and submit; ApiError (4xx) for anything refused."""
-    job_id = check_job_id(payload.job_id)
-    level = parse_priority(payload.priority)
-    circuit = circuit_of(client, payload.circuit)
-    witness = witness_for(circuit, payload.inputs)
+def submit_staged(circuit: Circuit, job_id: str, level: int | None, staging: Path, wtns_sha256: str,
+                  client: Any) -> tuple[ProofJob, bool]:
+    """A job of ``circuit`` proving the witness.wtns in ``staging`` (moved into place if created).
+
+    The job's inputs are the circuit and the witness file's digest: the same witness sent as
+    inputs or as a .wtns is the same request."""
+    _link_key(circuit, staging / STORED_NAMES["zkey"])
     uploads = Path(settings.DATA_DIR) / "uploads"
-    staging = uploads / f".incoming-{secrets.token_hex(8)}"
+    inputs = {"circuit": circuit.pk, "wtns_sha256": wtns_sha256}
     try:
-        digest = _stage(circuit, witness, staging)
-        inputs = {"circuit": circuit.pk, "wtns_sha256": digest}
         with transaction.atomic():
             # Locked against a concurrent DELETE, which refuses while an active job uses the circuit.
             circuit_of(client, circuit.pk, lock=True)
@@ -118,9 +116,21 @@ def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[Proof
                 job.save(update_fields=["upload_dir"])
     except JobConflict as exc:
         raise _conflict(exc, client) from None
-    finally:
-        discard(staging)
     return job, created
 
 
-__all__ = ["circuit_of", "submit_circuit_job", "visible_circuits", "witness_array"]
+def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[ProofJob, bool]:
+    """Validate, compute the witness and submit; ApiError (4xx) for anything refused."""
+    job_id = check_job_id(payload.job_id)
+    level = parse_priority(payload.priority)
+    circuit = circuit_of(client, payload.circuit)
+    witness = witness_for(circuit, payload.inputs)
+    staging = Path(settings.DATA_DIR) / "uploads" / f".incoming-{secrets.token_hex(8)}"
+    try:
+        digest = _write_witness(circuit, witness, staging)
+        return submit_staged(circuit, job_id, level, staging, digest, client)
+    finally:
+        discard(staging)
+
+
+__all__ = ["circuit_of", "submit_circuit_job", "submit_staged", "visible_circuits", "witness_array"]

@@ -25,12 +25,12 @@ from ninja import Router, Schema, Status
 from pydantic import Field
 
 from engine.api.errors import ApiError
-from engine.api.schemas import ErrorOut
-from engine.api.uploads import BadCircuitFile, UploadTooLarge, discard
+from engine.api.schemas import JOB_ID_MAX, JOB_ID_PATTERN, ErrorOut, JobOut
+from engine.api.uploads import BadCircuitFile, StagedFile, StreamingLimitHandler, UploadTooLarge, discard
 from engine.circuit_files import NAMES_FILE, SYM_NAME, ZkeyHeader, check_r1cs, check_sym, check_wasm, check_zkey
 from engine.models import Circuit, ProofJob
 from engine.states import JOB_ACTIVE
-from engine.submit_circuit import circuit_of, visible_circuits
+from engine.submit_circuit import circuit_of, submit_staged, visible_circuits
 from provingsite.env import parse_size
 
 router = Router(tags=["circuits"])
@@ -288,3 +288,63 @@ def get_verifier(request: HttpRequest, circuit_id: str) -> HttpResponse:
     if circuit.curve != "bn128":
         raise ApiError(409, "unsupported", "circuit", "Solidity verifiers exist for BN254 circuits only")
     return HttpResponse(verifier_sol(verification_key(circuit)), content_type="text/plain; charset=utf-8")
+
+
+_WTNS_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": {
+            "type": "object", "required": ["job_id", "wtns"],
+            "properties": {
+                "job_id": {"type": "string", "pattern": JOB_ID_PATTERN, "maxLength": JOB_ID_MAX},
+                "priority": {"type": "string", "description": "critical, high, normal, low or 0..3"},
+                "wtns": {"type": "string", "format": "binary", "description": "snarkjs .wtns witness"},
+            },
+        }}},
+    }
+}
+
+
+@router.post("/circuits/{circuit_id}/jobs", response={200: JobOut, 201: JobOut, **ERRORS}, openapi_extra=_WTNS_BODY,
+             summary="Prove a registered circuit from a ready witness (.wtns) instead of inputs")
+def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
+    """Like POST /jobs with a circuit and inputs, for a client that computes its witness itself."""
+    from engine.api.jobs import _detail, _mine, check_job_id, parse_priority
+
+    circuit = circuit_of(request.auth, circuit_id)  # type: ignore[attr-defined]
+    limit = parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))
+    if request.content_type != "multipart/form-data":
+        raise ApiError(400, "invalid", "body", "must be multipart/form-data with job_id and wtns")
+    staging = Path(settings.DATA_DIR) / "uploads" / f".incoming-{secrets.token_hex(8)}"
+    request.upload_handlers = [StreamingLimitHandler(staging, limit, request)]
+    try:
+        wtns = request.FILES.get("wtns")
+        job_id = check_job_id(request.POST.get("job_id"))
+        level = parse_priority(request.POST.get("priority"))
+        if "zkey" in request.FILES:
+            raise ApiError(400, "invalid", "zkey", "the circuit's zkey is registered already; send only the wtns")
+        if not isinstance(wtns, StagedFile) or wtns.size == 0:
+            raise ApiError(400, "invalid", "wtns", "a non-empty .wtns file is required")
+        _check_witness(wtns.path, circuit)
+        job, created = _mine(*submit_staged(circuit, job_id, level, staging, wtns.sha256, request.auth),  # type: ignore[attr-defined]
+                             request.auth)  # type: ignore[attr-defined]
+    except UploadTooLarge as exc:
+        raise ApiError(413, "too_large", "body", str(exc)) from None
+    except MultiPartParserError as exc:
+        raise ApiError(400, "invalid", "body", f"not a readable multipart body ({exc})") from None
+    finally:
+        discard(staging)
+    return Status(201 if created else 200, _detail(job))
+
+
+def _check_witness(path: Path, circuit: Circuit) -> None:
+    from engine.prover.snarkjs import FormatError, read_wtns_with_curve
+
+    try:
+        curve, witness = read_wtns_with_curve(path)
+    except FormatError as exc:
+        raise ApiError(400, "invalid", "wtns", str(exc).split(": ", 1)[-1]) from None
+    if curve != circuit.curve:
+        raise ApiError(400, "invalid", "wtns", f"is a witness over {curve}; the circuit is over {circuit.curve}")
+    if witness.shape[0] != circuit.n_vars:
+        raise ApiError(400, "invalid", "wtns", f"holds {witness.shape[0]} values; the circuit has {circuit.n_vars} signals")

@@ -118,3 +118,44 @@ def test_without_the_sym_a_missing_signal_is_refused_by_count(api: Client, uploa
     response = submit(api, circuit, "missing-b", {"a": "3"})
     assert response.status_code == 400 and response.json()["field"] == "inputs"
     assert "1 of 3 values" in response.json()["detail"]
+
+
+def snarkjs_wtns(build: CircomBuild, inputs: dict[str, Any], tmp: Path) -> Path:
+    (tmp / "input.json").write_text(json.dumps(inputs))
+    res = oracle.run("wtns", "calculate", build.wasm, tmp / "input.json", tmp / "w.wtns")
+    assert res.returncode == 0, res.stderr
+    return tmp / "w.wtns"
+
+
+def submit_wtns(api: Client, circuit: str, job_id: str, wtns: Path) -> Any:
+    with open(wtns, "rb") as fh:
+        return api.post(f"/api/v1/circuits/{circuit}/jobs", {"job_id": job_id, "wtns": fh})
+
+
+@pytest.mark.parametrize("curve", CURVE_NAMES)
+def test_a_ready_witness_for_a_registered_circuit_is_proved_for_snarkjs(
+        api: Client, uploads: Path, tmp_path: Path, circom_product: Build, curve: str) -> None:  # noqa: F811
+    build = circom_product(curve)
+    circuit = register(api, build)
+    response = submit_wtns(api, circuit, f"wtns-{curve}", snarkjs_wtns(build, GOOD, tmp_path))
+    assert response.status_code == 201, response.content
+    prove_queue()
+    (part,) = api.get(f"/api/v1/jobs/wtns-{curve}/proof/snarkjs").json()["partitions"]
+    vk = api.get(f"/api/v1/circuits/{circuit}/verification_key.json").json()
+    assert part["public"] == ["60", "3"] and snarkjs_verifies(vk, part["proof"], part["public"], tmp_path)
+
+
+def test_the_same_witness_as_inputs_or_as_a_wtns_is_the_same_request(
+        api: Client, uploads: Path, tmp_path: Path, circom_product: Build) -> None:  # noqa: F811
+    build = circom_product("bn128")
+    circuit = register(api, build)
+    assert submit(api, circuit, "either-way", GOOD).status_code == 201
+    assert submit_wtns(api, circuit, "either-way", snarkjs_wtns(build, GOOD, tmp_path)).status_code == 200
+
+
+def test_a_witness_over_the_other_curve_is_refused(api: Client, uploads: Path, tmp_path: Path,
+                                                   circom_product: Build) -> None:  # noqa: F811
+    circuit = register(api, circom_product("bn128"))
+    response = submit_wtns(api, circuit, "wrong-curve", snarkjs_wtns(circom_product("bls12381"), GOOD, tmp_path))
+    assert response.status_code == 400 and response.json()["field"] == "wtns"
+    assert not ProofJob.objects.exists()
