@@ -143,3 +143,5 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
         count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
+
+import engine.admin_circuits  # noqa: E402,F401  registered circom circuits

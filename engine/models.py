@@ -197,3 +197,36 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class Circuit(models.Model):
+    """A registered circom circuit: its zkey (and optionally .wasm and .r1cs), stored once.
+
+    The id is the zkey's SHA-256, so the files live content-addressed under
+    DATA_DIR/circuits/<id>/ and registering the same key again finds this row."""
+
+    id = models.CharField(max_length=64, primary_key=True, help_text="SHA-256 of the zkey, hex.")
+    name = models.CharField(max_length=200, blank=True, help_text="The uploaded zkey's file name.")
+    curve = models.CharField(max_length=16, choices=Curve.choices)
+    n_public = models.PositiveIntegerField()
+    n_vars = models.PositiveIntegerField()
+    domain_size = models.PositiveIntegerField()
+    zkey_path = models.CharField(max_length=500)
+    zkey_bytes = models.BigIntegerField()
+    wasm_path = models.CharField(max_length=500, blank=True)
+    wasm_bytes = models.BigIntegerField(null=True, blank=True)
+    r1cs_path = models.CharField(max_length=500, blank=True)
+    r1cs_bytes = models.BigIntegerField(null=True, blank=True)
+    owner = models.ForeignKey("ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="circuits")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    @property
+    def job_circuit_id(self) -> str:
+        """The circuit id its jobs carry (ProofJob.circuit_id)."""
+        return f"circom/{self.id}"
+
+    def __str__(self) -> str:
+        return f"{self.name or 'circuit'} {self.id[:12]} ({self.curve})"

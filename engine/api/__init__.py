@@ -8,6 +8,7 @@ from ninja import NinjaAPI
 
 from engine.api import errors
 from engine.api.auth import TokenAuth
+from engine.api.circuits import router as circuits_router
 from engine.api.jobs import router as jobs_router
 
 api = NinjaAPI(
@@ -21,3 +22,4 @@ api = NinjaAPI(
 )
 errors.install(api)
 api.add_router("/", jobs_router)
+api.add_router("/", circuits_router)

@@ -25,6 +25,7 @@ from engine.api.errors import ApiError
 from engine.api.schemas import (
     JOB_ID_MAX,
     JOB_ID_PATTERN,
+    CircuitJobIn,
     ErrorOut,
     JobIn,
     JobOut,
@@ -269,6 +270,12 @@ def snarkjs_files(job: ProofJob, part: Partition) -> tuple[dict[str, Any], list[
 def create_job(request: HttpRequest, payload: JobIn) -> Status:
     """201 with the new job; 200 with the existing job when the same request is sent again;
     409 when the job id is already used by a different request."""
+    if isinstance(payload, CircuitJobIn):  # {"circuit": id, "inputs": signals}: engine.submit_circuit
+        from engine.submit_circuit import submit_circuit_job
+
+        job, created = _mine(*submit_circuit_job(payload, client=request.auth),  # type: ignore[attr-defined]
+                             request.auth)  # type: ignore[attr-defined]
+        return Status(201 if created else 200, _detail(job))
     inputs = payload.inputs.model_dump(exclude_none=True)
     job, created = submit_builtin(payload.kind, payload.job_id, inputs, payload.priority,
                                   client=request.auth)  # type: ignore[attr-defined]

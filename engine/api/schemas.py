@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, StrictInt, StrictStr
+from pydantic import ConfigDict, Field, StrictInt, StrictStr, model_validator
 
 from engine.states import MAX_WINDOW_POST_PARTITIONS
 
@@ -57,6 +57,28 @@ class JobIn(Schema):
     priority: StrictStr | StrictInt | None = Field(
         None, description="Override the kind's default: critical, high, normal, low, or 0 (critical) .. 3 (low)")
     inputs: InputsIn
+    circuit: str | None = Field(None, pattern=HEX64, description=(
+        "A registered circuit's id (POST /circuits): prove it from `inputs`, its circom input signals; "
+        "`kind` is then left out"))
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _circuit_job(cls, data: Any, handler: Any) -> Any:
+        # A body naming a circuit is a circuit job, validated on its own so a circuit's signals
+        # are not checked against a built-in kind's inputs (and built-in errors stay as they were).
+        if isinstance(data, dict) and data.get("circuit") is not None:
+            return CircuitJobIn.model_validate(data)
+        return handler(data)
+
+
+class CircuitJobIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    circuit: str = Field(pattern=HEX64, description="The registered circuit's id")
+    job_id: str = Field(pattern=JOB_ID_PATTERN, max_length=JOB_ID_MAX,
+                        description="Your id for this request; resubmitting the same request is safe")
+    priority: StrictStr | StrictInt | None = Field(None, description="critical, high, normal, low, or 0 .. 3")
+    inputs: dict[str, Any] = Field(description="The circuit's input signals, as snarkjs's input.json has them")
 
 
 class PartitionOut(Schema):

@@ -1,0 +1,350 @@
+"""The circuits endpoints: register a circom circuit once, list, read, delete, export its verifier.
+
+A registration streams the zkey (and optionally the circuit's .wasm and .r1cs) to disk with a
+running byte count, checks each file's headers against its real size, and stores the files
+content-addressed under DATA_DIR/circuits/<sha256 of the zkey>/: the same key registered
+again is the same circuit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import shutil
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from django.conf import settings
+from django.core.files.uploadhandler import FileUploadHandler, SkipFile
+from django.db import IntegrityError, transaction
+from django.http import HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
+from ninja import Router, Schema, Status
+from pydantic import Field
+
+from engine.api.errors import ApiError
+from engine.api.schemas import JOB_ID_MAX, JOB_ID_PATTERN, ErrorOut, JobOut
+from engine.api.uploads import BadCircuitFile, StagedFile, StreamingLimitHandler, UploadTooLarge, discard
+from engine.circuit_files import NAMES_FILE, SYM_NAME, ZkeyHeader, check_r1cs, check_sym, check_wasm, check_zkey
+from engine.models import Circuit, ProofJob
+from engine.states import JOB_ACTIVE
+from engine.submit_circuit import circuit_of, submit_staged, visible_circuits
+from provingsite.env import parse_size
+
+router = Router(tags=["circuits"])
+
+ERRORS: dict[int | tuple[int, ...], Any] = {(400, 401, 404, 409, 413): ErrorOut}
+# The names a circuit's files are stored under, in its content-addressed folder.
+FILES = {"zkey": "circuit.zkey", "wasm": "circuit.wasm", "r1cs": "circuit.r1cs", "sym": SYM_NAME}
+MODEL_FILES = ("zkey", "wasm", "r1cs")  # the files with a path and size on the Circuit row
+VK_NAME = "verification_key.json"
+
+
+class CircuitOut(Schema):
+    id: str
+    name: str
+    curve: str
+    n_public: int
+    n_vars: int
+    domain_size: int
+    zkey_bytes: int
+    wasm_bytes: int | None
+    r1cs_bytes: int | None
+    sym: bool = Field(description="Whether the circuit's .sym was registered (it names missing input signals)")
+    created_at: datetime
+    links: dict[str, str]
+
+
+class Staged:
+    def __init__(self, path: Path, size: int, sha256: str, name: str) -> None:
+        self.path, self.size, self.sha256, self.name = path, size, sha256, name
+
+    def close(self) -> None:  # Django closes request files after the response; ours are closed
+        pass
+
+
+class CircuitUploadHandler(FileUploadHandler):
+    """Streams zkey, wasm and r1cs parts into ``staging`` and refuses more than ``limit`` bytes."""
+
+    def __init__(self, staging: Path, limit: int, request: Any = None) -> None:
+        super().__init__(request)
+        self.staging, self.limit, self.received = staging, limit, 0
+        self._out: IO[bytes] | None = None
+        self._hash: Any = None
+        self._seen: set[str] = set()
+
+    def handle_raw_input(self, input_data: Any, META: Any, content_length: int, boundary: Any,
+                         encoding: str | None = None) -> None:
+        if content_length and content_length > self.limit:
+            raise UploadTooLarge(self.limit)
+
+    def new_file(self, field_name: str, file_name: str, *args: Any, **kwargs: Any) -> None:
+        super().new_file(field_name, file_name, *args, **kwargs)
+        if field_name not in FILES or field_name in self._seen:
+            raise SkipFile()
+        self._seen.add(field_name)
+        self.staging.mkdir(parents=True, exist_ok=True)
+        self._out = open(self.staging / FILES[field_name], "wb")  # noqa: SIM115 closed in file_complete
+        self._hash = hashlib.sha256()
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
+        self.received += len(raw_data)
+        if self.received > self.limit:
+            self._close()
+            raise UploadTooLarge(self.limit)
+        assert self._out is not None
+        self._out.write(raw_data)
+        self._hash.update(raw_data)
+        return None
+
+    def file_complete(self, file_size: int) -> Staged | None:
+        if self._out is None:
+            return None
+        path = Path(self._out.name)
+        self._close()
+        return Staged(path, file_size, self._hash.hexdigest(), str(self.file_name or ""))
+
+    def upload_interrupted(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+
+def circuits_dir() -> Path:
+    return Path(settings.DATA_DIR) / "circuits"
+
+
+def _out(circuit: Circuit) -> dict[str, Any]:
+    base = f"/api/v1/circuits/{circuit.pk}"
+    links = {"self": base, "verification_key": f"{base}/{VK_NAME}"}
+    if circuit.curve == "bn128":
+        links["verifier"] = f"{base}/verifier.sol"
+    return {"id": circuit.pk, "name": circuit.name, "curve": circuit.curve, "n_public": circuit.n_public,
+            "n_vars": circuit.n_vars, "domain_size": circuit.domain_size, "zkey_bytes": circuit.zkey_bytes,
+            "wasm_bytes": circuit.wasm_bytes, "r1cs_bytes": circuit.r1cs_bytes,
+            "sym": Path(circuit.zkey_path).with_name(NAMES_FILE).exists(), "created_at": circuit.created_at,
+            "links": links}
+
+
+def _checked(files: Any) -> tuple[dict[str, Staged], ZkeyHeader]:
+    zkey = files.get("zkey")
+    if not isinstance(zkey, Staged) or zkey.size == 0:
+        raise ApiError(400, "invalid", "zkey", "a non-empty snarkjs Groth16 .zkey file is required")
+    staged = {name: item for name in FILES if isinstance(item := files.get(name), Staged)}
+    try:
+        header = check_zkey(zkey.path)
+        if "wasm" in staged:
+            check_wasm(staged["wasm"].path, header)
+        if "r1cs" in staged:
+            check_r1cs(staged["r1cs"].path, header)
+        if "sym" in staged:
+            names = check_sym(staged["sym"].path)
+            staged["sym"].path.with_name(NAMES_FILE).write_text(json.dumps(names))
+    except BadCircuitFile as exc:
+        raise ApiError(400, "invalid", exc.field, exc.message) from None
+    return staged, header
+
+
+def _existing(circuit: Circuit, client: Any, staged: dict[str, Staged]) -> Status:
+    """The circuit already registered; files it lacks (a .wasm added later, say) join it."""
+    if not visible_circuits(client).filter(pk=circuit.pk).exists():
+        raise ApiError(409, "conflict", "zkey", "this zkey is already registered by another client")
+    folder = Path(circuit.zkey_path).parent
+    changed = []
+    for name in ("wasm", "r1cs"):
+        if name in staged and not getattr(circuit, f"{name}_path"):
+            staged[name].path.replace(folder / FILES[name])
+            setattr(circuit, f"{name}_path", str(folder / FILES[name]))
+            setattr(circuit, f"{name}_bytes", staged[name].size)
+            changed += [f"{name}_path", f"{name}_bytes"]
+    if "sym" in staged and not (folder / NAMES_FILE).exists():
+        staged["sym"].path.replace(folder / SYM_NAME)
+        staged["sym"].path.with_name(NAMES_FILE).replace(folder / NAMES_FILE)
+    if changed:
+        circuit.save(update_fields=changed)
+    return Status(200, _out(circuit))
+
+
+def _register(request: HttpRequest, staging: Path) -> Status:
+    staged, header = _checked(request.FILES)  # reads the body through CircuitUploadHandler
+    zkey = staged["zkey"]
+    client = request.auth  # type: ignore[attr-defined]
+    found = Circuit.objects.filter(pk=zkey.sha256).first()
+    if found is not None:
+        return _existing(found, client, staged)
+    target = circuits_dir() / zkey.sha256
+    fields = {f"{name}_path": str(target / FILES[name]) for name in staged if name in MODEL_FILES}
+    fields.update({f"{name}_bytes": item.size for name, item in staged.items() if name in MODEL_FILES})
+    try:
+        with transaction.atomic():
+            circuit = Circuit.objects.create(
+                id=zkey.sha256, name=zkey.name[:200], curve=header.curve, n_public=header.n_public,
+                n_vars=header.n_vars, domain_size=header.domain_size, owner=client, **fields)
+            # The row is ours now; a folder already there was left by a registration that failed.
+            shutil.rmtree(target, ignore_errors=True)
+            staging.rename(target)
+    except IntegrityError:  # the same key registered at the same moment: one row won
+        return _existing(Circuit.objects.get(pk=zkey.sha256), client, staged)
+    return Status(201, _out(circuit))
+
+
+_REGISTER_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": {
+            "type": "object", "required": ["zkey"],
+            "properties": {
+                "zkey": {"type": "string", "format": "binary", "description": "snarkjs Groth16 .zkey"},
+                "wasm": {"type": "string", "format": "binary", "description": "circom's witness generator .wasm"},
+                "r1cs": {"type": "string", "format": "binary", "description": "circom's .r1cs"},
+                "sym": {"type": "string", "format": "binary",
+                        "description": "circom's .sym (circom --sym): lets a missing input signal be named"},
+            },
+        }}},
+    }
+}
+
+
+@router.post("/circuits", response={200: CircuitOut, 201: CircuitOut, **ERRORS}, openapi_extra=_REGISTER_BODY,
+             summary="Register a circom circuit (zkey, optionally its .wasm, .r1cs and .sym)")
+def register_circuit(request: HttpRequest) -> Status:
+    """201 with the new circuit; 200 with the existing one when the same zkey is registered again."""
+    limit = parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise ApiError(400, "invalid", "Content-Length", "is not a number") from None
+    if declared > limit:
+        raise ApiError(413, "too_large", "body", f"uploads are limited to {limit} bytes; this one declares {declared}")
+    if request.content_type != "multipart/form-data":
+        raise ApiError(400, "invalid", "body", "must be multipart/form-data with a zkey (and optionally wasm, r1cs)")
+    staging = circuits_dir() / f".incoming-{secrets.token_hex(8)}"
+    request.upload_handlers = [CircuitUploadHandler(staging, limit, request)]
+    try:
+        return _register(request, staging)
+    except UploadTooLarge as exc:
+        raise ApiError(413, "too_large", "body", str(exc)) from None
+    except MultiPartParserError as exc:
+        raise ApiError(400, "invalid", "body", f"not a readable multipart body ({exc})") from None
+    finally:
+        discard(staging)  # moved into place when accepted; anything left is not wanted
+
+
+@router.get("/circuits", response={200: list[CircuitOut], **ERRORS}, summary="The circuits this token may use")
+def list_circuits(request: HttpRequest) -> list[dict[str, Any]]:
+    return [_out(c) for c in visible_circuits(request.auth)]  # type: ignore[attr-defined]
+
+
+@router.get("/circuits/{circuit_id}", response={200: CircuitOut, **ERRORS}, summary="One registered circuit")
+def get_circuit(request: HttpRequest, circuit_id: str) -> dict[str, Any]:
+    return _out(circuit_of(request.auth, circuit_id))  # type: ignore[attr-defined]
+
+
+@router.delete("/circuits/{circuit_id}", response={204: None, **ERRORS}, summary="Delete a circuit no job is using")
+def delete_circuit(request: HttpRequest, circuit_id: str) -> Status:
+    with transaction.atomic():
+        circuit = circuit_of(request.auth, circuit_id, lock=True)  # type: ignore[attr-defined]
+        active = ProofJob.objects.filter(circuit_id=circuit.job_circuit_id, state__in=JOB_ACTIVE)
+        if active.exists():
+            names = ", ".join(repr(j) for j in active.values_list("job_id", flat=True)[:5])
+            raise ApiError(409, "in_use", "circuit", f"jobs still use this circuit: {names}")
+        circuit.delete()
+    # Done jobs keep their own hard link to the key; the circuit's folder can go.
+    shutil.rmtree(circuits_dir() / circuit_id, ignore_errors=True)
+    return Status(204, None)
+
+
+def verification_key(circuit: Circuit) -> dict[str, Any]:
+    """snarkjs's verification_key.json for the circuit, computed once and kept beside the key."""
+    from engine.prover.snarkjs import read_zkey, vk_to_json
+
+    cached = Path(circuit.zkey_path).with_name(VK_NAME)
+    if cached.exists():
+        return json.loads(cached.read_text())
+    vk = vk_to_json(read_zkey(circuit.zkey_path).vk)
+    tmp = cached.with_name(f".{VK_NAME}.{secrets.token_hex(4)}")
+    tmp.write_text(json.dumps(vk, indent=1))
+    tmp.replace(cached)  # atomic: a concurrent reader sees the whole file or none
+    return vk
+
+
+@router.get(f"/circuits/{{circuit_id}}/{VK_NAME}", response={200: dict[str, Any], **ERRORS},
+            summary="verification_key.json, as `snarkjs zkey export verificationkey` writes it")
+def get_verification_key(request: HttpRequest, circuit_id: str) -> dict[str, Any]:
+    return verification_key(circuit_of(request.auth, circuit_id))  # type: ignore[attr-defined]
+
+
+@router.get("/circuits/{circuit_id}/verifier.sol", response={200: str, **ERRORS},
+            summary="A Solidity verifier for the circuit (BN254)")
+def get_verifier(request: HttpRequest, circuit_id: str) -> HttpResponse:
+    from engine.solidity_verifier import verifier_sol
+
+    circuit = circuit_of(request.auth, circuit_id)  # type: ignore[attr-defined]
+    if circuit.curve != "bn128":
+        raise ApiError(409, "unsupported", "circuit", "Solidity verifiers exist for BN254 circuits only")
+    return HttpResponse(verifier_sol(verification_key(circuit)), content_type="text/plain; charset=utf-8")
+
+
+_WTNS_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": {
+            "type": "object", "required": ["job_id", "wtns"],
+            "properties": {
+                "job_id": {"type": "string", "pattern": JOB_ID_PATTERN, "maxLength": JOB_ID_MAX},
+                "priority": {"type": "string", "description": "critical, high, normal, low or 0..3"},
+                "wtns": {"type": "string", "format": "binary", "description": "snarkjs .wtns witness"},
+            },
+        }}},
+    }
+}
+
+
+@router.post("/circuits/{circuit_id}/jobs", response={200: JobOut, 201: JobOut, **ERRORS}, openapi_extra=_WTNS_BODY,
+             summary="Prove a registered circuit from a ready witness (.wtns) instead of inputs")
+def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
+    """Like POST /jobs with a circuit and inputs, for a client that computes its witness itself."""
+    from engine.api.jobs import _detail, _mine, check_job_id, parse_priority
+
+    circuit = circuit_of(request.auth, circuit_id)  # type: ignore[attr-defined]
+    limit = parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))
+    if request.content_type != "multipart/form-data":
+        raise ApiError(400, "invalid", "body", "must be multipart/form-data with job_id and wtns")
+    staging = Path(settings.DATA_DIR) / "uploads" / f".incoming-{secrets.token_hex(8)}"
+    request.upload_handlers = [StreamingLimitHandler(staging, limit, request)]
+    try:
+        wtns = request.FILES.get("wtns")
+        job_id = check_job_id(request.POST.get("job_id"))
+        level = parse_priority(request.POST.get("priority"))
+        if "zkey" in request.FILES:
+            raise ApiError(400, "invalid", "zkey", "the circuit's zkey is registered already; send only the wtns")
+        if not isinstance(wtns, StagedFile) or wtns.size == 0:
+            raise ApiError(400, "invalid", "wtns", "a non-empty .wtns file is required")
+        _check_witness(wtns.path, circuit)
+        job, created = _mine(*submit_staged(circuit, job_id, level, staging, wtns.sha256, request.auth),  # type: ignore[attr-defined]
+                             request.auth)  # type: ignore[attr-defined]
+    except UploadTooLarge as exc:
+        raise ApiError(413, "too_large", "body", str(exc)) from None
+    except MultiPartParserError as exc:
+        raise ApiError(400, "invalid", "body", f"not a readable multipart body ({exc})") from None
+    finally:
+        discard(staging)
+    return Status(201 if created else 200, _detail(job))
+
+
+def _check_witness(path: Path, circuit: Circuit) -> None:
+    from engine.prover.snarkjs import FormatError, read_wtns_with_curve
+
+    try:
+        curve, witness = read_wtns_with_curve(path)
+    except FormatError as exc:
+        raise ApiError(400, "invalid", "wtns", str(exc).split(": ", 1)[-1]) from None
+    if curve != circuit.curve:
+        raise ApiError(400, "invalid", "wtns", f"is a witness over {curve}; the circuit is over {circuit.curve}")
+    if witness.shape[0] != circuit.n_vars:
+        raise ApiError(400, "invalid", "wtns", f"holds {witness.shape[0]} values; the circuit has {circuit.n_vars} signals")

@@ -1,0 +1,251 @@
+"""A circom witness from the circuit's compiled ``.wasm`` and a dict of input signals.
+
+circom 2 compiles each circuit's witness generator to WebAssembly with a small calling
+convention: a signal is addressed by the 64-bit FNV-1a hash of its name, field elements
+travel through a shared buffer as little-endian 32-bit words, and a failed ``===``/assert
+traps after calling the host's ``exceptionHandler``. This module drives that interface with
+wasmtime; it imports nothing from Django so the CLI and tests can call it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import wasmtime
+
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+_MASK64 = (1 << 64) - 1
+# The .wasm is the client's code: it runs on a budget of instructions (wasmtime fuel) and of
+# linear memory, so a circuit that loops or grows without end is refused, not left running.
+DEFAULT_FUEL = 1 << 40
+DEFAULT_MEMORY = 8 << 30
+# circom's runtime error codes, as its exceptionHandler receives them.
+_CODES = {
+    1: "signal not found",
+    2: "too many values for the signal",
+    3: "signal already set",
+    4: "an assertion in the circuit failed",
+    5: "the witness generator ran out of memory",
+    6: "an input signal array access exceeds its size",
+}
+
+
+class WitnessError(ValueError):
+    """Inputs the circuit refuses; ``signal`` names the input at fault when one is known."""
+
+    def __init__(self, signal: str | None, message: str) -> None:
+        super().__init__(f"{signal}: {message}" if signal else message)
+        self.signal = signal
+        self.message = message
+
+
+def fnv1a64(name: str) -> int:
+    h = _FNV_OFFSET
+    for byte in name.encode():
+        h = ((h ^ byte) * _FNV_PRIME) & _MASK64
+    return h
+
+
+def _flatten(name: str, value: Any) -> Iterator[Any]:
+    if isinstance(value, list | tuple):
+        for item in value:
+            yield from _flatten(name, item)
+    else:
+        yield value
+
+
+def _field_value(signal: str, value: Any, prime: int) -> int:
+    """An input as a field element: integers or decimal/hex strings, |value| below the prime."""
+    if isinstance(value, bool):
+        raise WitnessError(signal, "must be a number, not a boolean")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str):
+        try:
+            number = int(value.strip(), 0)
+        except ValueError:
+            raise WitnessError(signal, f"{value!r} is not an integer") from None
+    else:
+        raise WitnessError(signal, f"must be an integer or a decimal string, not {type(value).__name__}")
+    if not -prime < number < prime:
+        raise WitnessError(signal, "is outside the circuit's field")
+    return number % prime
+
+
+class _Abort(Exception):
+    """Raised from the host's exceptionHandler: unwinds the wasm call, as circom's JS throw does."""
+
+
+class _Runtime:
+    """The host side of circom's imports: collects the messages a failing circuit prints."""
+
+    def __init__(self) -> None:
+        self.code = 0
+        self.messages: list[str] = []
+        self.instance: wasmtime.Instance | None = None
+        self.store: wasmtime.Store | None = None
+
+    def _read_message(self) -> str:
+        assert self.instance is not None and self.store is not None
+        get_char = self.instance.exports(self.store)["getMessageChar"]
+        chars = []
+        while (c := get_char(self.store)) != 0:
+            chars.append(chr(c))
+        return "".join(chars)
+
+    def exception(self, code: int) -> None:
+        self.code = code
+        raise _Abort(code)
+
+    def print_error(self) -> None:
+        self.messages.append(self._read_message())
+
+    def write_buffer(self) -> None:
+        self._read_message()  # log() output from the circuit: drained, not needed
+
+    def show_memory(self) -> None:
+        pass
+
+
+class _Calculator:
+    def __init__(self, wasm_bytes: bytes, fuel: int = DEFAULT_FUEL, memory: int = DEFAULT_MEMORY) -> None:
+        self.runtime = _Runtime()
+        config = wasmtime.Config()
+        config.consume_fuel = True
+        engine = wasmtime.Engine(config)
+        self.store = wasmtime.Store(engine)
+        self.store.set_fuel(fuel)
+        self.store.set_limits(memory_size=memory)
+        module = wasmtime.Module(engine, wasm_bytes)
+        linker = wasmtime.Linker(engine)
+        rt = self.runtime
+        i32, none = [wasmtime.ValType.i32()], []
+        linker.define_func("runtime", "exceptionHandler", wasmtime.FuncType(i32, none), rt.exception)
+        linker.define_func("runtime", "printErrorMessage", wasmtime.FuncType(none, none), rt.print_error)
+        linker.define_func("runtime", "writeBufferMessage", wasmtime.FuncType(none, none), rt.write_buffer)
+        linker.define_func("runtime", "showSharedRWMemory", wasmtime.FuncType(none, none), rt.show_memory)
+        self.instance = linker.instantiate(self.store, module)
+        rt.instance, rt.store = self.instance, self.store
+        self.n32 = self.call("getFieldNumLen32")
+        self.call("getRawPrime")
+        self.prime = self.read_shared()
+
+    def call(self, name: str, *args: int) -> int:
+        return self.instance.exports(self.store)[name](self.store, *args)
+
+    def witness_value(self, index: int) -> int:
+        self.call("getWitness", index)
+        return self.read_shared()
+
+    def read_shared(self) -> int:
+        words = [self.call("readSharedRWMemory", j) & 0xFFFFFFFF for j in range(self.n32)]
+        return sum(w << (32 * j) for j, w in enumerate(words))
+
+    def write_shared(self, value: int) -> None:
+        for j in range(self.n32):
+            word = (value >> (32 * j)) & 0xFFFFFFFF
+            self.call("writeSharedRWMemory", j, word - (1 << 32) if word >= 1 << 31 else word)
+
+    def failure(self, signal: str | None, fallback: str) -> WitnessError:
+        """What the trap meant: circom's code and the message the circuit printed."""
+        rt = self.runtime
+        reason = _CODES.get(rt.code, fallback)
+        if not rt.code and self.store.get_fuel() == 0:
+            reason = "the witness generator ran past its instruction budget"
+        detail = "; ".join(m.strip() for m in rt.messages if m.strip())
+        return WitnessError(signal, f"{reason} ({detail})" if detail else reason)
+
+
+def _split(h: int) -> tuple[int, int]:
+    msb, lsb = h >> 32, h & 0xFFFFFFFF
+
+    def signed(v: int) -> int:
+        return v - (1 << 32) if v >= 1 << 31 else v
+
+    return signed(msb), signed(lsb)
+
+
+def top_level_names(sym_lines: Iterable[str]) -> list[str]:
+    """The main component's signal names in a circom ``.sym`` file's lines (``b`` for ``main.b[1]``).
+
+    The .wasm knows its inputs only by hash; these names let a missing one be named."""
+    names: dict[str, None] = {}
+    for line in sym_lines:
+        full = line.rsplit(",", 1)[-1].strip()
+        if full.startswith("main.") and "." not in full[5:]:
+            names[full[5:].split("[", 1)[0]] = None
+    return list(names)
+
+
+def _missing(calc: _Calculator, given: set[str], candidates: Iterable[str]) -> list[str]:
+    missing = []
+    for name in candidates:
+        if name in given:
+            continue
+        try:
+            if calc.call("getInputSignalSize", *_split(fnv1a64(name))) > 0:
+                missing.append(name)
+        except (_Abort, wasmtime.Trap):
+            continue  # not an input: the runtime reports "signal not found"
+    return missing
+
+
+def calculate_witness(wasm_bytes: bytes, inputs: dict[str, Any], signal_names: Iterable[str] = (), *,
+                      fuel: int = DEFAULT_FUEL, memory: int = DEFAULT_MEMORY) -> list[int]:
+    """The full witness (w[0] = 1, outputs, public inputs, private values) for ``inputs``.
+
+    Raises WitnessError naming the signal for an unknown signal, a wrong number of values,
+    or a value outside the field; a failing assertion or an input left unset is refused too
+    (the unset one named when ``signal_names``, e.g. from top_level_names of the .sym, has it).
+    """
+    if not isinstance(inputs, dict):
+        raise WitnessError(None, "inputs must be an object of signal names to values")
+    try:
+        calc = _Calculator(wasm_bytes, fuel, memory)
+    except (wasmtime.WasmtimeError, KeyError, TypeError) as exc:
+        raise WitnessError(None, f"the circuit's .wasm is not a circom witness generator ({exc})") from None
+    try:
+        calc.call("init", 1)
+    except (_Abort, wasmtime.Trap):
+        raise calc.failure(None, "the witness generator failed to start") from None
+    set_count = 0
+    for name, value in inputs.items():
+        msb, lsb = _split(fnv1a64(str(name)))
+        try:
+            size = calc.call("getInputSignalSize", msb, lsb)
+        except (_Abort, wasmtime.Trap):
+            size = -1
+        if size <= 0:
+            raise WitnessError(str(name), "is not an input signal of this circuit")
+        values = list(_flatten(str(name), value))
+        if len(values) != size:
+            raise WitnessError(str(name), f"takes {size} value(s), got {len(values)}")
+        for pos, raw in enumerate(values):
+            calc.write_shared(_field_value(str(name), raw, calc.prime))
+            try:
+                calc.call("setInputSignal", msb, lsb, pos)
+            except (_Abort, wasmtime.Trap):
+                # The last input set runs the circuit: an assertion failing here is the circuit's
+                raise calc.failure(None if calc.runtime.code == 4 else str(name), "the circuit refused the inputs") from None
+            set_count += 1
+    expected = calc.call("getInputSize")
+    if set_count < expected:
+        missing = _missing(calc, {str(n) for n in inputs}, signal_names)
+        if missing:
+            raise WitnessError(missing[0], "is an input signal of the circuit and has no value"
+                               + (f" (nor {', '.join(missing[1:])})" if missing[1:] else ""))
+        raise WitnessError(None, f"not every input signal is set: {set_count} of {expected} values given")
+    try:
+        return [calc.witness_value(i) for i in range(calc.call("getWitnessSize"))]
+    except (_Abort, wasmtime.Trap):
+        raise calc.failure(None, "the witness generator failed reading the witness") from None
+
+
+def circuit_prime(wasm_bytes: bytes) -> int:
+    """The field the circuit was compiled for (circom's --prime)."""
+    return _Calculator(wasm_bytes).prime
+
+
+__all__ = ["WitnessError", "calculate_witness", "circuit_prime", "fnv1a64", "top_level_names"]

@@ -1,0 +1,136 @@
+"""Jobs by circuit id: the witness computed here from the registered .wasm, then a custom job.
+
+The inputs are refused before any proving when the circuit refuses them (an unknown or
+missing signal, a value outside the field, a failing assertion), with the signal named.
+The job stores the witness file's digest, not the signals (they are often the prover's
+secrets), so the same inputs again are recognised as the same request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+
+from engine.api.errors import ApiError
+from engine.api.jobs import _conflict, check_job_id, parse_priority
+from engine.api.schemas import CircuitJobIn
+from engine.api.uploads import STORED_NAMES, discard
+from engine.circuit_files import NAMES_FILE
+from engine.circuits.wasm_witness import WitnessError, calculate_witness
+from engine.models import Circuit, ProofJob
+from engine.states import ProofKind
+from engine.submit import JobConflict, submit_job
+
+
+def witness_array(witness: list[int]) -> np.ndarray:
+    """(n, 4) uint64 limbs, the layout engine.prover.snarkjs.write_wtns takes."""
+    mask = (1 << 64) - 1
+    return np.array([[(v >> (64 * k)) & mask for k in range(4)] for v in witness], dtype=np.uint64)
+
+
+def visible_circuits(client: Any) -> Any:
+    """The circuits a token may use: a client's own, every circuit for an operator token."""
+    from engine.models import ApiToken
+
+    if isinstance(client, ApiToken) and not client.sees_every_job:
+        return Circuit.objects.filter(owner=client)
+    return Circuit.objects.all()
+
+
+def circuit_of(client: Any, circuit_id: str, lock: bool = False) -> Circuit:
+    """The circuit, 404 when the token may not see it; ``lock`` holds its row to the transaction's end."""
+    circuit = None
+    # Only a SHA-256 can name a circuit; anything else (a NUL, which PostgreSQL refuses in a
+    # query, among others) is not found without asking the database.
+    if re.fullmatch(r"[0-9a-f]{64}", circuit_id):
+        rows = visible_circuits(client).filter(pk=circuit_id)
+        circuit = (rows.select_for_update() if lock else rows).first()
+    if circuit is None:
+        raise ApiError(404, "not_found", "circuit", f"no registered circuit with id {circuit_id!r}")
+    return circuit
+
+
+def witness_for(circuit: Circuit, inputs: dict[str, Any]) -> list[int]:
+    if not circuit.wasm_path:
+        raise ApiError(409, "no_wasm", "circuit", "this circuit was registered without its .wasm; "
+                                                  "register it again with the wasm to prove from inputs")
+    names_file = Path(circuit.zkey_path).with_name(NAMES_FILE)
+    names = json.loads(names_file.read_text()) if names_file.exists() else []
+    try:
+        witness = calculate_witness(Path(circuit.wasm_path).read_bytes(), inputs, names)
+    except WitnessError as exc:
+        field = f"inputs.{exc.signal}" if exc.signal else "inputs"
+        raise ApiError(400, "invalid", field, exc.message) from None
+    if len(witness) != circuit.n_vars:
+        raise ApiError(409, "mismatch", "circuit", f"the .wasm computes {len(witness)} signals; "
+                                                   f"the zkey has {circuit.n_vars}")
+    return witness
+
+
+def _link_key(circuit: Circuit, target: Path) -> None:
+    # A hard link: the job keeps its key even if the circuit is deleted once the job is done.
+    try:
+        os.link(circuit.zkey_path, target)
+    except OSError:
+        os.symlink(circuit.zkey_path, target)
+
+
+def _write_witness(circuit: Circuit, witness: list[int], staging: Path) -> str:
+    from engine.prover.snarkjs import write_wtns
+
+    staging.mkdir(parents=True)
+    wtns = staging / STORED_NAMES["wtns"]
+    write_wtns(wtns, circuit.curve, witness_array(witness))
+    return hashlib.sha256(wtns.read_bytes()).hexdigest()
+
+
+def submit_staged(circuit: Circuit, job_id: str, level: int | None, staging: Path, wtns_sha256: str,
+                  client: Any) -> tuple[ProofJob, bool]:
+    """A job of ``circuit`` proving the witness.wtns in ``staging`` (moved into place if created).
+
+    The job's inputs are the circuit and the witness file's digest: the same witness sent as
+    inputs or as a .wtns is the same request."""
+    _link_key(circuit, staging / STORED_NAMES["zkey"])
+    uploads = Path(settings.DATA_DIR) / "uploads"
+    inputs = {"circuit": circuit.pk, "wtns_sha256": wtns_sha256}
+    try:
+        with transaction.atomic():
+            # Locked against a concurrent DELETE, which refuses while an active job uses the circuit.
+            circuit_of(client, circuit.pk, lock=True)
+            job, created = submit_job(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
+                                      circuit_id=circuit.job_circuit_id, priority=level, curve=circuit.curve,
+                                      client=client)
+            if created:  # inside the job's transaction: no engine sees the job before its files
+                target = uploads / str(job.pk)
+                staging.rename(target)
+                job.upload_dir = str(target)
+                job.save(update_fields=["upload_dir"])
+    except JobConflict as exc:
+        raise _conflict(exc, client) from None
+    return job, created
+
+
+def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[ProofJob, bool]:
+    """Validate, compute the witness and submit; ApiError (4xx) for anything refused."""
+    job_id = check_job_id(payload.job_id)
+    level = parse_priority(payload.priority)
+    circuit = circuit_of(client, payload.circuit)
+    witness = witness_for(circuit, payload.inputs)
+    staging = Path(settings.DATA_DIR) / "uploads" / f".incoming-{secrets.token_hex(8)}"
+    try:
+        digest = _write_witness(circuit, witness, staging)
+        return submit_staged(circuit, job_id, level, staging, digest, client)
+    finally:
+        discard(staging)
+
+
+__all__ = ["circuit_of", "submit_circuit_job", "submit_staged", "visible_circuits", "witness_array"]
