@@ -24,13 +24,13 @@ from django.http.multipartparser import MultiPartParserError
 from ninja import Router, Schema, Status
 from pydantic import Field
 
+from engine.api.circuit_files import NAMES_FILE, SYM_NAME, ZkeyHeader, check_r1cs, check_sym, check_wasm, check_zkey
 from engine.api.errors import ApiError
 from engine.api.schemas import JOB_ID_MAX, JOB_ID_PATTERN, ErrorOut, JobOut
+from engine.api.submit_circuit import circuit_of, submit_staged, visible_circuits
 from engine.api.uploads import BadCircuitFile, StagedFile, StreamingLimitHandler, UploadTooLarge, discard
-from engine.circuit_files import NAMES_FILE, SYM_NAME, ZkeyHeader, check_r1cs, check_sym, check_wasm, check_zkey
 from engine.models import Circuit, ProofJob
 from engine.states import JOB_ACTIVE
-from engine.submit_circuit import circuit_of, submit_staged, visible_circuits
 from provingsite.env import parse_size
 
 router = Router(tags=["circuits"])

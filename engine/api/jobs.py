@@ -270,8 +270,8 @@ def snarkjs_files(job: ProofJob, part: Partition) -> tuple[dict[str, Any], list[
 def create_job(request: HttpRequest, payload: JobIn) -> Status:
     """201 with the new job; 200 with the existing job when the same request is sent again;
     409 when the job id is already used by a different request."""
-    if isinstance(payload, CircuitJobIn):  # {"circuit": id, "inputs": signals}: engine.submit_circuit
-        from engine.submit_circuit import submit_circuit_job
+    if isinstance(payload, CircuitJobIn):  # {"circuit": id, "inputs": signals}: engine.api.submit_circuit
+        from engine.api.submit_circuit import submit_circuit_job
 
         job, created = _mine(*submit_circuit_job(payload, client=request.auth),  # type: ignore[attr-defined]
                              request.auth)  # type: ignore[attr-defined]

@@ -9,11 +9,11 @@ at upload, not when a job first loads it).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from engine.api.uploads import CURVES, BadCircuitFile, zkey_curve
+from engine.api.uploads import CURVES, BadCircuitFile
+from engine.prover.snarkjs import FormatError, ZkeyHeader, section_table, zkey_layout
 
 # Sections a snarkjs Groth16 zkey always has: header, Groth16 header, IC, coefficients,
 # A, B1, B2, C, H, and the contributions.
@@ -21,89 +21,33 @@ ZKEY_SECTIONS = tuple(range(1, 11))
 SYM_NAME = "circuit.sym"
 # The main component's signal names, taken from the .sym once at registration.
 NAMES_FILE = "signal_names.json"
-MAX_SECTIONS = 64
-
-
-@dataclass(frozen=True)
-class ZkeyHeader:
-    curve: str
-    n8q: int
-    n8r: int
-    n_vars: int
-    n_public: int
-    domain_size: int
 
 
 def _table(fh: IO[bytes], size: int, magic: bytes, field: str) -> dict[int, tuple[int, int]]:
-    """{section id: (offset, length)}, every section inside the file's ``size`` bytes."""
-    head = fh.read(12)
-    if len(head) < 12 or head[:4] != magic:
-        raise BadCircuitFile(field, f"is not a snarkjs .{magic.decode()} file")
-    (count,) = struct.unpack("<I", head[8:12])
-    if count > MAX_SECTIONS:
-        raise BadCircuitFile(field, f"declares {count} sections; at most {MAX_SECTIONS} are expected")
-    found: dict[int, tuple[int, int]] = {}
-    pos = 12
-    for _ in range(count):
-        raw = fh.read(12)
-        if len(raw) < 12:
-            raise BadCircuitFile(field, f"is truncated: the section table ends at byte {pos}")
-        sid, length = struct.unpack("<IQ", raw)
-        pos += 12
-        if pos + length > size:
-            raise BadCircuitFile(field, f"is truncated: section {sid} claims {length} bytes, {size - pos} remain")
-        found.setdefault(sid, (pos, length))
-        pos += length
-        fh.seek(pos)
-    if pos != size:
-        raise BadCircuitFile(field, f"has {size - pos} bytes after its last section")
-    return found
-
-
-def _expected_lengths(h: ZkeyHeader) -> dict[int, int]:
-    g1, g2 = 2 * h.n8q, 4 * h.n8q
-    return {3: (h.n_public + 1) * g1, 5: h.n_vars * g1, 6: h.n_vars * g1, 7: h.n_vars * g2,
-            8: (h.n_vars - h.n_public - 1) * g1, 9: h.domain_size * g1}
+    """{section id: (offset, length)}, every section inside the file and nothing after the last."""
+    try:
+        table = section_table(fh, size, magic)
+    except FormatError as exc:
+        raise BadCircuitFile(field, str(exc)) from None
+    end = max((offset + length for offset, length in table.values()), default=12)
+    if end != size:
+        raise BadCircuitFile(field, f"has {size - end} bytes after its last section")
+    return table
 
 
 def check_zkey(path: Path) -> ZkeyHeader:
-    """The zkey's Groth16 header, once its whole section table is shown consistent."""
-    curve = zkey_curve(path)  # protocol, and q of a supported curve
+    """The zkey's Groth16 header, once its whole section table is shown consistent with it."""
     size = path.stat().st_size
     with open(path, "rb") as fh:
         table = _table(fh, size, b"zkey", "zkey")
         missing = [sid for sid in ZKEY_SECTIONS if sid not in table]
         if missing:
             raise BadCircuitFile("zkey", f"lacks section(s) {', '.join(map(str, missing))} of a Groth16 key")
-        fh.seek(table[2][0])
-        header = _groth16_header(fh, table[2][1], curve)
-        for sid, length in _expected_lengths(header).items():
-            if table[sid][1] != length:
-                raise BadCircuitFile("zkey", f"section {sid} holds {table[sid][1]} bytes; the header implies {length}")
-        fh.seek(table[4][0])
-        (n_coef,) = struct.unpack("<I", fh.read(4))
-        if table[4][1] != 4 + n_coef * (12 + header.n8r):
-            raise BadCircuitFile("zkey", "the coefficients section's length does not match its count")
+        try:
+            header, _ = zkey_layout(fh, table)
+        except FormatError as exc:
+            raise BadCircuitFile("zkey", str(exc)) from None
     return header
-
-
-def _groth16_header(fh: IO[bytes], length: int, curve: str) -> ZkeyHeader:
-    q, r = CURVES[curve]
-    raw = fh.read(length)
-    try:
-        (n8q,) = struct.unpack_from("<I", raw, 0)
-        (n8r,) = struct.unpack_from("<I", raw, 4 + n8q)
-        got_r = int.from_bytes(raw[8 + n8q: 8 + n8q + n8r], "little")
-        n_vars, n_public, domain = struct.unpack_from("<III", raw, 8 + n8q + n8r)
-    except struct.error:
-        raise BadCircuitFile("zkey", "its Groth16 header is truncated") from None
-    if got_r != r:
-        raise BadCircuitFile("zkey", "its scalar field is not the curve's")
-    if domain < 1 or domain & (domain - 1) or n_public + 1 > n_vars:
-        raise BadCircuitFile("zkey", f"its header is inconsistent (nVars {n_vars}, nPublic {n_public}, domain {domain})")
-    if length != 8 + n8q + n8r + 12 + 3 * 2 * n8q + 3 * 4 * n8q:
-        raise BadCircuitFile("zkey", "its Groth16 header has the wrong length")
-    return ZkeyHeader(curve, n8q, n8r, n_vars, n_public, domain)
 
 
 def check_wasm(path: Path, header: ZkeyHeader) -> None:

@@ -20,11 +20,11 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
+from engine.api.circuit_files import NAMES_FILE
 from engine.api.errors import ApiError
 from engine.api.jobs import _conflict, check_job_id, parse_priority
 from engine.api.schemas import CircuitJobIn
 from engine.api.uploads import STORED_NAMES, discard
-from engine.circuit_files import NAMES_FILE
 from engine.circuits.wasm_witness import WitnessError, calculate_witness
 from engine.models import Circuit, ProofJob
 from engine.states import ProofKind
