@@ -2,8 +2,8 @@
 
 A job of a registered circuit carries the circuit id ``circom/<sha256 of the zkey>``; the key
 is the circuit's stored zkey, so one host loads it once and every job of the circuit reuses
-it (the built-in kinds' keys are cached the same way). No Django imports at the top: the
-engine's loaders call this before and outside requests.
+it (the built-in kinds' keys are cached the same way). The engine's key loader and the
+synthesis stage call it.
 """
 
 from __future__ import annotations
@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+
+from django.conf import settings
+
+from engine.prover.snarkjs import read_zkey
 
 PREFIX = "circom/"
 _ID = re.compile(r"^circom/([0-9a-f]{64})$")
@@ -22,8 +26,6 @@ def is_registered(circuit_id: str) -> bool:
 
 
 def zkey_path(circuit_id: str) -> Path:
-    from django.conf import settings
-
     found = _ID.match(circuit_id)
     if found is None:
         raise ValueError(f"{circuit_id!r} is not a registered circuit's id (circom/<sha256>)")
@@ -36,8 +38,6 @@ def key_bytes(circuit_id: str) -> int:
 
 
 def load_key(circuit_id: str) -> Any:
-    from engine.prover.snarkjs import read_zkey
-
     return read_zkey(zkey_path(circuit_id))
 
 

@@ -65,9 +65,12 @@ class EngineConfig:
 
 def load_proving_key(circuit_id: str) -> Any:
     """The circuit's proving key; a fresh machine gets development keys made on first use."""
+    from engine import circuit_keys
     from engine.circuits.keystore import KeyStore
     from engine.circuits.kinds import parse_circuit_id
 
+    if circuit_keys.is_registered(circuit_id):  # a circom circuit registered through the API
+        return circuit_keys.load_key(circuit_id)
     shape = parse_circuit_id(circuit_id)
     keys = KeyStore(settings.PROVINGSITE["PARAMS_DIR"])
     if not keys.keys_present(shape):
@@ -291,7 +294,7 @@ class Engine:
                 return
         if item.reservation is not None:
             item.reservation.release()
-        if item.key is not None and item.kind != "custom":
+        if item.key is not None and item.shares_key:
             self.keycache.check_in(item.circuit_id)
         item.key = item.assignment = item.pending = None
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from engine import synthesize_worker
+from engine import circuit_keys, synthesize_worker
 from engine.memory import MemoryBudgetError
 from engine.models import Partition
 from engine.record import Claim, Refused
@@ -76,6 +76,11 @@ class WorkItem:
     def abandoned(self) -> bool:
         """The prover's abort check: the sweep marks cancelled or fenced work dropped."""
         return self.dropped
+
+    @property
+    def shares_key(self) -> bool:
+        """The key comes from the host's key cache: a built-in kind's, or a registered circuit's."""
+        return self.kind != "custom" or circuit_keys.is_registered(self.circuit_id)
 
     def public_reason(self, text: str) -> str:
         """A failure's text as the client may read it: a custom job's upload folder (a server
@@ -152,12 +157,14 @@ class Synthesis:
     def _start(self, item: WorkItem) -> None:
         engine = self.engine
         try:
-            if item.kind != "custom":
+            if item.shares_key:
                 item.key = engine.keycache.checkout(item.circuit_id, item.key_bytes, item.priority)
+                if item.kind == "custom":  # a registered circuit: its vk is the cached key's
+                    item.vk = item.key.vk
             item.reservation = engine.memory.acquire(
                 f"{item.kind} {item.job_id}", item.partition_bytes, item.priority,
                 cancelled=lambda: item.dropped or engine.stopping.is_set())
-            if item.kind == "custom":  # the client's own key, read once per job, inside its reservation
+            if not item.shares_key:  # the client's own key, read once per job, inside its reservation
                 from pathlib import Path
 
                 from engine.prover import read_zkey
@@ -266,8 +273,12 @@ def _size_custom(item: WorkItem) -> None:
     except (OSError, FormatError):
         return  # nothing reserved: reading the key in _start fails the partition, not retried
     needs = custom_memory(header.n_vars, header.n_public, header.domain_size, n_coef, header.n8q, zkey_bytes)
-    item.key_bytes = 0
     item.abc_bytes = int(needs.abc_bytes)
+    if item.shares_key:  # a registered circuit: the key cache holds its key once for every job
+        item.key_bytes = int(needs.key_bytes)
+        item.partition_bytes = int(needs.witness_bytes + needs.abc_bytes)
+        return
+    item.key_bytes = 0
     item.partition_bytes = int(needs.key_bytes + needs.witness_bytes + needs.abc_bytes)
 
 

@@ -159,3 +159,27 @@ def test_a_witness_over_the_other_curve_is_refused(api: Client, uploads: Path, t
     response = submit_wtns(api, circuit, "wrong-curve", snarkjs_wtns(circom_product("bls12381"), GOOD, tmp_path))
     assert response.status_code == 400 and response.json()["field"] == "wtns"
     assert not ProofJob.objects.exists()
+
+
+def test_jobs_of_one_circuit_share_one_key_load_held_in_the_key_cache(
+        api: Client, uploads: Path, circom_product: Build) -> None:  # noqa: F811
+    from engine.runtime import Engine, EngineConfig, load_proving_key
+
+    circuit = register(api, circom_product("bn128"))
+    for job_id in ("shared-1", "shared-2", "shared-3"):
+        assert submit(api, circuit, job_id, GOOD | {"a": str(len(job_id) + int(job_id[-1]))}).status_code == 201
+    loads: list[str] = []
+
+    def counting_loader(circuit_id: str) -> Any:
+        loads.append(circuit_id)
+        return load_proving_key(circuit_id)
+
+    engine = Engine(EngineConfig.from_settings(devices="cpu", synthesis=1, workers_per_device=1, scale="tiny",
+                                               host_name="circom-keys"), key_loader=counting_loader).start()
+    try:
+        assert engine.run_until_idle(timeout=240)
+        cached = [entry["circuit_id"] for entry in engine.keycache.snapshot()]
+    finally:
+        engine.stop(drain_seconds=5)
+    assert loads == [f"circom/{circuit}"] and cached == [f"circom/{circuit}"]
+    assert all(api.get(f"/api/v1/jobs/{j}").json()["state"] == "done" for j in ("shared-1", "shared-2", "shared-3"))
