@@ -52,7 +52,7 @@ def check_zkey(path: Path) -> ZkeyHeader:
 
 def check_wasm(path: Path, header: ZkeyHeader) -> None:
     """A circom witness generator compiled for the zkey's scalar field."""
-    from engine.circuits.wasm_witness import circuit_prime
+    from engine.prover.wasm_witness import circuit_prime
 
     try:
         prime = circuit_prime(path.read_bytes())
@@ -87,7 +87,7 @@ def check_r1cs(path: Path, header: ZkeyHeader) -> None:
 def check_sym(path: Path) -> list[str]:
     """The main component's signal names from circom's symbol table (read line by line: a big
     circuit's .sym is as long as its signal count)."""
-    from engine.circuits.wasm_witness import top_level_names
+    from engine.prover.wasm_witness import top_level_names
 
     try:
         with open(path, encoding="utf-8") as fh:

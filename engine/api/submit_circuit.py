@@ -16,7 +16,6 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from django.conf import settings
 from django.db import transaction
 
@@ -25,16 +24,10 @@ from engine.api.errors import ApiError
 from engine.api.jobs import _conflict, check_job_id, parse_priority
 from engine.api.schemas import CircuitJobIn
 from engine.api.uploads import STORED_NAMES, discard
-from engine.circuits.wasm_witness import WitnessError, calculate_witness
 from engine.models import Circuit, ProofJob
+from engine.prover.wasm_witness import WitnessError, calculate_witness, witness_array
 from engine.states import ProofKind
 from engine.submit import JobConflict, submit_job
-
-
-def witness_array(witness: list[int]) -> np.ndarray:
-    """(n, 4) uint64 limbs, the layout engine.prover.snarkjs.write_wtns takes."""
-    mask = (1 << 64) - 1
-    return np.array([[(v >> (64 * k)) & mask for k in range(4)] for v in witness], dtype=np.uint64)
 
 
 def visible_circuits(client: Any) -> Any:

@@ -1,8 +1,12 @@
 """provingsite-prove <circuit.zkey> <witness.wtns> <proof.json> <public.json> [--device cpu|cuda:N]
+   provingsite-prove <circuit.zkey> --wasm <circuit.wasm> --input <input.json> <proof.json> <public.json>
 
 Behaves like rapidsnark's prover: reads a snarkjs Groth16 .zkey and .wtns (BN254 or
 BLS12-381), writes snarkjs-compatible proof.json and public.json, exits 0; on a bad file or
 a witness that does not satisfy the circuit it prints a clear error and exits 1.
+
+With --wasm and --input the witness is computed from the circuit's input signals by circom's
+witness generator (as `snarkjs groth16 fullprove` does), in place of a .wtns.
 
 A .zkey carries no C matrix, so a bad witness is caught by verifying the fresh proof against
 the key's own verification key (skip with --no-verify), or, given --r1cs, row by row before
@@ -16,6 +20,7 @@ at once. `manage.py prove` is the same command behind Django's start-up.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -36,21 +41,50 @@ class ProveError(Exception):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments, shared with `manage.py prove`."""
-    parser.add_argument("zkey", type=Path)
-    parser.add_argument("wtns", type=Path)
-    parser.add_argument("proof", type=Path)
-    parser.add_argument("public", type=Path)
+    parser.add_argument("zkey", type=Path, help="the circuit's snarkjs Groth16 .zkey")
+    parser.add_argument("files", type=Path, nargs="+", metavar="FILE",
+                        help="witness.wtns proof.json public.json (or proof.json public.json with --wasm/--input)")
+    parser.add_argument("--wasm", type=Path, default=None, help="circom's witness generator: compute the witness")
+    parser.add_argument("--input", type=Path, default=None, help="the input signals (JSON) for --wasm")
     parser.add_argument("--device", default=None, help="cpu, cuda:N or auto (default: auto)")
     parser.add_argument("--r1cs", type=Path, default=None, help="check the witness against this .r1cs first")
     parser.add_argument("--no-verify", action="store_true", help="skip verifying the proof before writing it")
 
 
-def _read_inputs(zkey: Path, wtns: Path) -> tuple[ProvingKey, np.ndarray]:
+def split_files(files: list[Path], wasm: Path | None, inputs: Path | None) -> tuple[Path | None, Path, Path]:
+    """(witness or None, proof.json, public.json) from the positional files and --wasm/--input."""
+    if (wasm is None) != (inputs is None):
+        raise ProveError("--wasm and --input go together: the generator and the signals it reads")
+    want = 2 if wasm is not None else 3
+    if len(files) != want:
+        shape = "proof.json public.json" if wasm is not None else "witness.wtns proof.json public.json"
+        raise ProveError(f"expected {shape} after the zkey, got {len(files)} file(s)")
+    return (None, *files) if wasm is not None else (files[0], files[1], files[2])  # type: ignore[return-value]
+
+
+def _computed_witness(pk: ProvingKey, wasm: Path, inputs: Path) -> tuple[str, np.ndarray]:
+    from engine.prover.wasm_witness import WitnessError, calculate_witness, witness_array
+
+    try:
+        signals = json.loads(inputs.read_text())
+        return pk.curve, witness_array(calculate_witness(wasm.read_bytes(), signals))
+    except json.JSONDecodeError as e:
+        raise ProveError(f"{inputs.name} is not JSON: {e}") from None
+    except WitnessError as e:
+        raise ProveError(f"input {e}") from None
+
+
+def _read_inputs(zkey: Path, wtns: Path | None, wasm: Path | None = None,
+                 inputs: Path | None = None) -> tuple[ProvingKey, np.ndarray]:
     from engine.prover.snarkjs import FormatError, read_wtns_with_curve, read_zkey
 
     try:
         pk = read_zkey(zkey)
-        curve, witness = read_wtns_with_curve(wtns)
+        if wtns is not None:
+            curve, witness = read_wtns_with_curve(wtns)
+        else:
+            assert wasm is not None and inputs is not None
+            curve, witness = _computed_witness(pk, wasm, inputs)
     except FileNotFoundError as e:
         raise ProveError(f"no such file: {e.filename}") from None
     except (FormatError, OSError) as e:
@@ -106,8 +140,9 @@ def _verify(pk: ProvingKey, proof: Proof, public: list[int]) -> None:
         raise ProveError("the witness does not satisfy the circuit: the proof failed verification against the key")
 
 
-def prove_files(zkey: Path, wtns: Path, proof_path: Path, public_path: Path, *, device: str | None = None,
-                r1cs: Path | None = None, check: bool = True) -> str:
+def prove_files(zkey: Path, wtns: Path | None, proof_path: Path, public_path: Path, *, device: str | None = None,
+                r1cs: Path | None = None, check: bool = True, wasm: Path | None = None,
+                inputs: Path | None = None) -> str:
     """Prove ``zkey`` + ``wtns`` into ``proof_path`` and ``public_path``; returns the summary line.
 
     Raises ProveError with the reason (nothing is written) on a bad file, a bad device name or
@@ -121,7 +156,7 @@ def prove_files(zkey: Path, wtns: Path, proof_path: Path, public_path: Path, *, 
     except ValueError as e:
         raise ProveError(str(e)) from None
     started = time.perf_counter()
-    pk, witness = _read_inputs(zkey, wtns)
+    pk, witness = _read_inputs(zkey, wtns, wasm, inputs)
     loaded = time.perf_counter()
     proof, public, prove_s = _prove(pk, witness, chosen, r1cs)
     verified = time.perf_counter()
@@ -147,8 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     """The console script: exit status 0 with both files written, 1 with the reason on stderr."""
     args = build_parser().parse_args(argv)
     try:
-        summary = prove_files(args.zkey, args.wtns, args.proof, args.public, device=args.device, r1cs=args.r1cs,
-                              check=not args.no_verify)
+        wtns, proof, public = split_files(args.files, args.wasm, args.input)
+        summary = prove_files(args.zkey, wtns, proof, public, device=args.device, r1cs=args.r1cs,
+                              check=not args.no_verify, wasm=args.wasm, inputs=args.input)
     except ProveError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

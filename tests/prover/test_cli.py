@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from engine.management.commands.prove import Command as ManagePyProve
 from engine.prover import cli
 from tests.oracle import snarkjs as oracle
+from tests.oracle.circom import CircomBuild, circom_product  # noqa: F401  the session fixture
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "snarkjs"
 REPO = Path(__file__).resolve().parents[2]
@@ -74,3 +76,27 @@ def test_manage_py_prove_takes_the_same_arguments() -> None:
 
     django_parser = ManagePyProve().create_parser("manage.py", "prove")
     assert options(cli.build_parser()) <= options(django_parser)
+
+
+@pytest.mark.node
+@pytest.mark.slow
+@pytest.mark.parametrize("curve", ["bn128", "bls12381"])
+def test_the_cli_proves_from_circom_inputs_with_wasm_in_place_of_a_witness(
+        curve: str, tmp_path: Path, circom_product: Callable[[str], CircomBuild]) -> None:  # noqa: F811
+    built = circom_product(curve)
+    (tmp_path / "input.json").write_text(json.dumps({"a": "3", "b": ["4", "5"]}))
+    exported = oracle.run("zkey", "export", "verificationkey", built.zkey, tmp_path / "vk.json")
+    assert exported.returncode == 0, exported.stderr
+    status = cli.main([str(built.zkey), "--wasm", str(built.wasm), "--input", str(tmp_path / "input.json"),
+                       str(tmp_path / "proof.json"), str(tmp_path / "public.json"), "--device", "cpu"])
+    assert status == 0
+    assert json.loads((tmp_path / "public.json").read_text()) == ["60", "3"]  # c = 3·4·5, then a
+    assert oracle.groth16_verify(tmp_path / "vk.json", tmp_path / "public.json", tmp_path / "proof.json")
+
+
+def test_wasm_needs_input_and_then_only_the_two_output_files(tmp_path: Path) -> None:
+    with pytest.raises(cli.ProveError, match="go together"):
+        cli.split_files([tmp_path / "p.json", tmp_path / "q.json"], tmp_path / "c.wasm", None)
+    with pytest.raises(cli.ProveError, match="expected proof.json public.json"):
+        cli.split_files([tmp_path / "w.wtns", tmp_path / "p.json", tmp_path / "q.json"], tmp_path / "c.wasm",
+                        tmp_path / "i.json")

@@ -1,4 +1,5 @@
 """manage.py prove <circuit.zkey> <witness.wtns> <proof.json> <public.json> [--device cpu|cuda:N]
+(or --wasm circuit.wasm --input input.json in place of the witness)
 
 An alias of the `provingsite-prove` console script (engine/prover/cli.py): same arguments,
 same files, same errors. The console script starts faster, as it skips Django's start-up.
@@ -21,8 +22,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
-            summary = cli.prove_files(opts["zkey"], opts["wtns"], opts["proof"], opts["public"], device=opts["device"],
-                                      r1cs=opts["r1cs"], check=not opts["no_verify"])
+            wtns, proof, public = cli.split_files(opts["files"], opts["wasm"], opts["input"])
+            summary = cli.prove_files(opts["zkey"], wtns, proof, public, device=opts["device"], r1cs=opts["r1cs"],
+                                      check=not opts["no_verify"], wasm=opts["wasm"], inputs=opts["input"])
         except cli.ProveError as e:
             raise CommandError(str(e)) from None
         self.stderr.write(summary)

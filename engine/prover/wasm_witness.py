@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import numpy as np
 import wasmtime
 
 _FNV_OFFSET = 0xCBF29CE484222325
@@ -249,3 +250,9 @@ def circuit_prime(wasm_bytes: bytes) -> int:
 
 
 __all__ = ["WitnessError", "calculate_witness", "circuit_prime", "fnv1a64", "top_level_names"]
+
+
+def witness_array(witness: list[int]) -> np.ndarray:
+    """(n, 4) uint64 limbs, little end first: the layout the prover and write_wtns take."""
+    mask = (1 << 64) - 1
+    return np.array([[(v >> (64 * k)) & mask for k in range(4)] for v in witness], dtype=np.uint64)
