@@ -26,7 +26,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-EXEMPT_PREFIXES = ("/events/", "/api/v1/jobs/custom")
+# A page's stylesheet and scripts arrive together right after the page and cost little to
+# serve: refusing them would break a page that was itself admitted.
+EXEMPT_PREFIXES = ("/events/", "/api/v1/jobs/custom", "/static/", "/favicon.ico")
 _BUSY_BODY = json.dumps({"error": "overloaded", "field": None,
                          "detail": "the server is at capacity; retry after the time in Retry-After"}).encode()
 

@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from engine.models import EngineHost, ProofJob
-from engine.record import StatusWriter
+from engine.models import EngineHost, ProofJob, Worker
+from engine.record import Claim, StatusWriter, Transition
+from engine.states import PartitionState
 from engine.submit import submit_job
 
 
@@ -59,3 +60,14 @@ def start_engine(engine_params):  # type: ignore[no-untyped-def]
     yield start
     for engine in engines:
         engine.stop(drain_seconds=5)
+
+
+def walk(writer, claim: Claim, *states: str) -> None:  # type: ignore[no-untyped-def]
+    for state in states:
+        writer.apply(Transition(claim, state, on_a_worker(writer, claim) if state == PartitionState.GPU else {}))
+
+
+def on_a_worker(writer, claim: Claim) -> dict[str, Worker]:  # type: ignore[no-untyped-def]
+    """A partition goes onto the GPU with a worker of its own (the database insists)."""
+    worker, _ = Worker.objects.get_or_create(host=writer.host, device="cpu", ordinal=claim.partition_id)
+    return {"worker": worker}

@@ -10,6 +10,7 @@ from django.db import transaction
 from engine.models import Partition
 from engine.record import Claim, Transition
 from engine.states import PartitionState
+from tests.engine.conftest import walk
 
 pytestmark = pytest.mark.django_db(transaction=True)
 P = PartitionState
@@ -20,8 +21,7 @@ class RolledBack(Exception):
 
 
 def finish(writer, claim: Claim) -> None:  # type: ignore[no-untyped-def]
-    for state in (P.SYNTHESIZING, P.SYNTH_DONE, P.GPU, P.FINALIZING):
-        writer.apply(Transition(claim, state))
+    walk(writer, claim, P.SYNTHESIZING, P.SYNTH_DONE, P.GPU, P.FINALIZING)
     writer.apply(Transition(claim, P.DONE, {"proof": {"p": 0}, "public_inputs": ["0"]}))
 
 

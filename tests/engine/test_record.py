@@ -9,23 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.models import Partition, ProofJob, Worker
+from engine.models import Partition, ProofJob
 from engine.record import Claim, Refused, Transition, current_version
 from engine.states import PARTITION_TRANSITIONS, JobState, PartitionState
+from tests.engine.conftest import walk
 
 pytestmark = pytest.mark.django_db
 P = PartitionState
-
-
-def walk(writer, claim: Claim, *states: str) -> None:  # type: ignore[no-untyped-def]
-    for state in states:
-        writer.apply(Transition(claim, state, on_a_worker(writer, claim) if state == P.GPU else {}))
-
-
-def on_a_worker(writer, claim: Claim) -> dict[str, Worker]:  # type: ignore[no-untyped-def]
-    """A partition goes onto the GPU with a worker of its own (the database insists)."""
-    worker, _ = Worker.objects.get_or_create(host=writer.host, device="cpu", ordinal=claim.partition_id)
-    return {"worker": worker}
 
 
 def test_each_transition_gets_the_next_version(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]

@@ -93,8 +93,8 @@ def test_a_queued_request_that_waits_past_its_time_gets_503() -> None:
     asyncio.run(scenario())
 
 
-@pytest.mark.parametrize("path", ["/events/", "/api/v1/jobs/custom"])
-def test_the_event_stream_and_uploads_are_not_counted(path: str) -> None:
+@pytest.mark.parametrize("path", ["/events/", "/api/v1/jobs/custom", "/static/vendor/htmx-2.0.11.min.js", "/favicon.ico"])
+def test_the_event_stream_uploads_and_a_pages_static_files_are_not_counted(path: str) -> None:
     async def scenario() -> None:
         inner = HeldApp()
         app = Admission(inner, Limits(max_active=1, max_waiting=0, wait_seconds=0))
