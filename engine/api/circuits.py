@@ -8,16 +8,14 @@ again is the same circuit.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 import shutil
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from django.conf import settings
-from django.core.files.uploadhandler import FileUploadHandler, SkipFile
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
@@ -57,64 +55,6 @@ class CircuitOut(Schema):
     links: dict[str, str]
 
 
-class Staged:
-    def __init__(self, path: Path, size: int, sha256: str, name: str) -> None:
-        self.path, self.size, self.sha256, self.name = path, size, sha256, name
-
-    def close(self) -> None:  # Django closes request files after the response; ours are closed
-        pass
-
-
-class CircuitUploadHandler(FileUploadHandler):
-    """Streams zkey, wasm and r1cs parts into ``staging`` and refuses more than ``limit`` bytes."""
-
-    def __init__(self, staging: Path, limit: int, request: Any = None) -> None:
-        super().__init__(request)
-        self.staging, self.limit, self.received = staging, limit, 0
-        self._out: IO[bytes] | None = None
-        self._hash: Any = None
-        self._seen: set[str] = set()
-
-    def handle_raw_input(self, input_data: Any, META: Any, content_length: int, boundary: Any,
-                         encoding: str | None = None) -> None:
-        if content_length and content_length > self.limit:
-            raise UploadTooLarge(self.limit)
-
-    def new_file(self, field_name: str, file_name: str, *args: Any, **kwargs: Any) -> None:
-        super().new_file(field_name, file_name, *args, **kwargs)
-        if field_name not in FILES or field_name in self._seen:
-            raise SkipFile()
-        self._seen.add(field_name)
-        self.staging.mkdir(parents=True, exist_ok=True)
-        self._out = open(self.staging / FILES[field_name], "wb")  # noqa: SIM115 closed in file_complete
-        self._hash = hashlib.sha256()
-
-    def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
-        self.received += len(raw_data)
-        if self.received > self.limit:
-            self._close()
-            raise UploadTooLarge(self.limit)
-        assert self._out is not None
-        self._out.write(raw_data)
-        self._hash.update(raw_data)
-        return None
-
-    def file_complete(self, file_size: int) -> Staged | None:
-        if self._out is None:
-            return None
-        path = Path(self._out.name)
-        self._close()
-        return Staged(path, file_size, self._hash.hexdigest(), str(self.file_name or ""))
-
-    def upload_interrupted(self) -> None:
-        self._close()
-
-    def _close(self) -> None:
-        if self._out is not None:
-            self._out.close()
-            self._out = None
-
-
 def circuits_dir() -> Path:
     return Path(settings.DATA_DIR) / "circuits"
 
@@ -131,11 +71,11 @@ def _out(circuit: Circuit) -> dict[str, Any]:
             "links": links}
 
 
-def _checked(files: Any) -> tuple[dict[str, Staged], ZkeyHeader]:
+def _checked(files: Any) -> tuple[dict[str, StagedFile], ZkeyHeader]:
     zkey = files.get("zkey")
-    if not isinstance(zkey, Staged) or zkey.size == 0:
+    if not isinstance(zkey, StagedFile) or zkey.size == 0:
         raise ApiError(400, "invalid", "zkey", "a non-empty snarkjs Groth16 .zkey file is required")
-    staged = {name: item for name in FILES if isinstance(item := files.get(name), Staged)}
+    staged = {name: item for name in FILES if isinstance(item := files.get(name), StagedFile)}
     try:
         header = check_zkey(zkey.path)
         if "wasm" in staged:
@@ -150,7 +90,7 @@ def _checked(files: Any) -> tuple[dict[str, Staged], ZkeyHeader]:
     return staged, header
 
 
-def _existing(circuit: Circuit, client: Any, staged: dict[str, Staged]) -> Status:
+def _existing(circuit: Circuit, client: Any, staged: dict[str, StagedFile]) -> Status:
     """The circuit already registered; files it lacks (a .wasm added later, say) join it."""
     if not visible_circuits(client).filter(pk=circuit.pk).exists():
         raise ApiError(409, "conflict", "zkey", "this zkey is already registered by another client")
@@ -171,7 +111,7 @@ def _existing(circuit: Circuit, client: Any, staged: dict[str, Staged]) -> Statu
 
 
 def _register(request: HttpRequest, staging: Path) -> Status:
-    staged, header = _checked(request.FILES)  # reads the body through CircuitUploadHandler
+    staged, header = _checked(request.FILES)  # reads the body through StreamingLimitHandler
     zkey = staged["zkey"]
     client = request.auth  # type: ignore[attr-defined]
     found = Circuit.objects.filter(pk=zkey.sha256).first()
@@ -224,7 +164,7 @@ def register_circuit(request: HttpRequest) -> Status:
     if request.content_type != "multipart/form-data":
         raise ApiError(400, "invalid", "body", "must be multipart/form-data with a zkey (and optionally wasm, r1cs)")
     staging = circuits_dir() / f".incoming-{secrets.token_hex(8)}"
-    request.upload_handlers = [CircuitUploadHandler(staging, limit, request)]
+    request.upload_handlers = [StreamingLimitHandler(staging, limit, request, names=FILES)]
     try:
         return _register(request, staging)
     except UploadTooLarge as exc:

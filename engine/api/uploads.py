@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -56,11 +57,13 @@ class StagedFile:
 
 
 class StreamingLimitHandler(FileUploadHandler):
-    """Writes zkey/wtns parts straight into ``staging`` and refuses more than ``limit`` bytes."""
+    """Writes the named file parts straight into ``staging`` (``names``: form field → stored
+    file name; a custom job's zkey and wtns by default) and refuses more than ``limit`` bytes."""
 
-    def __init__(self, staging: Path, limit: int, request: Any = None) -> None:
+    def __init__(self, staging: Path, limit: int, request: Any = None,
+                 names: Mapping[str, str] = STORED_NAMES) -> None:
         super().__init__(request)
-        self.staging, self.limit = staging, limit
+        self.staging, self.limit, self.names = staging, limit, names
         self.received = 0
         self._out: IO[bytes] | None = None
         self._hash: Any = None
@@ -73,11 +76,11 @@ class StreamingLimitHandler(FileUploadHandler):
 
     def new_file(self, field_name: str, file_name: str, *args: Any, **kwargs: Any) -> None:
         super().new_file(field_name, file_name, *args, **kwargs)
-        if field_name not in UPLOAD_FIELDS or field_name in self._seen:
-            raise SkipFile()  # only one zkey and one wtns; anything else is not stored
+        if field_name not in self.names or field_name in self._seen:
+            raise SkipFile()  # one file per named field; anything else is not stored
         self._seen.add(field_name)
         self.staging.mkdir(parents=True, exist_ok=True)
-        self._out = open(self.staging / STORED_NAMES[field_name], "wb")  # noqa: SIM115 closed in file_complete
+        self._out = open(self.staging / self.names[field_name], "wb")  # noqa: SIM115 closed in file_complete
         self._hash = hashlib.sha256()
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
