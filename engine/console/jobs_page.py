@@ -3,6 +3,7 @@ for the operator role (the same actions the admin and the API use)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, time
 from typing import Any
 
@@ -71,21 +72,21 @@ def _back(request: HttpRequest) -> HttpResponseRedirect:
     return HttpResponseRedirect(target)
 
 
+def _act(request: HttpRequest, job_id: str, action: Callable[[ProofJob], None], said: str) -> HttpResponse:
+    _require_viewer(request)
+    job = get_object_or_404(ProofJob, job_id=job_id)
+    action(job)
+    messages.info(request, f"{job.job_id}: {said}")
+    return _back(request)
+
+
 @login_required
 @require_POST
 def cancel(request: HttpRequest, job_id: str) -> HttpResponse:
-    _require_viewer(request)
-    job = get_object_or_404(ProofJob, job_id=job_id)
-    cancel_job(job)
-    messages.info(request, f"{job.job_id}: cancelled")
-    return _back(request)
+    return _act(request, job_id, cancel_job, "cancelled")
 
 
 @login_required
 @require_POST
 def retry(request: HttpRequest, job_id: str) -> HttpResponse:
-    _require_viewer(request)
-    job = get_object_or_404(ProofJob, job_id=job_id)
-    retry_job(job)
-    messages.info(request, f"{job.job_id}: queued again")
-    return _back(request)
+    return _act(request, job_id, retry_job, "queued again")
