@@ -40,6 +40,8 @@ class ProofJob(models.Model):
             models.Index(fields=["state", "priority", "submitted_at"], name="job_claim_order"),
             models.Index(fields=["kind", "state"], name="job_kind_state"),
             models.Index(fields=["finished_at"], name="job_finished"),
+            # The console's passes read what changed since the version they last read.
+            models.Index(fields=["version"], name="job_version"),
         ]
         ordering = ["-submitted_at"]
 
@@ -89,6 +91,7 @@ class Partition(models.Model):
             models.Index(fields=["worker", "state"], name="part_worker_state"),
             models.Index(fields=["host", "state"], name="part_host_state"),
             models.Index(fields=["gpu_finished_at"], name="part_gpu_finished"),
+            models.Index(fields=["version"], name="part_version"),
             models.Index(fields=["lease_expires_at"], name="part_lease", condition=Q(lease_expires_at__isnull=False)),
         ]
         ordering = ["job_id", "index"]

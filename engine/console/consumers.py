@@ -127,6 +127,7 @@ class Hub:
         self.want = Want()
         self.hinted = 0  # the highest version a hint announced
         self.covered = 0  # every change up to this version is in the frames sent
+        self.read_at: int | None = None  # the version the last pass read (None: none yet)
         self.known: dict[str, str] = {}  # the digests of the roots of the last pass
         self.wake: asyncio.Event | None = None
         self.last_start = float("-inf")
@@ -274,7 +275,8 @@ class Hub:
         hinted = self.hinted
         self.last_start = loop.time()
         try:
-            rendered = await database_sync_to_async(fragments.render)(want, dict(self.known))
+            since = None if want.full else self.read_at
+            rendered = await database_sync_to_async(fragments.render)(want, dict(self.known), since)
         except BaseException:
             want.merge(self.want)
             self.want = want
@@ -287,10 +289,12 @@ class Hub:
             self.known[root] = rendered.digest(root)
         if not rendered.consistent:  # read again at the next interval, when the farm has settled
             self.want.merge(want)
-        # Every hinted change up to `hinted` has been re-read; a full consistent pass shows
-        # everything up to the version it read. Units read in this pass may be newer still,
-        # but the frame's id claims only what is certain.
-        reach = max(hinted, rendered.version if want.full and rendered.consistent else 0)
+        # Every hinted change up to `hinted` has been re-read; a full pass, or one that read
+        # everything written since the previous pass, shows everything up to its version.
+        whole = rendered.consistent and (want.full or since is not None)
+        reach = max(hinted, rendered.version if whole else 0)
+        if whole:
+            self.read_at = rendered.version
         self.covered = max(self.covered, reach)
         began = loop.time()
         await self._fan_out(rendered)

@@ -625,19 +625,48 @@ class Rendered:
                 yield from self.descendants(child)
 
 
-def render(want: Want | Iterable[str] = ALL, known: Mapping[str, str] | None = None) -> Rendered:
+def _scope_names(scope: str) -> set[str]:
+    return {f.name for f in REGISTRY.values() if scope in f.affected_by}
+
+
+def changed_since(want: Want, since: int) -> Want:
+    """``want`` plus every unit whose records were written after ``since`` (the version the
+    previous pass read). Hints say what to look at, but one can arrive after the pass that
+    reads its commit: a card re-read for another hint would then show a partition on the GPU
+    while that partition's cell, not hinted yet, still showed it waiting. Reading what the
+    versions say changed puts every unit of the frame at the same snapshot."""
+    out = Want(set(want.names), None if want.jobs is None else set(want.jobs))
+    moved_parts = set(Partition.objects.filter(version__gt=since).values_list("job__job_id", flat=True))
+    moved_jobs = set(ProofJob.objects.filter(version__gt=since).values_list("job_id", flat=True))
+    if moved_parts:
+        out.names |= _scope_names(PARTITION)
+    if moved_jobs:
+        out.names |= _scope_names(JOB)
+    if EngineHost.objects.filter(version__gt=since).exists():
+        out.names |= _scope_names(HOST)
+    if out.jobs is not None:
+        out.jobs |= moved_parts | moved_jobs
+    return out
+
+
+def render(want: Want | Iterable[str] = ALL, known: Mapping[str, str] | None = None,
+           since: int | None = None) -> Rendered:
     """Read the wanted fragments in one database snapshot, the status clock included, so the
     version stamped on every unit is exactly the version its content was read at.
 
-    Markup is built after the reads: the contexts hold evaluated rows. `known` holds the
-    digests of the roots the caller last received, so a panel whose shape moved is read whole.
+    With ``since`` (the version the caller's previous pass read), everything written after it
+    is read too, so the pass shows every change up to its own version. Markup is built after
+    the reads: the contexts hold evaluated rows. `known` holds the digests of the roots the
+    caller last received, so a panel whose shape moved is read whole.
     """
     if not isinstance(want, Want):
         want = Want(set(want), None)
     known = known or {}
-    wanted = [REGISTRY[n] for n in sorted(want.names)]
     with one_snapshot() as snap:
         version = current_version()
+        if since is not None and not want.full:
+            want = changed_since(want, since)
+        wanted = [REGISTRY[n] for n in sorted(want.names)]
         now = timezone.now()
         contexts = {f.name: f.read(now, want, known) for f in wanted}
     units: dict[str, Unit] = {}

@@ -1,5 +1,5 @@
 """The database keeps the status truth: a partition in ``gpu`` has a worker, and no worker has
-two. Rows that break either rule (written before the rule existed) go back to the queue first;
+two (and rows are indexed by version, for the console's "what changed since" reads). Rows that break either rule (written before the rule existed) go back to the queue first;
 their attempt stays, so a late write from the old claim is still fenced off."""
 
 from django.db import migrations, models
@@ -29,6 +29,8 @@ class Migration(migrations.Migration):
             constraint=models.CheckConstraint(
                 condition=~models.Q(state="gpu") | models.Q(worker__isnull=False), name="gpu_partition_has_worker"),
         ),
+        migrations.AddIndex(model_name="proofjob", index=models.Index(fields=["version"], name="job_version")),
+        migrations.AddIndex(model_name="partition", index=models.Index(fields=["version"], name="part_version")),
         migrations.AddConstraint(
             model_name="partition",
             constraint=models.UniqueConstraint(

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from engine.models import Partition, ProofJob
 from engine.record import Claim, Refused, Transition, current_version
 from engine.states import PARTITION_TRANSITIONS, JobState, PartitionState
-from tests.engine.conftest import walk
+from tests.engine.conftest import on_a_worker, walk
 
 pytestmark = pytest.mark.django_db
 P = PartitionState
@@ -109,7 +109,8 @@ def test_random_transitions_are_applied_exactly_as_the_table_allows(make_writer,
             [claim] = writer.claim(1)
         allowed = claim is not None and target in PARTITION_TRANSITIONS[state]
         try:
-            version = writer.apply(Transition(claim or Claim(pk, 0, writer.host.pk), target))
+            held = claim or Claim(pk, 0, writer.host.pk)
+            version = writer.apply(Transition(held, target, on_a_worker(writer, held) if target == P.GPU else {}))
         except Refused:
             assert not allowed, f"{state} → {target} was refused"
             continue
