@@ -90,10 +90,18 @@ def test_counters_count_jobs_by_kind_and_state() -> None:
     assert counters["queue_depth"] == 1
 
 
+@pytest.mark.django_db(transaction=True)  # read as /status is: outside any caller's transaction
 def test_the_snapshot_names_the_status_version_it_was_read_at() -> None:
     StatusClock.objects.create(value=41)
     snap = farm_snapshot()
     assert snap["version"] == 41 and snap["consistent"] is True
+
+
+def test_a_read_inside_a_callers_read_committed_transaction_does_not_claim_one_snapshot() -> None:
+    from django.db import connection
+
+    snap = farm_snapshot()  # pytest-django runs this test inside its own transaction
+    assert snap["consistent"] is (connection.vendor == "sqlite")
 
 
 def test_synthesis_counts_the_partitions_synthesizing_not_the_hosts_counter(host: EngineHost) -> None:
