@@ -25,10 +25,13 @@ def cancel_job(job: ProofJob) -> None:
     """Cancel a queued or running job and every partition not yet finished."""
     version = 0
     with transaction.atomic():
+        # The clock first, then the rows: the order every writer takes its locks in (the
+        # engine's writer bumps the clock before it touches a row), so two never deadlock.
+        version = next_version()
         row = ProofJob.objects.select_for_update().get(pk=job.pk)
         if row.state not in JOB_ACTIVE:
+            transaction.set_rollback(True)  # nothing changed: spend no version
             return
-        version = next_version()
         now = timezone.now()
         row.state = J.CANCELLED
         row.finished_at = now
@@ -44,10 +47,11 @@ def retry_job(job: ProofJob) -> None:
     """Requeue a failed or cancelled job: its unfinished partitions start again (done ones stay)."""
     version = 0
     with transaction.atomic():
+        version = next_version()  # the clock first, as in cancel_job
         row = ProofJob.objects.select_for_update().get(pk=job.pk)
         if row.state not in (J.FAILED, J.CANCELLED):
+            transaction.set_rollback(True)
             return
-        version = next_version()
         marker: dict[str, Any] = {"retry": True, "at": timezone.now().isoformat()}
         for part in Partition.objects.select_for_update().filter(job=row, state__in=(P.FAILED, P.CANCELLED)):
             # The attempt is kept: it is the fencing token and must only grow. The marker
