@@ -26,10 +26,16 @@ from engine.api.circuit_files import NAMES_FILE, SYM_NAME, ZkeyHeader, check_r1c
 from engine.api.errors import ApiError
 from engine.api.schemas import JOB_ID_MAX, JOB_ID_PATTERN, ErrorOut, JobOut
 from engine.api.submit_circuit import circuit_of, submit_staged, visible_circuits
-from engine.api.uploads import BadCircuitFile, StagedFile, StreamingLimitHandler, UploadTooLarge, discard
+from engine.api.uploads import (
+    BadCircuitFile,
+    StagedFile,
+    StreamingLimitHandler,
+    UploadTooLarge,
+    checked_upload,
+    discard,
+)
 from engine.models import Circuit, ProofJob
 from engine.states import JOB_ACTIVE
-from provingsite.env import parse_size
 
 router = Router(tags=["circuits"])
 
@@ -154,15 +160,7 @@ _REGISTER_BODY = {
              summary="Register a circom circuit (zkey, optionally its .wasm, .r1cs and .sym)")
 def register_circuit(request: HttpRequest) -> Status:
     """201 with the new circuit; 200 with the existing one when the same zkey is registered again."""
-    limit = parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        raise ApiError(400, "invalid", "Content-Length", "is not a number") from None
-    if declared > limit:
-        raise ApiError(413, "too_large", "body", f"uploads are limited to {limit} bytes; this one declares {declared}")
-    if request.content_type != "multipart/form-data":
-        raise ApiError(400, "invalid", "body", "must be multipart/form-data with a zkey (and optionally wasm, r1cs)")
+    limit = checked_upload(request, "a zkey (and optionally wasm, r1cs)")
     staging = circuits_dir() / f".incoming-{secrets.token_hex(8)}"
     request.upload_handlers = [StreamingLimitHandler(staging, limit, request, names=FILES)]
     try:
@@ -252,9 +250,7 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
     from engine.api.jobs import _detail, _mine, check_job_id, parse_priority
 
     circuit = circuit_of(request.auth, circuit_id)  # type: ignore[attr-defined]
-    limit = parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))
-    if request.content_type != "multipart/form-data":
-        raise ApiError(400, "invalid", "body", "must be multipart/form-data with job_id and wtns")
+    limit = checked_upload(request, "job_id and wtns")
     staging = Path(settings.DATA_DIR) / "uploads" / f".incoming-{secrets.token_hex(8)}"
     request.upload_handlers = [StreamingLimitHandler(staging, limit, request)]
     try:

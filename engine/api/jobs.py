@@ -40,6 +40,7 @@ from engine.api.uploads import (
     StagedFile,
     StreamingLimitHandler,
     UploadTooLarge,
+    checked_upload,
     discard,
 )
 from engine.api.validate_upload import validate_custom
@@ -48,7 +49,6 @@ from engine.models import ApiToken, Partition, ProofJob
 from engine.states import JOB_ACTIVE, JOB_TERMINAL, JobState, PartitionState, Priority, ProofKind
 from engine.status.read import one_snapshot
 from engine.submit import JobConflict, submit_job
-from provingsite.env import parse_size
 
 router = Router(tags=["jobs"])
 
@@ -304,15 +304,7 @@ def create_custom_job(request: HttpRequest) -> Status:
     """The files are streamed to disk with a running count; an upload over the limit gets a
     413 before it is read whole. Both files are then validated in full (400 naming the file
     and the reason); the curve (BN254 or BLS12-381) is read from the zkey."""
-    limit = parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        raise ApiError(400, "invalid", "Content-Length", "is not a number") from None
-    if declared > limit:
-        raise ApiError(413, "too_large", "body", f"uploads are limited to {limit} bytes; this one declares {declared}")
-    if not request.content_type or request.content_type != "multipart/form-data":
-        raise ApiError(400, "invalid", "body", "must be multipart/form-data with job_id, zkey and wtns")
+    limit = checked_upload(request, "job_id, zkey and wtns")
     uploads = Path(settings.DATA_DIR) / "uploads"
     staging = uploads / f".incoming-{secrets.token_hex(8)}"
     request.upload_handlers = [StreamingLimitHandler(staging, limit, request)]

@@ -17,11 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile
 from py_ecc import bn128
 from py_ecc import optimized_bls12_381 as bls
 
+from engine.api.errors import ApiError
 from engine.states import Curve
+from provingsite.env import parse_size
 
 UPLOAD_FIELDS = ("zkey", "wtns")
 # The names the engine reads a custom circuit from (engine/synthesize.py).
@@ -111,3 +114,18 @@ class StreamingLimitHandler(FileUploadHandler):
 
 def discard(staging: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
+
+
+def checked_upload(request: Any, expects: str) -> int:
+    """The upload limit, once the request's declared size is within it and its body is
+    multipart; otherwise the 413 or 400 that says why (``expects`` names the parts wanted)."""
+    limit = parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise ApiError(400, "invalid", "Content-Length", "is not a number") from None
+    if declared > limit:
+        raise ApiError(413, "too_large", "body", f"uploads are limited to {limit} bytes; this one declares {declared}")
+    if request.content_type != "multipart/form-data":
+        raise ApiError(400, "invalid", "body", f"must be multipart/form-data with {expects}")
+    return limit
