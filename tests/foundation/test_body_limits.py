@@ -15,6 +15,7 @@ import pytest
 from tests.foundation.webserver import (
     MiB,
     WebServer,
+    migrated_server,
     multipart,
     read_answer,
     request,
@@ -34,13 +35,7 @@ MEMORY_SLACK_KIB = 48 * 1024
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     data = tmp_path_factory.mktemp("bounded-web")
-    web = WebServer(data, server_env(data, PROVINGSITE_UPLOAD_LIMIT=str(UPLOAD_LIMIT)))
-    web.manage("migrate", "--no-input", "-v0")
-    web.start()
-    try:
-        yield web
-    finally:
-        web.stop()
+    yield from migrated_server(data, server_env(data, PROVINGSITE_UPLOAD_LIMIT=str(UPLOAD_LIMIT)))
 
 
 @pytest.fixture(scope="module")

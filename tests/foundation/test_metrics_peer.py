@@ -10,7 +10,7 @@ from django.core.handlers.asgi import ASGIRequest
 from django.test import Client
 
 from engine.api.peer import client_address
-from tests.foundation.webserver import WebServer, request, server_env
+from tests.foundation.webserver import WebServer, migrated_server, request, server_env
 
 ALLOWED = "198.51.100.7"  # the scraper's address: never this test's
 
@@ -25,13 +25,7 @@ def asgi_request(peer: str, forwarded: str | None = None) -> ASGIRequest:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebServer]:
     data = tmp_path_factory.mktemp("metrics-peer")
-    web = WebServer(data, server_env(data, PROVINGSITE_METRICS_ALLOW=ALLOWED))
-    web.manage("migrate", "--no-input", "-v0")
-    web.start()
-    try:
-        yield web
-    finally:
-        web.stop()
+    yield from migrated_server(data, server_env(data, PROVINGSITE_METRICS_ALLOW=ALLOWED))
 
 
 def test_a_forwarded_header_naming_an_allowed_address_does_not_open_metrics(server: WebServer) -> None:

@@ -169,3 +169,14 @@ def multipart(size: int, boundary: str = "provingsite-test") -> tuple[dict[str, 
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PROVINGSITE_", "DATABASE_URL", "REDIS_URL"))}
     return env | {"PROVINGSITE_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "provingsite.settings"} | extra
+
+
+def migrated_server(data: Path, env: dict[str, str]) -> Iterator[WebServer]:
+    """A server on a freshly migrated database in ``data``, stopped when the caller is done."""
+    web = WebServer(data, env)
+    web.manage("migrate", "--no-input", "-v0")
+    web.start()
+    try:
+        yield web
+    finally:
+        web.stop()
