@@ -107,7 +107,7 @@ def old_reader() -> dict[str, Any]:
     """The reader before one_snapshot: independent statements, retried while the clock moves."""
     from django.utils import timezone
 
-    from engine.snapshot import _current_version, _read
+    from engine.status.farm import _current_version, _read
 
     for _ in range(5):
         before = _current_version()
@@ -138,8 +138,8 @@ def child(sizes: list[int], reads: int) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from engine.console import fragments
-    from engine.snapshot import farm_snapshot
+    from engine.console.render import render
+    from engine.status.farm import farm_snapshot
 
     rows = []
     for size in sizes:
@@ -149,7 +149,7 @@ def child(sizes: list[int], reads: int) -> None:
         writer.start()
         try:
             figures = {name: timed(fn, n) for name, fn in
-                       (("status", farm_snapshot), ("render", fragments.render), ("old", old_reader))}
+                       (("status", farm_snapshot), ("render", render), ("old", old_reader))}
         finally:
             writer.stop.set()
             writer.join()

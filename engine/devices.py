@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from engine.memory import gpu_memory
+from engine.status.host_report import DeviceReport
 from provingsite.env import ConfigError
 
 log = logging.getLogger("engine.devices")
@@ -69,6 +70,5 @@ def device_report(devices: list[Device]) -> list[dict[str, object]]:
     report = []
     for d in devices:
         mem = gpu_memory(d.name)
-        report.append({"device": d.name, "label": d.label, "memory_total_bytes": mem["total"],
-                       "memory_free_bytes": mem["free"], "pool_used_bytes": mem["pool_used"]})
+        report.append(DeviceReport(d.name, d.label, mem["total"], mem["free"], mem["pool_used"]).to_json())
     return report

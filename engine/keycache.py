@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.memory import MemoryManager, Reservation
+from engine.status.host_report import KeyReport
 
 log = logging.getLogger("engine.keycache")
 
@@ -95,6 +96,6 @@ class KeyCache:
     def snapshot(self) -> list[dict[str, Any]]:
         now = time.monotonic()
         with self._lock:
-            return [{"circuit_id": e.circuit_id, "bytes": e.reservation.nbytes, "in_use": e.users,
-                     "last_used_secs_ago": round(now - e.last_used, 1), "evictable": e.users == 0}
+            return [KeyReport(e.circuit_id, e.reservation.nbytes, e.users, round(now - e.last_used, 1),
+                              e.users == 0).to_json()
                     for e in sorted(self._entries.values(), key=lambda e: e.circuit_id)]

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from engine.format import fmt_bytes
 from provingsite.env import parse_size
 
 Evictor = Callable[[int], int]  # asked to free at least n bytes; returns bytes freed
@@ -35,14 +36,6 @@ def budget_bytes(budget: str, margin: str) -> int:
     if budget.strip().lower() == "auto":
         return max(total_ram() - parse_size(margin), 0)
     return parse_size(budget)
-
-
-def fmt_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
 
 
 @dataclass(order=True)

@@ -27,9 +27,10 @@ from django.utils import timezone
 
 from engine import devices as devices_mod
 from engine.finalize import Finalizers
+from engine.format import fmt_bytes
 from engine.heartbeat import orphaned_by_previous_run, renew_leases
 from engine.keycache import KeyCache
-from engine.memory import MemoryManager, budget_bytes, fmt_bytes
+from engine.memory import MemoryManager, budget_bytes
 from engine.models import EngineHost, Partition
 from engine.prove import GpuQueue, GpuWorker, worker_rows
 from engine.record import Refused, StatusWriter, Transition

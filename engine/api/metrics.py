@@ -33,8 +33,8 @@ from engine.api.auth import bearer_token
 from engine.api.errors import body
 from engine.api.peer import client_address
 from engine.models import Partition, ProofJob
-from engine.snapshot import farm_snapshot
 from engine.states import JobState
+from engine.status.farm import farm_snapshot
 from engine.status.read import one_snapshot
 
 PROOF_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)

@@ -1,4 +1,4 @@
-"""GET /status: the farm's status as JSON (engine.snapshot), a superset of the seed's.
+"""GET /status: the farm's status as JSON (engine.status.farm), a superset of the seed's.
 
 Readable by a logged-in console viewer (staff or the operator group) or with an operator
 API token (it names every client's jobs), so the console's users and the farm's scripts can
@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET
 
 from engine.api.auth import bearer_token, token_for
 from engine.api.errors import body
-from engine.snapshot import farm_snapshot
+from engine.status.farm import farm_snapshot
 
 SCHEMA_PATH = Path(__file__).with_name("status.schema.json")
 

@@ -26,9 +26,11 @@ from channels.generic.http import AsyncHttpConsumer
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
-from engine.console import fragments
-from engine.console.fragments import Rendered, Want
+from engine.console import render as rendering
+from engine.console.fragments import Want
+from engine.console.render import Rendered
 from engine.console.views import can_view
+from engine.format import epoch_ms
 from engine.record import GROUP
 
 log = logging.getLogger("engine.console")
@@ -276,7 +278,7 @@ class Hub:
         self.last_start = loop.time()
         try:
             since = None if want.full else self.read_at
-            rendered = await database_sync_to_async(fragments.render)(want, dict(self.known), since)
+            rendered = await database_sync_to_async(rendering.render)(want, dict(self.known), since)
         except BaseException:
             want.merge(self.want)
             self.want = want
@@ -301,7 +303,7 @@ class Hub:
         self.fan_out_seconds += loop.time() - began
 
     async def _fan_out(self, rendered: Rendered) -> None:
-        now_ms = fragments.epoch_ms(timezone.now())
+        now_ms = epoch_ms(timezone.now())
         version = str(self.covered) if rendered.consistent else f"{self.covered}+"
         frames: dict[tuple[tuple[str, ...], int | None], tuple[bytes, Delivery]] = {}
         swaps: dict[str, str] = {}

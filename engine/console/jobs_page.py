@@ -20,8 +20,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from engine.actions import cancel_job, retry_job
-from engine.console import fragments
 from engine.console.views import _require_viewer
+from engine.format import fmt_ms
 from engine.models import ApiToken, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState, ProofKind
 from engine.status.read import one_snapshot
@@ -53,7 +53,7 @@ def jobs_page(request: HttpRequest) -> HttpResponse:
         jobs, chosen = _filtered(request.GET)
         page = Paginator(jobs.annotate(n_done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE))),
                          PAGE_SIZE).get_page(request.GET.get("page"))
-        rows = [{"job": job, "total": fragments.fmt_ms(job.total_time.total_seconds() * 1000 if job.total_time else None),
+        rows = [{"job": job, "total": fmt_ms(job.total_time.total_seconds() * 1000 if job.total_time else None),
                  "can_cancel": job.state in JOB_ACTIVE, "can_retry": job.state in (JobState.FAILED, JobState.CANCELLED)}
                 for job in page.object_list]
         clients = list(ApiToken.objects.order_by("name").values_list("name", flat=True))

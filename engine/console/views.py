@@ -22,6 +22,9 @@ from django.utils import timezone
 
 from engine.api.jobs import snarkjs_files
 from engine.console import fragments
+from engine.console.render import clock_html
+from engine.console.render import render as render_pass
+from engine.format import fmt_ms, ms_between
 from engine.models import ProofJob
 from engine.states import JobState
 from engine.status.read import one_snapshot
@@ -67,11 +70,11 @@ logout = LogoutView.as_view()  # POST only (Django's rule: a link someone else e
 @login_required
 def console(request: HttpRequest) -> HttpResponse:
     _require_viewer(request)
-    rendered = fragments.render()
+    rendered = render_pass()
     names = fragments.REGISTRY
     return render(request, "console/page.html", {
         "f": {name: rendered.html(name) for name in names},
-        "clock": fragments.clock_html(rendered),
+        "clock": clock_html(rendered),
         "events_url": "/events/",
     })
 
@@ -86,17 +89,17 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
         for part in job.partitions.select_related("worker", "host", "job").order_by("index"):
             rows.append({
                 "part": part,
-                "queue": fragments.fmt_ms(part.queue_ms),
-                "synth": fragments.fmt_ms(part.synth_ms),
-                "gpu": fragments.fmt_ms(part.gpu_ms if part.gpu_finished_at else
-                                        fragments.ms_between(part.gpu_started_at, now)),
-                "finalize": fragments.fmt_ms(part.finalize_ms),
+                "queue": fmt_ms(part.queue_ms),
+                "synth": fmt_ms(part.synth_ms),
+                "gpu": fmt_ms(part.gpu_ms if part.gpu_finished_at else
+                                        ms_between(part.gpu_started_at, now)),
+                "finalize": fmt_ms(part.finalize_ms),
                 "errors": [attempt_line(e) for e in (part.errors or []) if not e.get("retry")],
             })
     return render(request, "console/job.html", {
         "job": job, "rows": rows,
-        "queue_time": fragments.fmt_ms(job.queue_time.total_seconds() * 1000 if job.queue_time else None),
-        "total_time": fragments.fmt_ms(job.total_time.total_seconds() * 1000 if job.total_time else None),
+        "queue_time": fmt_ms(job.queue_time.total_seconds() * 1000 if job.queue_time else None),
+        "total_time": fmt_ms(job.total_time.total_seconds() * 1000 if job.total_time else None),
         "admin_url": reverse("admin:engine_proofjob_change", args=[job.pk]) if request.user.is_staff else None,
         "snarkjs_ready": job.state == JobState.DONE,
         "has_proofs": job.proof is not None or any(r["part"].proof is not None for r in rows),

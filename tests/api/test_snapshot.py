@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 
 from engine.models import EngineHost, Partition, StatusClock, Worker
-from engine.snapshot import farm_snapshot
 from engine.states import JobState, PartitionState
+from engine.status.farm import farm_snapshot
 from engine.submit import submit_job
 
 pytestmark = pytest.mark.django_db
@@ -133,7 +133,7 @@ def test_a_key_whose_circuit_is_on_the_gpu_is_in_use_whatever_the_heartbeat_said
                                              gpu_started_at=timezone.now())
     (key,) = farm_snapshot()["allocations"]["srs"]
     assert key["in_use"] == 1 and key["evictable"] is False
-    from engine.console.fragments import keys_context
+    from engine.console.reads import keys_context
 
     (chip,) = keys_context(timezone.now())["chips"]
     assert chip["state"] == "in use"

@@ -17,6 +17,7 @@ from engine.console.consumers import HUB
 from engine.console.views import operator_group
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JobState, PartitionState, ProofKind
+from engine.status.host_report import DeviceReport, KeyReport
 
 SNAP_ID = "snap-update-f01234-sector-000042-deadline-7"
 
@@ -58,10 +59,9 @@ def farm() -> Farm:
         memory_budget_bytes=64 * 2**30, memory_used_bytes=40 * 2**30,
         memory_by_owner={SNAP_ID: 36 * 2**30, "key:snap-update/tiny": 4 * 2**30},
         synthesis_max=4, synthesis_active=1,
-        devices=[{"device": "cuda:0", "name": "cuda:0", "memory_total_bytes": 141 * 2**30,
-                  "memory_free_bytes": 100 * 2**30, "pool_used_bytes": 30 * 2**30}],
-        key_cache=[{"circuit": "snap-update/tiny", "bytes": 4 * 2**30, "in_use": True, "evictable": False},
-                   {"circuit": "porep-c2/tiny", "bytes": 2**30, "in_use": False, "evictable": True}],
+        devices=[DeviceReport("cuda:0", "", 141 * 2**30, 100 * 2**30, 30 * 2**30).to_json()],
+        key_cache=[KeyReport("snap-update/tiny", 4 * 2**30, in_use=1, evictable=False).to_json(),
+                   KeyReport("porep-c2/tiny", 2**30, in_use=0, evictable=True).to_json()],
     )
     w0 = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
     w1 = Worker.objects.create(host=host, device="cuda:0", ordinal=1)

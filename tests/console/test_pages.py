@@ -13,6 +13,8 @@ from django.test import Client
 from django.urls import reverse
 
 from engine.console import fragments
+from engine.console.style import level
+from engine.format import fmt_ms
 from engine.models import ProofJob
 from engine.states import JobState
 from tests.console.conftest import SNAP_ID, Farm
@@ -91,11 +93,11 @@ def test_memory_is_split_by_owner_and_coloured_by_the_seed_thresholds(staff: Cli
 
 
 def test_gauge_levels_are_green_amber_red_at_60_and_85_percent() -> None:
-    assert [fragments.level(x) for x in (0.59, 0.60, 0.84, 0.85)] == ["green", "amber", "amber", "red"]
+    assert [level(x) for x in (0.59, 0.60, 0.84, 0.85)] == ["green", "amber", "amber", "red"]
 
 
 def test_durations_read_like_the_seed_panel() -> None:
-    assert [fragments.fmt_ms(x) for x in (587, 5200, 64_000)] == ["587ms", "5.2s", "1m 04s"]
+    assert [fmt_ms(x) for x in (587, 5200, 64_000)] == ["587ms", "5.2s", "1m 04s"]
 
 
 def test_a_host_whose_heartbeat_stopped_is_flagged_stale(staff: Client, farm: Farm) -> None:

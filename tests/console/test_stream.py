@@ -17,7 +17,8 @@ from channels.testing import ApplicationCommunicator
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils import timezone
 
-from engine.console import fragments
+from engine.console import fragments, reads
+from engine.console import render as rendering
 from engine.console.consumers import GROUP, HUB, EventStreamConsumer
 from engine.states import PartitionState
 from tests.console.conftest import SNAP_ID, Farm, move
@@ -124,7 +125,7 @@ db = database_sync_to_async
 def steady_task_stream(monkeypatch: pytest.MonkeyPatch) -> None:
     """The task stream's lanes are resent at every step of the clock too; a test that counts
     units must not straddle a step."""
-    monkeypatch.setattr(fragments, "TASK_STREAM_STEP_S", 10**9)
+    monkeypatch.setattr(reads, "TASK_STREAM_STEP_S", 10**9)
 
 
 def test_the_stream_opens_with_every_fragment_retry_and_the_version(farm: Farm, staff_user: AbstractBaseUser) -> None:
@@ -134,7 +135,7 @@ def test_the_stream_opens_with_every_fragment_retry_and_the_version(farm: Farm, 
             assert stream.status == 200
             assert sorted(first["ids"]) == sorted(f.dom_id for f in fragments.REGISTRY.values())
             assert first["retry"] == Fast.retry_ms
-            assert first["id"] == str(await db(fragments.current_version)())
+            assert first["id"] == str(await db(reads.current_version)())
             assert 'id="server-clock"' in first["html"]
     run(scenario)
 
@@ -342,10 +343,10 @@ def test_a_lost_hint_is_repaired_by_the_periodic_full_pass(
 
 def test_a_failed_read_is_retried_and_the_stream_carries_on(
         farm: Farm, staff_user: AbstractBaseUser, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_render = fragments.render
+    real_render = rendering.render
     failures: list[int] = []
 
-    def flaky(*args: Any, **kwargs: Any) -> fragments.Rendered:
+    def flaky(*args: Any, **kwargs: Any) -> rendering.Rendered:
         if not failures:
             failures.append(1)
             raise RuntimeError("database is locked")
@@ -354,7 +355,7 @@ def test_a_failed_read_is_retried_and_the_stream_carries_on(
     async def scenario() -> None:
         async with connected(staff_user) as stream:
             await stream.update()
-            monkeypatch.setattr(fragments, "render", flaky)
+            monkeypatch.setattr(rendering, "render", flaky)
             version = await db(move)(SNAP_ID, 6, PartitionState.SYNTHESIZING, synth_started_at=timezone.now())
             await hint(version, host="gpu-host-a", job=SNAP_ID, partition=6)
             update = await stream.update()

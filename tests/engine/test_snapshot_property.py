@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.record import StatusWriter, Transition
-from engine.snapshot import farm_snapshot
 from engine.states import PartitionState
+from engine.status.farm import farm_snapshot
 from engine.submit import submit_job
 from tests.truth import status_contradictions
 

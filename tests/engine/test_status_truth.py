@@ -16,7 +16,7 @@ from django.test import Client
 
 from engine.api.auth import issue_token
 from engine.circuits.kinds import KINDS
-from engine.console import fragments
+from engine.console.render import render
 from engine.demo import demo_inputs
 from engine.models import ProofJob
 from engine.states import JOB_ACTIVE, JobState, Priority
@@ -68,7 +68,7 @@ def read_status(api: Client) -> list[str]:
 
 
 def read_page() -> list[str]:
-    rendered = fragments.render()
+    rendered = render()
     return page_contradictions("".join(rendered.html(root) for root in rendered.roots))
 
 

@@ -21,10 +21,11 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
+from engine.format import ms_between
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
+from engine.status.host_report import DeviceReport, KeyReport, devices_of, keys_of
 from engine.status.read import one_snapshot
 
 # Worker utilisation is measured over the same window the console's task stream shows.
@@ -40,18 +41,6 @@ def stale_after_seconds() -> float:
 
 def _secs(start: datetime | None, end: datetime | None) -> float | None:
     return round((end - start).total_seconds(), 3) if start and end else None
-
-
-def _ms(start: datetime | None, end: datetime | None) -> int | None:
-    return int((end - start).total_seconds() * 1000) if start and end else None
-
-
-def _first(entry: dict[str, Any], *names: str, default: Any = None) -> Any:
-    # The engine writes these JSON blobs; tolerate the few spellings a writer might use.
-    for name in names:
-        if entry.get(name) is not None:
-            return entry[name]
-    return default
 
 
 def _int(value: Any) -> int:
@@ -80,36 +69,25 @@ def _memory(budget: int, used: int, physical: int, by_owner: dict[str, Any]) -> 
     }
 
 
-def _device(entry: dict[str, Any], backend: str) -> dict[str, Any]:
-    total = _int(_first(entry, "memory_total_bytes", "total_bytes", "memory_total"))
-    free_raw = _first(entry, "memory_free_bytes", "free_bytes", "memory_free")
-    pool_raw = _first(entry, "pool_used_bytes", "pool_bytes", "pool_in_use", "pool_used")
-    free = _int(free_raw) if free_raw is not None else None
+def _device(report: DeviceReport, backend: str) -> dict[str, Any]:
+    total = report.memory_total_bytes or 0
     return {
-        "device": str(_first(entry, "device", "id", "name", default="cpu" if backend == "cpu" else "?")),
-        "name": str(_first(entry, "label", "model", "product", "name", default="")),
+        "device": "cpu" if backend == "cpu" and report.device == "?" else report.device,
+        "name": report.label,
         "total_bytes": total,
-        "free_bytes": free,
-        "used_bytes": total - free if free is not None and total else None,
-        "pool_bytes": _int(pool_raw) if pool_raw is not None else None,
+        "free_bytes": report.memory_free_bytes,
+        "used_bytes": report.memory_used_bytes,
+        "pool_bytes": report.pool_used_bytes,
     }
 
 
-def _last_used_secs_ago(entry: dict[str, Any], written_at: datetime | None, now: datetime) -> float | None:
-    """Age of a key's last use. The engine records it relative to when it wrote the row, so
-    the time since that write is added; an absolute timestamp is used as is."""
-    relative = entry.get("last_used_secs_ago")
-    if isinstance(relative, int | float):
-        extra = (now - written_at).total_seconds() if written_at else 0.0
-        return round(float(relative) + max(0.0, extra), 1)
-    absolute = entry.get("last_used_at")
-    if isinstance(absolute, str):
-        moment = parse_datetime(absolute)
-        if moment is not None:
-            return round((now - moment).total_seconds(), 1)
-    if isinstance(absolute, int | float):
-        return round(now.timestamp() - float(absolute), 1)
-    return None
+def _last_used_secs_ago(key: KeyReport, written_at: datetime | None, now: datetime) -> float | None:
+    """Age of a key's last use: the engine records it relative to when it wrote the row, so
+    the time since that write is added."""
+    if key.last_used_secs_ago is None:
+        return None
+    extra = (now - written_at).total_seconds() if written_at else 0.0
+    return round(key.last_used_secs_ago + max(0.0, extra), 1)
 
 
 def keys_on_gpu() -> set[tuple[int, str]]:
@@ -121,26 +99,21 @@ def keys_on_gpu() -> set[tuple[int, str]]:
 def _allocations(hosts: Iterable[EngineHost], now: datetime,
                  on_gpu: set[tuple[int, str]]) -> dict[str, list[dict[str, Any]]]:
     srs: list[dict[str, Any]] = []
-    pce: list[dict[str, Any]] = []
     for host in hosts:
-        for entry in host.key_cache or []:
-            if not isinstance(entry, dict):
-                continue
-            circuit = str(_first(entry, "circuit_id", "circuit", "name", "key", default="?"))
+        for key in keys_of(host.key_cache):
             # A key whose circuit is proving in this snapshot is in use, whatever the heartbeat said.
-            in_use = max(_int(_first(entry, "in_use", "users", default=0)), int((host.pk, circuit) in on_gpu))
-            row = {
+            in_use = max(key.in_use, int((host.pk, key.circuit_id) in on_gpu))
+            srs.append({
                 "host": host.name,
-                "circuit_id": circuit,
-                "bytes": _int(_first(entry, "bytes", "size_bytes", "size", default=0)),
-                "last_used_secs_ago": _last_used_secs_ago(entry, host.heartbeat_at, now),
+                "circuit_id": key.circuit_id,
+                "bytes": key.bytes,
+                "last_used_secs_ago": _last_used_secs_ago(key, host.heartbeat_at, now),
                 "in_use": in_use,
-                "evictable": bool(_first(entry, "evictable", default=in_use == 0)) and in_use == 0,
-            }
-            # Proving keys are the SRS of a circuit; the seed's pre-compiled circuits (pce)
-            # appear only if the engine labels an entry so.
-            (pce if entry.get("type") == "pce" else srs).append(row)
-    return {"srs": srs, "pce": pce}
+                "evictable": key.evictable and in_use == 0,
+            })
+    # Proving keys are each circuit's SRS; the seed's pre-compiled circuits ("pce") have no
+    # counterpart here, and the list stays for clients written against the seed's schema.
+    return {"srs": srs, "pce": []}
 
 
 # Partition columns /status shows, read as plain rows: model instances were most of a read's cost.
@@ -157,8 +130,8 @@ def _partition_row(part: dict[str, Any], now: datetime) -> dict[str, Any]:
     return {
         "index": part["index"],
         "state": part["state"],
-        "synth_ms": _ms(part["synth_started_at"], synth_end),
-        "gpu_ms": _ms(part["gpu_started_at"], gpu_end),
+        "synth_ms": ms_between(part["synth_started_at"], synth_end),
+        "gpu_ms": ms_between(part["gpu_started_at"], gpu_end),
         "host": part["host__name"],
         "worker": f"W{ordinal}" if ordinal is not None else None,
         "attempt": part["attempt"],
@@ -291,7 +264,7 @@ def _read(now: datetime) -> dict[str, Any]:
             "memory": _memory(host.memory_budget_bytes, host.memory_used_bytes, host.memory_total_bytes,
                               host.memory_by_owner or {}),
             "synthesis": {"max_concurrent": host.synthesis_max, "active": synthesizing.get(host.pk, 0)},
-            "devices": [_device(d, host.backend) for d in host.devices or [] if isinstance(d, dict)],
+            "devices": [_device(d, host.backend) for d in devices_of(host.devices)],
             "pipelines": [p for p in pipelines if host.name in p["hosts"]],
             "gpu_workers": [w for w in gpu_workers if w["host"] == host.name],
             "allocations": _allocations([host], now, on_gpu),

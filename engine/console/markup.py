@@ -1,0 +1,155 @@
+"""The hot fragments' markup (pipelines, workers, task stream), built as Python strings.
+
+They are rebuilt on nearly every flush of a busy farm, and template nodes were most of a
+pass's cost; the quieter fragments stay Django templates (``templated``). Each builder turns
+its read's context into units (engine.console.units) with stable DOM ids.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from html import escape as _esc
+from typing import Any
+
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from engine.console import reads
+from engine.console.style import device_slot, owner_colour
+from engine.console.units import OOB_ATTR, VERSION_TOKEN, Fragment, Unit, content_digest, digest, leaf, tick
+from engine.format import epoch_ms, fmt_ms, ms_between
+from engine.states import PartitionState
+
+
+def templated(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
+    """A quiet fragment: its template, rendered whole as one unit."""
+    context.update(dom_id=fragment.dom_id, version=VERSION_TOKEN, now_ms=epoch_ms(now))
+    html = render_to_string(f"console/fragments/{fragment.name}.html", context).strip()
+    return [Unit(fragment.name, html, content_digest(html))]
+
+
+# ---- pipelines: panel → row per job → head + cell per partition ------------------------
+
+
+def _cell_unit(job_pk: int, job_id: str, part: tuple[Any, ...], now: datetime) -> Unit:
+    """One partition cell: finished phases with the server's final figures, the running phase
+    with its authoritative start so the browser can tick it."""
+    _, index, state, synth_started, synth_finished, gpu_started, gpu_finished = part
+    lines: list[str] = []
+    for started, finished, live_state, suffix in (
+            (synth_started, synth_finished, PartitionState.SYNTHESIZING, " synth"),
+            (gpu_started, gpu_finished, PartitionState.GPU, " gpu")):
+        if started and finished:
+            lines.append(f'<span class="final">{fmt_ms(ms_between(started, finished))}{suffix}</span>')
+        elif started and state == live_state:
+            lines.append(tick(started, now, suffix))
+    if not lines:
+        lines.append(f"<span>{state}</span>")
+    return leaf(f"pipelines/{job_pk}/{index}", f"cell-{job_pk}-{index}",
+                 f' class="cell {state}" data-partition="{_esc(job_id)}#{index}" data-state="{state}" '
+                 f'data-version="{VERSION_TOKEN}" title="P{index} {state}"><b>P{index}</b>{"".join(lines)}</div>')
+
+
+def pipelines_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
+    units: list[Unit] = []
+    rows_html: list[str] = []
+    for pk, job_id, kind, state, started, submitted, total in context["chosen"]:
+        parts = context["parts"].get(pk, [])
+        cells = [_cell_unit(pk, job_id, part, now) for part in parts]
+        done = sum(part[2] == PartitionState.DONE for part in parts)
+        head = leaf(f"pipelines/{pk}/head", f"job-{pk}-head",
+                     f' class="pipeline-head" data-version="{VERSION_TOKEN}">'
+                     f'<a class="job-id" href="{_esc(reverse("console-job", args=[job_id]))}">{_esc(job_id)}</a> '
+                     f'<span class="kind">{_esc(kind)}</span> <span class="state">{_esc(state)}</span> '
+                     f'{tick(started or submitted, now, css="elapsed tick")} '
+                     f'<span class="done">{done}/{total or len(parts)} done</span></div>')
+        key = f"pipelines/{pk}"
+        html = (f'<div id="job-{pk}" class="pipeline" data-job="{_esc(job_id)}">{head.html}'
+                f'<div class="cells">{"".join(c.html or "" for c in cells)}</div></div>')
+        shape = digest(repr((job_id, kind, [part[1] for part in parts])))
+        units.append(Unit(key, html, shape, (head.key, *(c.key for c in cells)), oob_at=len(f'<div id="job-{pk}"')))
+        units.append(head)
+        units.extend(cells)
+        rows_html.append(html)
+    body = "".join(rows_html) if context["jobs"] else '<p class="empty">Nothing in flight.</p>'
+    root = Unit(fragment.name,
+                (f'<section id="{fragment.dom_id}" class="panel pipelines"{OOB_ATTR} data-version="{VERSION_TOKEN}">'
+                 f"<h2>Active pipelines</h2>{body}</section>") if context["everything"] else None,
+                context["shape"], tuple(f"pipelines/{job[0]}" for job in context["jobs"]))
+    return [root, *units]
+
+
+# ---- GPU workers: panel → card per worker -----------------------------------------------
+
+
+def workers_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
+    cards: list[Unit] = []
+    for pk, ordinal, device, host, backend, _ in context["workers"]:
+        parts = context["proving"].get(pk, [])
+        state = "proving" if parts else "idle"
+        doing = "".join(
+            f'<div class="doing">proving P{index} of <span class="job-id">{_esc(job_id)}</span> '
+            f'<span class="kind">{_esc(kind)}</span></div><div class="busy">busy {tick(started, now)}</div>'
+            for _, index, job_id, kind, started in parts) or '<div class="doing">idle</div>'
+        attr = _esc(" ".join(f"{job_id}#{index}" for _, index, job_id, _, _ in parts))
+        cards.append(leaf(
+            f"workers/{pk}", f"worker-{pk}",
+            f' class="card {state}" data-worker="{_esc(f"{host}/{device}/W{ordinal}")}" data-state="{state}" '
+            f'data-partition="{attr}" data-version="{VERSION_TOKEN}"><div class="card-head"><strong>W{ordinal}</strong> '
+            f'<span class="device">{_esc(device_slot(device, backend))}</span> <span class="host">{_esc(host)}</span>'
+            f"</div>{doing}</div>"))
+    body = "".join(c.html or "" for c in cards) or '<p class="empty">No workers registered.</p>'
+    keys = tuple(c.key for c in cards)
+    root = Unit(fragment.name, f'<section id="{fragment.dom_id}" class="panel workers"{OOB_ATTR} '
+                f'data-version="{VERSION_TOKEN}"><h2>GPU workers</h2><div class="cards">{body}</div></section>',
+                digest(repr(("workers", keys))), keys)
+    return [root, *cards]
+
+
+# ---- task stream: panel → lane per worker ----------------------------------------------
+
+
+def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
+    """Utilisation is busy time over the part of the window the host has been up."""
+    width = 1000.0
+    span = float(reads.TASK_STREAM_SECONDS)
+    start = now - timedelta(seconds=reads.TASK_STREAM_SECONDS)
+    step = int(now.timestamp() // reads.TASK_STREAM_STEP_S)
+    lanes: list[Unit] = []
+    for pk, ordinal, device, host, backend, host_started in context["workers"]:
+        bars: list[str] = []
+        seen: list[tuple[Any, ...]] = []
+        busy = 0.0
+        for _, index, job_id, kind, gpu_started, gpu_finished in context["bars"].get(pk, []):
+            began = max(gpu_started, start)
+            ended = gpu_finished or now
+            if ended <= began:
+                continue
+            busy += (ended - began).total_seconds()
+            seen.append((job_id, index, epoch_ms(gpu_started), epoch_ms(gpu_finished)))
+            x = round(width * (began - start).total_seconds() / span, 2)
+            w = max(round(width * (ended - began).total_seconds() / span, 2), 1.0)
+            text = fmt_ms(ms_between(gpu_started, ended))
+            bars.append(f'<rect class="bar{" running" if gpu_finished is None else ""}" x="{x}" y="2" width="{w}" '
+                        f'height="16" fill="{owner_colour(kind)}"><title>P{index} of {_esc(job_id)} ({_esc(kind)}) '
+                        f"{text} gpu</title></rect>")
+        up_since = max(host_started or start, start)
+        observed = max((now - up_since).total_seconds(), 1e-9)
+        util = round(min(100.0, 100.0 * busy / observed), 1)
+        label = _esc(f"{host} {device_slot(device, backend)} W{ordinal}")
+        opening = f'<div id="lane-{pk}"'
+        html = (f'{opening} class="lane-row" data-worker-lane="{label}" data-version="{VERSION_TOKEN}">'
+                f'<span class="lane-label">{label} <b>{util}%</b></span>'
+                f'<svg viewBox="0 0 {int(width)} 20" preserveAspectRatio="none" role="img" '
+                f'aria-label="GPU task stream of {label}"><rect class="lane" x="0" y="0" width="{int(width)}" '
+                f'height="20"></rect>{"".join(bars)}</svg></div>')
+        # Not the geometry (it slides with the clock) but which bars there are, and the step.
+        lanes.append(Unit(f"taskstream/{pk}", html, digest(repr((label, seen, step))), oob_at=len(opening)))
+    minutes = reads.TASK_STREAM_SECONDS // 60
+    body = (f'<div class="stream">{"".join(lane.html or "" for lane in lanes)}</div>' if lanes
+            else '<p class="empty">No GPU workers.</p>')
+    keys = tuple(lane.key for lane in lanes)
+    root = Unit(fragment.name, f'<section id="{fragment.dom_id}" class="panel taskstream"{OOB_ATTR} '
+                f'data-version="{VERSION_TOKEN}"><h2>Task stream <span class="sub">GPU phase per partition, '
+                f"last {minutes} minutes</span></h2>{body}</section>", digest(repr(("taskstream", keys))), keys)
+    return [root, *lanes]

@@ -1,0 +1,220 @@
+"""The console's reads: one function per fragment, from the records to a context.
+
+Every read runs inside the render pass's one database snapshot (``engine.console.render``),
+so the contexts of one pass describe one moment. The hot fragments' reads (pipelines,
+workers, task stream) return values() rows, not model instances: they run on nearly every
+flush of a busy farm, and instances were most of a pass's cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Count, Q
+
+from engine.console.prepared import Prepared
+from engine.console.style import level, owner_colour
+from engine.console.units import digest
+from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
+from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
+from engine.states import JOB_ACTIVE, JobState, PartitionState
+from engine.status.farm import keys_on_gpu, stale_after_seconds
+from engine.status.host_report import devices_of, keys_of
+
+TASK_STREAM_SECONDS = 300
+# The task stream's geometry moves with the clock alone; it is resent when a bar starts or
+# ends, and otherwise once per step of this many seconds.
+TASK_STREAM_STEP_S = 5
+RECENT_FAILURES = 8
+
+_VERSION = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("value")[:1])
+
+
+def current_version() -> int:
+    """The status clock: the version of the newest record, read inside the pass's snapshot."""
+    return int(_VERSION.value(default=0) or 0)
+
+
+def hosts_context(now: datetime) -> dict[str, Any]:
+    stale_s = stale_after_seconds()
+    rows = []
+    for host in EngineHost.objects.order_by("name"):
+        age = (now - host.heartbeat_at).total_seconds() if host.heartbeat_at else None
+        rows.append({
+            "host": host,
+            "stopped": host.stopped_at is not None,
+            "stale": host.stopped_at is None and (age is None or age > stale_s),
+            "heartbeat_age": fmt_ms(age * 1000 if age is not None else None),
+            "heartbeat_ms": epoch_ms(host.heartbeat_at),
+            "uptime": fmt_ms(ms_between(host.started_at, now)),
+            "started_ms": epoch_ms(host.started_at),
+        })
+    return {"hosts": rows, "stale_after_ms": int(stale_s * 1000)}
+
+
+def memory_context(now: datetime) -> dict[str, Any]:
+    hosts = []
+    farm_used = farm_budget = 0
+    for host in EngineHost.objects.filter(stopped_at__isnull=True).order_by("name"):
+        budget = host.memory_budget_bytes or 0
+        used = host.memory_used_bytes or 0
+        farm_used += used
+        farm_budget += budget
+        owners = sorted((host.memory_by_owner or {}).items(), key=lambda item: (-int(item[1] or 0), item[0]))
+        segments = [{
+            "owner": owner, "bytes": fmt_bytes(int(size or 0)), "colour": owner_colour(owner),
+            "pct": 100.0 * int(size or 0) / budget if budget else 0.0,
+        } for owner, size in owners]
+        fraction = used / budget if budget else 0.0
+        hosts.append({"host": host, "used": fmt_bytes(used), "budget": fmt_bytes(budget),
+                      "pct": round(100 * fraction, 1), "level": level(fraction), "segments": segments})
+    fraction = farm_used / farm_budget if farm_budget else 0.0
+    return {"hosts": hosts, "farm": {"used": fmt_bytes(farm_used), "budget": fmt_bytes(farm_budget),
+                                     "pct": round(100 * fraction, 1), "level": level(fraction)}}
+
+
+def devices_context(now: datetime) -> dict[str, Any]:
+    devices = []
+    for host in EngineHost.objects.filter(stopped_at__isnull=True).order_by("name"):
+        for report in devices_of(host.devices):
+            total = report.memory_total_bytes
+            if not total:  # the CPU backend's slot has no device memory to show
+                continue
+            used = report.memory_used_bytes
+            fraction = used / total if used is not None else 0.0
+            devices.append({
+                "host": host.name, "name": report.device, "label": report.label,
+                "total": fmt_bytes(total), "used": fmt_bytes(used) if used is not None else "—",
+                "pool": fmt_bytes(report.pool_used_bytes) if report.pool_used_bytes is not None else "—",
+                "pct": round(100 * fraction, 1), "level": level(fraction),
+            })
+    return {"devices": devices}
+
+
+def synthesis_context(now: datetime) -> dict[str, Any]:
+    # "Active" is counted from the partitions in `synthesizing`, the rows the cells show, in the
+    # same snapshot: a host's own counter would lag its partitions and contradict the cells.
+    active = dict(Partition.objects.filter(state=PartitionState.SYNTHESIZING, host__stopped_at__isnull=True)
+                  .values("host_id").annotate(n=Count("pk")).values_list("host_id", "n"))
+    hosts = [{"name": name, "synthesis_active": active.get(pk, 0), "synthesis_max": most} for pk, name, most in
+             EngineHost.objects.filter(stopped_at__isnull=True).order_by("name")
+             .values_list("pk", "name", "synthesis_max")]
+    return {"hosts": hosts, "active": sum(h["synthesis_active"] for h in hosts),
+            "max": sum(h["synthesis_max"] for h in hosts)}
+
+
+_JOB_COUNTS = Prepared(lambda: ProofJob.objects.values_list("kind", "state").annotate(n=Count("pk")).order_by("kind"))
+_PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
+                    .values("state").annotate(n=Count("pk")).values_list("n"))
+
+
+def counters_context(now: datetime) -> dict[str, Any]:
+    table: dict[str, dict[str, int]] = {}
+    for kind, state, n in _JOB_COUNTS.rows():
+        table.setdefault(kind, {})[state] = n
+    states = [JobState.QUEUED, JobState.RUNNING, JobState.DONE, JobState.FAILED, JobState.CANCELLED]
+    rows = [{"kind": kind, "cells": [by_state.get(s, 0) for s in states]} for kind, by_state in sorted(table.items())]
+    totals = [sum(r["cells"][i] for r in rows) for i in range(len(states))]
+    pending = int(_PENDING.value(default=0))
+    return {"states": [str(s) for s in states], "rows": rows, "totals": totals,
+            "queue_depth": table and sum(by.get(JobState.QUEUED, 0) for by in table.values()) or 0,
+            "pending_partitions": pending}
+
+
+def keys_context(now: datetime) -> dict[str, Any]:
+    chips = []
+    on_gpu = keys_on_gpu()
+    for host in EngineHost.objects.filter(stopped_at__isnull=True).order_by("name"):
+        for key in keys_of(host.key_cache):
+            # The engine's own pin count may lag its partitions: a key whose circuit is on the
+            # GPU in this snapshot is in use, whatever the last heartbeat said.
+            in_use = key.in_use > 0 or (host.pk, key.circuit_id) in on_gpu
+            chips.append({"host": host.name, "circuit": key.circuit_id, "size": fmt_bytes(key.bytes),
+                          "state": "in use" if in_use else "evictable" if key.evictable else "loaded",
+                          "idle": key.last_used_secs_ago})
+    return {"chips": chips}
+
+
+_FAILED_JOBS = Prepared(lambda: ProofJob.objects.filter(state=JobState.FAILED).order_by("-finished_at", "-pk")
+                        .values_list("job_id", "kind", "error")[:RECENT_FAILURES])
+_FAILED_PARTS = Prepared(lambda: Partition.objects.filter(state=PartitionState.FAILED).order_by("-finished_at", "-pk")
+                         .values_list("index", "job__job_id", "attempt", "error")[:RECENT_FAILURES])
+
+
+def failures_context(now: datetime) -> dict[str, Any]:
+    jobs = [{"job_id": job_id, "kind": kind, "error": error} for job_id, kind, error in _FAILED_JOBS.rows()]
+    parts = [{"index": index, "job_id": job_id, "attempt": attempt, "error": error}
+             for index, job_id, attempt, error in _FAILED_PARTS.rows()]
+    return {"jobs": jobs, "parts": parts}
+
+
+# ---- what a pass reads, and what it yields ------------------------------------------------
+
+
+_JOB_FIELDS = ("pk", "job_id", "kind", "state", "started_at", "submitted_at", "num_partitions")
+_CELL_FIELDS = ("job", "index", "state", "synth_started_at", "synth_finished_at", "gpu_started_at", "gpu_finished_at")
+
+
+_ACTIVE_JOBS = Prepared(lambda: ProofJob.objects.filter(state__in=JOB_ACTIVE)
+                        .order_by("priority", "submitted_at", "pk").values_list(*_JOB_FIELDS))
+# Every active partition, in one fixed query: cheaper than compiling an IN list of the hinted
+# jobs each pass. Only the hinted jobs' rows are built and compared.
+_ACTIVE_CELLS = Prepared(lambda: Partition.objects.filter(job__state__in=JOB_ACTIVE).order_by("job", "index")
+                         .values_list(*_CELL_FIELDS))
+
+
+def pipelines_context(now: datetime, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
+    """Which jobs are active (the panel's shape), and the rows of the wanted ones: every row
+    when the shape moved since the caller's last pass."""
+    jobs = _ACTIVE_JOBS.rows()
+    shape = digest(repr([(job[0], job[1]) for job in jobs]))
+    everything = jobs_wanted is None or known.get("pipelines") != shape
+    chosen = jobs if everything else [job for job in jobs if job[1] in jobs_wanted]
+    parts: dict[int, list[tuple[Any, ...]]] = {}
+    if chosen:
+        for row in _ACTIVE_CELLS.rows():
+            parts.setdefault(row[0], []).append(row)
+    return {"jobs": jobs, "shape": shape, "everything": everything, "chosen": chosen, "parts": parts}
+
+
+
+_WORKER_FIELDS = ("pk", "ordinal", "device", "host__name", "host__backend")
+
+
+_LIVE_WORKERS = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True)
+                         .order_by("host__name", "device", "ordinal").values_list(*_WORKER_FIELDS, "host__started_at"))
+_ON_GPU = Prepared(lambda: Partition.objects.filter(state=PartitionState.GPU, worker__isnull=False)
+                   .order_by("gpu_started_at", "pk")
+                   .values_list("worker", "index", "job__job_id", "job__kind", "gpu_started_at"))
+
+
+def workers_context(now: datetime, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
+    # A worker's card is derived from the partitions on the GPU; there is no busy flag.
+    proving: dict[int, list[tuple[Any, ...]]] = {}
+    for row in _ON_GPU.rows():
+        proving.setdefault(row[0], []).append(row)
+    return {"workers": _LIVE_WORKERS.rows(), "proving": proving}
+
+
+
+_GPU_PHASES = Prepared(lambda since: (
+    Partition.objects.filter(worker__host__stopped_at__isnull=True, gpu_started_at__isnull=False)
+    .filter(Q(gpu_finished_at__gte=since) | Q(gpu_finished_at__isnull=True, state=PartitionState.GPU))
+    .order_by("gpu_started_at")
+    .values_list("worker", "index", "job__job_id", "job__kind", "gpu_started_at", "gpu_finished_at")))
+
+
+def taskstream_context(now: datetime, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
+    """A lane per GPU worker over the last minutes, a bar per partition's GPU phase, so idle
+    GPU time shows as gaps."""
+    # The window's start, rounded down to a step so the query is compiled once a step; bars
+    # that ended before the exact start are dropped when drawn.
+    since = datetime.fromtimestamp((now.timestamp() - TASK_STREAM_SECONDS) // TASK_STREAM_STEP_S
+                                   * TASK_STREAM_STEP_S, tz=now.tzinfo)
+    by_worker: dict[int, list[tuple[Any, ...]]] = {}
+    for row in _GPU_PHASES.rows(since):
+        by_worker.setdefault(row[0], []).append(row)
+    return {"workers": _LIVE_WORKERS.rows(), "bars": by_worker}
+

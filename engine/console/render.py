@@ -1,0 +1,118 @@
+"""A render pass: the wanted fragments read in one database snapshot, then built.
+
+The status clock is read inside the same snapshot (``engine.status.read.one_snapshot``), so
+the version stamped on every unit is exactly the version its content was read at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.utils import timezone
+
+from engine.console.fragments import ALL, HOST, JOB, PARTITION, REGISTRY, Want, scope_names
+from engine.console.reads import current_version
+from engine.console.units import OOB_ATTR, VERSION_TOKEN, Unit
+from engine.format import epoch_ms
+from engine.models import EngineHost, Partition, ProofJob
+from engine.status.read import one_snapshot
+
+
+@dataclass
+class Rendered:
+    """Units read at one version, keyed by unit; `roots` are the fragments of the pass."""
+
+    version: int
+    now: datetime
+    units: dict[str, Unit] = field(default_factory=dict)
+    roots: list[str] = field(default_factory=list)
+    # False only when the read joined a caller's READ COMMITTED transaction (not one snapshot):
+    # the stamp then says so with a trailing "+" rather than claim an exact version.
+    consistent: bool = True
+    # Every fragment and every unit was read (a snapshot).
+    full: bool = False
+
+    @property
+    def stamp(self) -> str:
+        return str(self.version) if self.consistent else f"{self.version}+"
+
+    def html(self, name: str) -> str:
+        """A whole fragment, as the page embeds it."""
+        body = self.units[name].html
+        if body is None:
+            raise ValueError(f"{name} was read in part; render it in full for its HTML")
+        return body.replace(VERSION_TOKEN, self.stamp)
+
+    def oob(self, key: str) -> str:
+        """A unit as a stand-alone out-of-band swap."""
+        unit = self.units[key]
+        if unit.html is None:
+            raise ValueError(f"{key} was read in part")
+        body = unit.html if not unit.oob_at else unit.html[:unit.oob_at] + OOB_ATTR + unit.html[unit.oob_at:]
+        return body.replace(VERSION_TOKEN, self.stamp)
+
+    def digest(self, key: str) -> str:
+        return self.units[key].digest
+
+    def descendants(self, key: str) -> Iterator[Unit]:
+        for child in self.units[key].children:
+            if child in self.units:
+                yield self.units[child]
+                yield from self.descendants(child)
+
+
+
+def changed_since(want: Want, since: int) -> Want:
+    """``want`` plus every unit whose records were written after ``since`` (the version the
+    previous pass read). Hints say what to look at, but one can arrive after the pass that
+    reads its commit: a card re-read for another hint would then show a partition on the GPU
+    while that partition's cell, not hinted yet, still showed it waiting. Reading what the
+    versions say changed puts every unit of the frame at the same snapshot."""
+    out = Want(set(want.names), None if want.jobs is None else set(want.jobs))
+    moved_parts = set(Partition.objects.filter(version__gt=since).values_list("job__job_id", flat=True))
+    moved_jobs = set(ProofJob.objects.filter(version__gt=since).values_list("job_id", flat=True))
+    if moved_parts:
+        out.names |= scope_names(PARTITION)
+    if moved_jobs:
+        out.names |= scope_names(JOB)
+    if EngineHost.objects.filter(version__gt=since).exists():
+        out.names |= scope_names(HOST)
+    if out.jobs is not None:
+        out.jobs |= moved_parts | moved_jobs
+    return out
+
+
+def render(want: Want | Iterable[str] = ALL, known: Mapping[str, str] | None = None,
+           since: int | None = None) -> Rendered:
+    """Read the wanted fragments in one database snapshot, the status clock included, so the
+    version stamped on every unit is exactly the version its content was read at.
+
+    With ``since`` (the version the caller's previous pass read), everything written after it
+    is read too, so the pass shows every change up to its own version. Markup is built after
+    the reads: the contexts hold evaluated rows. `known` holds the digests of the roots the
+    caller last received, so a panel whose shape moved is read whole.
+    """
+    if not isinstance(want, Want):
+        want = Want(set(want), None)
+    known = known or {}
+    with one_snapshot() as snap:
+        version = current_version()
+        if since is not None and not want.full:
+            want = changed_since(want, since)
+        wanted = [REGISTRY[n] for n in sorted(want.names)]
+        now = timezone.now()
+        contexts = {f.name: f.read(now, want.jobs, known) for f in wanted}
+    units: dict[str, Unit] = {}
+    for f in wanted:
+        for unit in f.build(f, contexts[f.name], now):
+            units[unit.key] = unit
+    return Rendered(version, now, units, [f.name for f in wanted], consistent=snap.exact, full=want.full)
+
+
+def clock_html(rendered: Rendered) -> str:
+    """The server's clock and version, swapped in with every flush so the browser can correct
+    its own clock's skew before ticking durations."""
+    return (f'<span id="server-clock" hx-swap-oob="true" data-now="{epoch_ms(rendered.now)}" '
+            f'data-version="{rendered.stamp}"></span>')
