@@ -39,10 +39,10 @@ from django.core.management import call_command  # noqa: E402
 from django.db.models import Max, Min  # noqa: E402
 
 from engine.circuits.kinds import validate_inputs  # noqa: E402
-from engine.demo import demo_inputs  # noqa: E402
+from engine.ledger.demo import demo_inputs  # noqa: E402
+from engine.ledger.jobs import submit_job  # noqa: E402
 from engine.models import Partition, ProofJob  # noqa: E402
-from engine.runtime import Engine, EngineConfig  # noqa: E402
-from engine.submit import submit_job  # noqa: E402
+from engine.pipeline.host import Engine, EngineConfig  # noqa: E402
 
 
 def backlog(scale: str, jobs: int, tag: str) -> None:

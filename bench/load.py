@@ -129,8 +129,8 @@ def _writer(loop_box: dict[str, asyncio.AbstractEventLoop], rate: float) -> None
     from django.utils import timezone
 
     from engine.console.consumers import GROUP
+    from engine.ledger.clock import next_version
     from engine.models import Partition, Worker
-    from engine.record import next_version
 
     while "loop" not in loop_box:
         time.sleep(0.05)

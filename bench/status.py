@@ -44,8 +44,8 @@ LIVE_STATES = ["pending", "synthesizing", "synth_done", "finalizing"]
 
 
 def build_farm(active: int) -> None:
+    from engine.ledger.clock import ensure_clock
     from engine.models import EngineHost, Partition, ProofJob, Worker
-    from engine.record import ensure_clock
 
     ProofJob.objects.all().delete()
     EngineHost.objects.all().delete()
@@ -80,8 +80,8 @@ class Writer(threading.Thread):
         from django.db import connection, transaction
         from django.utils import timezone
 
+        from engine.ledger.clock import next_version
         from engine.models import Partition
-        from engine.record import next_version
 
         try:
             while not self.stop.is_set():

@@ -86,7 +86,7 @@ class ProofJobAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel selected queued or running jobs")
     def cancel_jobs(self, request: HttpRequest, queryset: QuerySet[ProofJob]) -> None:
-        from engine.actions import cancel_job
+        from engine.ledger.jobs import cancel_job
 
         jobs = [job for job in queryset if job.state in JOB_ACTIVE]
         for job in jobs:
@@ -95,7 +95,7 @@ class ProofJobAdmin(admin.ModelAdmin):
 
     @admin.action(description="Retry selected failed or cancelled jobs")
     def retry_jobs(self, request: HttpRequest, queryset: QuerySet[ProofJob]) -> None:
-        from engine.actions import retry_job
+        from engine.ledger.jobs import retry_job
 
         jobs = [job for job in queryset if job.state in (JobState.FAILED, JobState.CANCELLED)]
         for job in jobs:

@@ -11,7 +11,7 @@ class EngineConfig(AppConfig):
         cache directory here, in every process that sets Django up (synthesis workers too)."""
         from django.conf import settings
 
-        from engine.circuits.kinds import use_disk_cache
+        from engine.circuits.compiled import use_disk_cache
         from engine.prover.cachedir import use_cache_dir
 
         cache = settings.PROVINGSITE["CACHE_DIR"]

@@ -14,6 +14,7 @@ import hmac
 import secrets
 from datetime import timedelta
 
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 from django.utils import timezone
@@ -127,3 +128,15 @@ class TokenAuth(HttpBearer):
                 raise ApiError(429, "rate_limited", None,
                                f"this token is over its request rate; retry in {wait:.1f} s", retry_after=wait)
         return record
+
+
+# ---- people: who may see the whole farm ------------------------------------------------
+
+OPERATOR_GROUP = "operator"  # created by migration 0004_operator_group
+
+
+def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
+    """Staff, and members of the operator group, see every job, /status and the console."""
+    if not user.is_authenticated or not user.is_active:
+        return False
+    return bool(getattr(user, "is_staff", False)) or user.groups.filter(name=OPERATOR_GROUP).exists()  # type: ignore[union-attr]

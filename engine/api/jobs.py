@@ -22,6 +22,14 @@ from ninja import Query, Router, Schema, Status
 from pydantic import Field, field_validator
 
 from engine.api.errors import ApiError
+from engine.api.job_fields import (
+    _conflict,
+    _limited_to,
+    _mine,
+    check_job_id,
+    check_priority_limit,
+    parse_priority,
+)
 from engine.api.schemas import (
     JOB_ID_MAX,
     JOB_ID_PATTERN,
@@ -45,10 +53,10 @@ from engine.api.uploads import (
 )
 from engine.api.validate_upload import validate_custom
 from engine.circuits import kinds
+from engine.ledger.jobs import JobConflict, submit_job
 from engine.models import ApiToken, Partition, ProofJob
 from engine.states import JOB_ACTIVE, JOB_TERMINAL, JobState, PartitionState, Priority, ProofKind
 from engine.status.read import one_snapshot
-from engine.submit import JobConflict, submit_job
 
 router = Router(tags=["jobs"])
 
@@ -57,85 +65,9 @@ MAX_PAGE = 500
 # Far past any real history, and small enough that offset + limit fits every database's
 # 64-bit LIMIT/OFFSET (a larger one was a 500).
 MAX_OFFSET = 10**9
-RESERVED_JOB_IDS = frozenset({"custom"})
 # The example is the id of JobIn's example, so a fuzzer that submits the example first then
 # reads, cancels and retries a job that exists, not only ids that 404.
 JobIdPath = Annotated[str, PathParam(..., example="winning-post-epoch-1234")]  # POST /jobs/custom is the upload, not a job
-
-
-# ---- helpers shared with the CLI -------------------------------------------------------
-
-
-def check_job_id(job_id: Any) -> str:
-    import re
-
-    if not isinstance(job_id, str) or not job_id:
-        raise ApiError(400, "invalid", "job_id", "is required")
-    if len(job_id) > JOB_ID_MAX or not re.fullmatch(JOB_ID_PATTERN, job_id):
-        raise ApiError(400, "invalid", "job_id",
-                       f"must be 1..{JOB_ID_MAX} characters of letters, digits and . _ - :, starting alphanumeric")
-    if job_id in RESERVED_JOB_IDS:
-        raise ApiError(400, "invalid", "job_id", f"{job_id!r} is reserved")
-    return job_id
-
-
-def parse_priority(value: Any) -> int | None:
-    """A priority override: a name (critical, high, normal, low) or its number 0..3."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        raise ApiError(400, "invalid", "priority", "must be a name or an integer 0..3")
-    if isinstance(value, str):
-        text = value.strip().lower()
-        names = {label: number for number, label in Priority.choices}
-        if text in names:
-            return int(names[text])
-        if text.lstrip("-").isdigit():
-            value = int(text)
-        else:
-            raise ApiError(400, "invalid", "priority", "must be one of critical, high, normal, low, or 0..3")
-    if isinstance(value, int) and value in Priority.values:
-        return int(value)
-    raise ApiError(400, "invalid", "priority", "must be one of critical, high, normal, low, or 0..3")
-
-
-def _limited_to(caller: Any) -> ApiToken | None:
-    """The client token whose own jobs are all the caller may see; None when it sees all."""
-    return caller if isinstance(caller, ApiToken) and not caller.sees_every_job else None
-
-
-def _foreign(job: ProofJob, caller: Any) -> bool:
-    """The job belongs to another client than the client token asking."""
-    owner = _limited_to(caller)
-    return owner is not None and job.client_id != owner.pk
-
-
-def _taken(job: ProofJob) -> ApiError:
-    # Says nothing of the other client's job beyond the fact that the id is in use.
-    return ApiError(409, "conflict", "job_id", f"job id {job.job_id!r} is already taken; choose another")
-
-
-def _conflict(exc: JobConflict, client: Any = None) -> ApiError:
-    if _foreign(exc.job, client):
-        return _taken(exc.job)
-    return ApiError(409, "conflict", "job_id",
-                    f"job id {exc.job.job_id!r} is already used by a different request "
-                    f"(a {exc.job.kind} job submitted at {exc.job.submitted_at.isoformat()})")
-
-
-def _mine(job: ProofJob, created: bool, client: Any) -> tuple[ProofJob, bool]:
-    """The same request again returns the first job, but only to the client that sent it."""
-    if not created and _foreign(job, client):
-        raise _taken(job)
-    return job, created
-
-
-def check_priority_limit(client: Any, level: int | None) -> None:
-    """A token asks for at most its own maximum priority (lower numbers are higher)."""
-    if isinstance(client, ApiToken) and level is not None and level < client.max_priority:
-        allowed = Priority(client.max_priority).label
-        raise ApiError(403, "forbidden", "priority",
-                       f"this token may ask for {allowed} priority at most; an operator can raise its limit")
 
 
 def check_active_cap(client: Any, job_id: str) -> None:
@@ -475,24 +407,24 @@ def get_snarkjs_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]
 
 @router.post("/jobs/{job_id}/cancel", response={200: JobOut, **ERRORS}, summary="Cancel a queued or running job")
 def cancel(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
-    from engine import actions
+    from engine.ledger import jobs as ledger_jobs
 
     job = _job(request, job_id)
     if job.state in JOB_TERMINAL:
         raise ApiError(409, "invalid_state", "job_id", f"job {job_id!r} is already {job.state}")
-    actions.cancel_job(job)
+    ledger_jobs.cancel_job(job)
     return _detail(_job(request, job_id))
 
 
 @router.post("/jobs/{job_id}/retry", response={200: JobOut, **ERRORS}, summary="Retry a failed or cancelled job")
 def retry(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
-    from engine import actions
+    from engine.ledger import jobs as ledger_jobs
 
     job = _job(request, job_id)
     if job.state not in (JobState.FAILED, JobState.CANCELLED):
         raise ApiError(409, "invalid_state", "job_id", f"job {job_id!r} is {job.state}; only failed or cancelled "
                                                        "jobs can be retried")
-    actions.retry_job(job)
+    ledger_jobs.retry_job(job)
     return _detail(_job(request, job_id))
 
 

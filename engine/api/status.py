@@ -16,7 +16,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
-from engine.api.auth import bearer_token, token_for
+from engine.api.auth import bearer_token, can_view, token_for
 from engine.api.errors import body
 from engine.status.farm import farm_snapshot
 
@@ -29,8 +29,6 @@ def status_schema() -> dict[str, Any]:
 
 
 def _allowed(request: HttpRequest) -> bool:
-    from engine.console.views import can_view
-
     if can_view(request.user):
         return True
     raw = bearer_token(request)

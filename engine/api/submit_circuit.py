@@ -21,13 +21,13 @@ from django.db import transaction
 
 from engine.api.circuit_files import NAMES_FILE
 from engine.api.errors import ApiError
-from engine.api.jobs import _conflict, check_job_id, parse_priority
+from engine.api.job_fields import _conflict, check_job_id, parse_priority
 from engine.api.schemas import CircuitJobIn
 from engine.api.uploads import STORED_NAMES, discard
+from engine.ledger.jobs import JobConflict, submit_job
 from engine.models import Circuit, ProofJob
 from engine.prover.wasm_witness import WitnessError, calculate_witness, witness_array
 from engine.states import ProofKind
-from engine.submit import JobConflict, submit_job
 
 
 def visible_circuits(client: Any) -> Any:

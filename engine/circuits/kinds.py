@@ -34,15 +34,16 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from engine.circuits.cs import ConstraintSystem, ShapeCS, WitnessCS
+from engine.circuits.compiled import compiled
+from engine.circuits.cs import ConstraintSystem
 from engine.circuits.gadgets import alloc_bits, enforce_packing
 from engine.circuits.grain import BLS12_381_R as R
 from engine.circuits.limits import BUILTIN_KINDS, MAX_WINDOW_POST_PARTITIONS
 from engine.circuits.merkle import SectorTree, merkle_root_gadget
-from engine.circuits.poseidon import HASH_CONSTRAINTS, hash2
+from engine.circuits.poseidon import hash2
+from engine.circuits.sizing import MemoryNeeds, counts, shape_memory
 from engine.prover.r1cs import R1CS
 
 CURVE = "bls12381"
@@ -62,12 +63,6 @@ FIXED_PARTITIONS = {"winning-post": 1, "porep-c2": 10, "snap-update": 16}
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 SNAP_RHO_INDEX = R - 1
-
-# Sizes of the zkey's affine points on BLS12-381: G1 = 2 × 48 bytes, G2 = 4 × 48 bytes.
-G1_BYTES = 96
-G2_BYTES = 192
-FR_BYTES = 32
-
 
 class InputError(ValueError):
     """A client's inputs are malformed; ``field`` names the offending one (for a 4xx reply)."""
@@ -155,19 +150,6 @@ class PartitionData:
 
 
 @dataclass(frozen=True)
-class MemoryNeeds:
-    """Bytes one partition needs on the host, from the circuit's real sizes."""
-
-    witness_bytes: int
-    abc_bytes: int
-    key_bytes: int
-
-    @property
-    def partition_bytes(self) -> int:
-        return self.witness_bytes + self.abc_bytes
-
-
-@dataclass(frozen=True)
 class CircuitShape:
     kind: str
     scale: str
@@ -245,25 +227,19 @@ class CircuitShape:
         normalised, _ = validate_inputs(self.kind, inputs)
         return self.partition_data(normalised, index).public_inputs()
 
-    def synthesize(self, inputs: dict, index: int):
-        """DESIGN.md's ``circuit.synthesize(inputs, partition_index)``: witness + A·w, B·w, C·w."""
-        from engine.circuits.synthesis import synthesize_partition
-
-        return synthesize_partition(self.circuit_id, inputs, index)
-
     # -- sizes ------------------------------------------------------------------------
 
     def r1cs(self) -> R1CS:
         """The compiled constraint matrices, built once per process."""
-        return _compiled(self)
+        return compiled(self)
 
     @property
     def n_constraints(self) -> int:
-        return _counts(self)[0]
+        return counts(self)[0]
 
     @property
     def n_vars(self) -> int:
-        return _counts(self)[1]
+        return counts(self)[1]
 
     @property
     def n_public(self) -> int:
@@ -276,160 +252,7 @@ class CircuitShape:
 
     @property
     def memory(self) -> MemoryNeeds:
-        n_vars, n_public, domain = self.n_vars, self.n_public, self.domain_size
-        # The zkey's point arrays: A, B1 (G1, every signal), B2 (G2, every signal),
-        # C (G1, private signals), H (G1, domain), IC (G1, publics and the one).
-        key = (
-            n_vars * G1_BYTES * 2
-            + n_vars * G2_BYTES
-            + (n_vars - n_public - 1) * G1_BYTES
-            + domain * G1_BYTES
-            + (n_public + 1) * G1_BYTES
-        )
-        return MemoryNeeds(witness_bytes=n_vars * FR_BYTES, abc_bytes=3 * domain * FR_BYTES, key_bytes=key)
-
-
-def custom_memory(n_vars: int, n_public: int, domain_size: int, n_coefficients: int, n8q: int,
-                  zkey_bytes: int) -> MemoryNeeds:
-    """A custom (snarkjs) circuit's needs, from the sizes its zkey declares, not the upload's
-    size alone: the upload is validated, so these sizes are the file's own.
-
-    A custom key is not cached: the engine reads it once per job and the synthesis process
-    reads it again, each holding the file's bytes while the point arrays are copied out
-    (affine points, G1 = 2·n8q bytes, G2 = 4·n8q) and the A/B matrices are built (a 40-byte
-    entry per coefficient, two domain-sized row-pointer and count arrays each)."""
-    g1, g2 = 2 * n8q, 4 * n8q
-    points = (2 * n_vars + (n_vars - n_public - 1) + domain_size + n_public + 1) * g1 + n_vars * g2
-    matrices = n_coefficients * (8 + FR_BYTES) + 2 * 2 * (domain_size + 1) * 8
-    key = 2 * (points + matrices + zkey_bytes)
-    return MemoryNeeds(witness_bytes=2 * n_vars * FR_BYTES, abc_bytes=3 * domain_size * FR_BYTES, key_bytes=key)
-
-
-class CountingCS(WitnessCS):
-    """Witness mode on placeholder data, counting constraints: sizes without matrices."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.constraints = 0
-
-    def enforce(self, a: Any, b: Any, c: Any) -> None:
-        self.constraints += 1
-
-    def enforce_equal(self, a: Any, b: Any) -> None:
-        self.constraints += 1
-
-    def mul(self, a: Any, b: Any) -> int:
-        self.constraints += 1
-        return super().mul(a, b)
-
-    def materialize(self, a: Any) -> int:
-        self.constraints += 1
-        return super().materialize(a)
-
-
-_COUNTS: dict[CircuitShape, tuple[int, int]] = {}
-_COMPILED: dict[CircuitShape, R1CS] = {}
-
-
-def _counts(shape: CircuitShape) -> tuple[int, int]:
-    if shape not in _COUNTS:
-        if shape in _COMPILED:
-            r1cs = _COMPILED[shape]
-            _COUNTS[shape] = (r1cs.n_constraints, r1cs.n_vars)
-        else:
-            cs = CountingCS()
-            shape.define(cs, shape.placeholder_data())
-            # The Poseidon witness fast path appends its values without calling mul(), so
-            # its constraints are added here: a fixed number per hash.
-            _COUNTS[shape] = (cs.constraints + _hash_constraints(shape), cs.n_vars)
-    return _COUNTS[shape]
-
-
-def _hash_constraints(shape: CircuitShape) -> int:
-    trees = 2 if shape.two_trees else 1
-    return HASH_CONSTRAINTS * shape.depth * shape.challenges * trees
-
-
-def _compiled(shape: CircuitShape) -> R1CS:
-    if shape not in _COMPILED:
-        r1cs = _load_cached(shape)
-        if r1cs is None:
-            cs = ShapeCS()
-            shape.define(cs, shape.placeholder_data())
-            r1cs = cs.compile()
-            _store_cached(shape, r1cs)
-        _COMPILED[shape] = r1cs
-    return _COMPILED[shape]
-
-
-# -- compiled matrices on disk ------------------------------------------------------------
-# Compiling a 2^20-constraint shape in Python takes tens of seconds; every synthesis worker
-# process would pay it. The matrices are stored once under the cache directory the embedding
-# application names (the engine passes CACHE_DIR), keyed by the circuit and a hash of the
-# modules that define it, so an edited circuit never reads stale matrices. Until one is
-# named (a bare script) there is no disk cache.
-
-_DISK_CACHE: Path | None = None
-
-
-def use_disk_cache(cache_dir: Path | str | None) -> None:
-    """Store compiled matrices under ``cache_dir``/circuits from now on; None turns it off."""
-    global _DISK_CACHE
-    _DISK_CACHE = None if cache_dir is None else Path(cache_dir) / "circuits"
-
-
-_SOURCES = ("cs.py", "gadgets.py", "grain.py", "poseidon.py", "poseidon_constants.py", "merkle.py", "kinds.py")
-
-
-@functools.cache
-def _source_hash() -> str:
-    import hashlib
-
-    here = Path(__file__).parent
-    digest = hashlib.sha256()
-    for name in _SOURCES:
-        digest.update((here / name).read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def _cache_path(shape: CircuitShape) -> Path | None:
-    return None if _DISK_CACHE is None else _DISK_CACHE / f"{shape.kind}-{shape.scale}-{_source_hash()}.npz"
-
-
-def _load_cached(shape: CircuitShape) -> R1CS | None:
-    import numpy as np
-
-    from engine.prover.r1cs import SparseMatrix
-
-    path = _cache_path(shape)
-    if path is None or not path.exists():
-        return None
-    try:
-        with np.load(path) as z:
-            mats = [SparseMatrix(row_ptr=z[f"{m}_row_ptr"], cols=z[f"{m}_cols"], coeffs=z[f"{m}_coeffs"]) for m in "abc"]
-            n_vars, n_public = (int(x) for x in z["sizes"])
-    except (OSError, ValueError, KeyError):
-        return None  # unreadable: recompile and overwrite
-    return R1CS(curve=shape.curve, n_vars=n_vars, n_public=n_public, a=mats[0], b=mats[1], c=mats[2])
-
-
-def _store_cached(shape: CircuitShape, r1cs: R1CS) -> None:
-    import os
-
-    import numpy as np
-
-    path = _cache_path(shape)
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}.npz")
-        arrays = {f"{name}_{part}": getattr(getattr(r1cs, name), part) for name in "abc" for part in ("row_ptr", "cols", "coeffs")}
-        np.savez(tmp, sizes=np.array([r1cs.n_vars, r1cs.n_public]), **arrays)
-        os.replace(tmp, path)  # atomic: concurrent workers read a whole file or none
-    except OSError:
-        pass  # a read-only cache directory only costs the recompile
-
+        return shape_memory(self)
 
 @functools.cache
 def circuit_for(kind: str, scale: str) -> CircuitShape:

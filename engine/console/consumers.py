@@ -31,7 +31,7 @@ from engine.console.fragments import Want
 from engine.console.render import Rendered
 from engine.console.views import can_view
 from engine.format import epoch_ms
-from engine.record import GROUP
+from engine.ledger.hints import GROUP
 
 log = logging.getLogger("engine.console")
 

@@ -19,9 +19,9 @@ from django.utils.dateparse import parse_date
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from engine.actions import cancel_job, retry_job
 from engine.console.views import _require_viewer
 from engine.format import fmt_ms
+from engine.ledger.jobs import cancel_job, retry_job
 from engine.models import ApiToken, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState, ProofKind
 from engine.status.read import one_snapshot

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import AuthenticationForm
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
+from django.contrib.auth.models import AbstractBaseUser, Group
 from django.contrib.auth.views import LoginView, LogoutView
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -20,6 +20,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 
+from engine.api.auth import OPERATOR_GROUP, can_view
 from engine.api.jobs import snarkjs_files
 from engine.console import fragments
 from engine.console.render import clock_html
@@ -29,18 +30,10 @@ from engine.models import ProofJob
 from engine.states import JobState
 from engine.status.read import one_snapshot
 
-OPERATOR_GROUP = "operator"
-
 
 def operator_group() -> Group:
     group, _ = Group.objects.get_or_create(name=OPERATOR_GROUP)
     return group
-
-
-def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
-    if not user.is_authenticated or not user.is_active:
-        return False
-    return bool(getattr(user, "is_staff", False)) or user.groups.filter(name=OPERATOR_GROUP).exists()  # type: ignore[union-attr]
 
 
 def _require_viewer(request: HttpRequest) -> None:

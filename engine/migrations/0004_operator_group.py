@@ -1,6 +1,6 @@
 from django.db import migrations
 
-OPERATOR_GROUP = "operator"  # engine.console.views.OPERATOR_GROUP, frozen here as migrations must be
+OPERATOR_GROUP = "operator"  # engine.api.auth.OPERATOR_GROUP, frozen here as migrations must be
 
 
 def create_operator_group(apps, schema_editor) -> None:  # type: ignore[no-untyped-def]

@@ -163,7 +163,8 @@ def test_a_witness_over_the_other_curve_is_refused(api: Client, uploads: Path, t
 
 def test_jobs_of_one_circuit_share_one_key_load_held_in_the_key_cache(
         api: Client, uploads: Path, circom_product: Build) -> None:  # noqa: F811
-    from engine.runtime import Engine, EngineConfig, load_proving_key
+    from engine.pipeline.host import Engine, EngineConfig
+    from engine.pipeline.keys import load_proving_key
 
     circuit = register(api, circom_product("bn128"))
     for job_id in ("shared-1", "shared-2", "shared-3"):

@@ -13,10 +13,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from engine.api.auth import issue_token
+from engine.ledger.jobs import submit_job
 from engine.models import Circuit
 from engine.prover.snarkjs import read_zkey
 from engine.solidity_verifier import constants
-from engine.submit import submit_job
 from tests.oracle import snarkjs as oracle
 
 pytestmark = pytest.mark.django_db

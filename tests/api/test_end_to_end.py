@@ -24,9 +24,9 @@ from schemathesis.checks import not_a_server_error
 
 from engine.api.status import status_schema
 from engine.circuits.keystore import KeyStore
+from engine.pipeline.host import Engine, EngineConfig
 from engine.prover import snarkjs
 from engine.prover.verify import verify
-from engine.runtime import Engine, EngineConfig
 from tests.api.conftest import RANDOMNESS, SEED
 from tests.oracle import snarkjs as oracle
 
@@ -45,7 +45,7 @@ def prove_queue(timeout: float = 240, watch: Client | None = None) -> list[dict[
     try:
         if watch is not None:
             deadline = time.monotonic() + timeout
-            while not (engine.queue_empty.is_set() and not engine.inflight) and time.monotonic() < deadline:
+            while not (engine.signals.queue_empty.is_set() and not engine.inflight) and time.monotonic() < deadline:
                 seen.append(watch.get("/status").json())
                 time.sleep(0.2)
         assert engine.run_until_idle(timeout=timeout), "the engine did not drain the queue in time"

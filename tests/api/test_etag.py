@@ -9,7 +9,7 @@ import pytest
 from django.db import connection, connections
 from django.test import Client
 
-from engine import actions
+from engine.ledger import jobs as actions
 from engine.models import ProofJob
 from tests.api.conftest import inputs
 

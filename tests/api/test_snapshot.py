@@ -7,10 +7,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from engine.ledger.jobs import submit_job
 from engine.models import EngineHost, Partition, StatusClock, Worker
 from engine.states import JobState, PartitionState
 from engine.status.farm import farm_snapshot
-from engine.submit import submit_job
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,9 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from engine.api.status import status_schema
+from engine.ledger.jobs import submit_job
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JobState, PartitionState
-from engine.submit import submit_job
 
 pytestmark = pytest.mark.django_db
 

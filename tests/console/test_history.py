@@ -9,9 +9,9 @@ from django.test import Client
 from django.utils import timezone
 
 from engine.console.history import read_history
+from engine.ledger.jobs import submit_job
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JobState, PartitionState
-from engine.submit import submit_job
 
 pytestmark = pytest.mark.django_db
 

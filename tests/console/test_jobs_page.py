@@ -8,9 +8,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from engine.api.auth import issue_token
+from engine.ledger.jobs import submit_job
 from engine.models import ApiToken, ProofJob
 from engine.states import JobState
-from engine.submit import submit_job
 
 pytestmark = pytest.mark.django_db
 

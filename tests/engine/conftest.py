@@ -6,10 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
+from engine.ledger.claims import Claim
+from engine.ledger.jobs import submit_job
+from engine.ledger.writer import StatusWriter, Transition
 from engine.models import EngineHost, ProofJob, Worker
-from engine.record import Claim, StatusWriter, Transition
 from engine.states import PartitionState
-from engine.submit import submit_job
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ def engine_params(settings) -> None:  # type: ignore[no-untyped-def]
 @pytest.fixture
 def start_engine(engine_params):  # type: ignore[no-untyped-def]
     """Start a real engine (CPU backend, scale tiny); stopped and drained after the test."""
-    from engine.runtime import Engine, EngineConfig
+    from engine.pipeline.host import Engine, EngineConfig
 
     engines: list[Engine] = []
 

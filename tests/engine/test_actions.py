@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.actions import cancel_job, retry_job
+from engine.ledger.clock import current_version
+from engine.ledger.jobs import cancel_job, retry_job
+from engine.ledger.writer import Refused, Transition
 from engine.models import Partition
-from engine.record import Refused, Transition, current_version
 from engine.states import JobState, PartitionState
 
 pytestmark = pytest.mark.django_db

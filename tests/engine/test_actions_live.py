@@ -6,12 +6,11 @@ import time
 
 import pytest
 
-from engine.actions import cancel_job, retry_job
 from engine.circuits.kinds import validate_inputs
-from engine.demo import demo_inputs
+from engine.ledger.demo import demo_inputs
+from engine.ledger.jobs import cancel_job, retry_job, submit_job
 from engine.models import Partition, ProofJob
 from engine.states import PARTITION_LIVE, JobState, PartitionState
-from engine.submit import submit_job
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 P = PartitionState

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from engine.actions import cancel_job
 from engine.circuits.kinds import validate_inputs
-from engine.demo import demo_inputs
+from engine.ledger.demo import demo_inputs
+from engine.ledger.jobs import cancel_job, submit_job
 from engine.models import Partition, ProofJob
-from engine.runtime import Engine, EngineConfig
+from engine.pipeline.host import Engine, EngineConfig
 from engine.states import JobState, PartitionState
-from engine.submit import submit_job
 from tests.engine.test_split_race import synthesized
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -56,7 +55,7 @@ def holds_memory(engine: Engine) -> bool:
 def test_a_proof_cancelled_on_the_device_is_abandoned_and_its_memory_freed(engine: Engine, msm_calls) -> None:  # type: ignore[no-untyped-def]
     (item,) = (synthesized(engine, c) for c in engine.writer.claim(1))
     worker = engine.workers[0]
-    assert worker.begin(item) and holds_memory(engine)
+    assert worker.occupy(item) and holds_memory(engine)
 
     cancel_job(ProofJob.objects.get(job_id="cancel-midway"))
     engine.sweep()  # what the engine's sweep thread does every 0.2 s
@@ -71,7 +70,7 @@ def test_a_proof_cancelled_on_the_device_is_abandoned_and_its_memory_freed(engin
 def test_a_proof_cancelled_while_finishing_is_not_verified_or_recorded(engine: Engine, msm_calls) -> None:  # type: ignore[no-untyped-def]
     (item,) = (synthesized(engine, c) for c in engine.writer.claim(1))
     worker = engine.workers[0]
-    assert worker.begin(item) and worker.launch(item)
+    assert worker.occupy(item) and worker.launch(item)
 
     cancel_job(ProofJob.objects.get(job_id="cancel-midway"))
     engine.sweep()
@@ -86,10 +85,10 @@ def test_a_proof_cancelled_while_finishing_is_not_verified_or_recorded(engine: E
 
 def test_a_partition_cancelled_between_its_claim_and_synthesis_gives_its_memory_back(engine: Engine) -> None:
     (claim,) = engine.writer.claim(1)
-    item = engine.load_item(claim)
+    item = engine.adopt(claim)
     cancel_job(ProofJob.objects.get(job_id="cancel-midway"))
 
-    engine.synthesis._start(item)  # reserves memory, then finds its record cancelled
+    engine.dispatcher.start(item)  # reserves memory, then finds its record cancelled
 
     assert not holds_memory(engine) and not engine.inflight
     assert engine.synthesis.active == 0
@@ -98,17 +97,17 @@ def test_a_partition_cancelled_between_its_claim_and_synthesis_gives_its_memory_
 def test_a_partition_cancelled_during_synthesis_gives_its_memory_back(engine: Engine) -> None:
     from concurrent.futures import Future
 
-    from engine.synthesize_worker import synthesize_builtin
+    from engine.pipeline.synthesis_process import synthesize_builtin
 
     (claim,) = engine.writer.claim(1)
-    item = engine.load_item(claim)
+    item = engine.adopt(claim)
     item.key = engine.keycache.checkout(item.circuit_id, item.key_bytes)
     item.reservation = engine.memory.acquire(item.job_id, item.partition_bytes)
-    assert engine.record(item, P.SYNTHESIZING)
+    assert engine.inflight.record(item, P.SYNTHESIZING)
     done: Future[object] = Future()
     done.set_result(synthesize_builtin(item.circuit_id, item.inputs, item.index))
     cancel_job(ProofJob.objects.get(job_id="cancel-midway"))  # before the sweep has seen it
 
-    engine.synthesis._collect(item, done)
+    engine.synthesis.collect(item, done)
 
-    assert not holds_memory(engine) and not engine.inflight and len(engine.gpu_queue) == 0
+    assert not holds_memory(engine) and not engine.inflight and len(engine.proof_queue) == 0

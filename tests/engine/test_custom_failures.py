@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.ledger.jobs import submit_job
 from engine.models import Partition, ProofJob
 from engine.prover import setup, write_wtns, write_zkey
 from engine.prover.setup import synthetic_circuit
 from engine.states import JobState
-from engine.submit import submit_job
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -7,8 +7,9 @@ import logging
 import pytest
 from django.db import transaction
 
+from engine.ledger.claims import Claim
+from engine.ledger.writer import Transition
 from engine.models import Partition
-from engine.record import Claim, Transition
 from engine.states import PartitionState
 from tests.engine.conftest import walk
 
@@ -33,7 +34,7 @@ def test_job_done_is_logged_only_after_the_commit(make_writer, make_job, caplog)
     writer = make_writer()
     job = make_job()
     [claim] = writer.claim(1)
-    with caplog.at_level(logging.INFO, logger="engine.record"):
+    with caplog.at_level(logging.INFO, logger="engine.ledger"):
         with transaction.atomic():
             finish(writer, claim)
             assert done_lines(caplog) == [], "logged while the outcome could still roll back"
@@ -45,7 +46,7 @@ def test_job_done_is_not_logged_when_the_transaction_rolls_back(make_writer, mak
     writer = make_writer()
     make_job()
     [claim] = writer.claim(1)
-    with caplog.at_level(logging.INFO, logger="engine.record"), pytest.raises(RolledBack):
+    with caplog.at_level(logging.INFO, logger="engine.ledger"), pytest.raises(RolledBack):
         with transaction.atomic():
             finish(writer, claim)
             raise RolledBack

@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from engine.heartbeat import renew_leases
+from engine.ledger.leases import renew_leases
+from engine.ledger.writer import Refused, Transition
 from engine.models import Partition
-from engine.record import Refused, Transition
 from engine.states import JobState, PartitionState
 
 pytestmark = pytest.mark.django_db

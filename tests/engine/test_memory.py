@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.memory import MemoryBudgetError, MemoryManager, budget_bytes, total_ram
+from engine.pipeline.memory import MemoryBudgetError, MemoryManager, budget_bytes, total_ram
 
 
 def wait_until(predicate, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.demo import submit_demo_jobs
+from engine.ledger.demo import submit_demo_jobs
 from engine.models import ProofJob
 from engine.states import JobState
 

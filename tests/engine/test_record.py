@@ -9,8 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.ledger.claims import Claim
+from engine.ledger.clock import current_version
+from engine.ledger.writer import Refused, Transition
 from engine.models import Partition, ProofJob
-from engine.record import Claim, Refused, Transition, current_version
 from engine.states import PARTITION_TRANSITIONS, JobState, PartitionState
 from tests.engine.conftest import on_a_worker, walk
 
@@ -34,7 +36,7 @@ def test_a_write_under_a_stale_attempt_is_refused_and_logged(make_writer, make_j
     make_job()
     [claim] = writer.claim(1)
     stale = Claim(claim.partition_id, claim.attempt - 1, claim.host_id)
-    with caplog.at_level(logging.WARNING, logger="engine.record"), pytest.raises(Refused):
+    with caplog.at_level(logging.WARNING, logger="engine.ledger"), pytest.raises(Refused):
         writer.apply(Transition(stale, P.SYNTHESIZING))
     assert "refused stale write" in caplog.text
     assert Partition.objects.get(pk=claim.partition_id).state == P.PENDING

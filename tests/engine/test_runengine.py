@@ -13,10 +13,10 @@ import pytest
 from django.db import connection
 
 from engine.circuits.kinds import validate_inputs
-from engine.demo import demo_inputs
+from engine.ledger.demo import demo_inputs
+from engine.ledger.jobs import submit_job
 from engine.models import EngineHost, Partition
 from engine.states import PARTITION_LIVE, PartitionState
-from engine.submit import submit_job
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
+from engine.ledger.jobs import submit_job
 from engine.models import EngineHost, Partition
 from engine.states import PartitionState
-from engine.submit import submit_job
 from tests.engine.test_runengine import REPO, database_url
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

@@ -11,11 +11,11 @@ from django.db import IntegrityError, connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.ledger.jobs import submit_job
+from engine.ledger.writer import StatusWriter, Transition
 from engine.models import EngineHost, Partition, ProofJob, Worker
-from engine.record import StatusWriter, Transition
 from engine.states import PartitionState
 from engine.status.farm import farm_snapshot
-from engine.submit import submit_job
 from tests.truth import status_contradictions
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

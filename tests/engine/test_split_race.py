@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
+from engine.ledger.jobs import submit_job
 from engine.models import Partition, Worker
-from engine.runtime import Engine, EngineConfig
+from engine.pipeline.host import Engine, EngineConfig
+from engine.pipeline.synthesis_process import synthesize_builtin
 from engine.states import PartitionState
-from engine.submit import submit_job
-from engine.synthesize_worker import synthesize_builtin
 
 pytestmark = pytest.mark.django_db(transaction=True)
 P = PartitionState
@@ -25,21 +25,21 @@ def proving(worker: Worker) -> list[int]:
 
 def synthesized(engine: Engine, claim):  # type: ignore[no-untyped-def]
     """Take a claimed partition through the real synthesis steps, in this process."""
-    item = engine.load_item(claim)
+    item = engine.adopt(claim)
     item.key = engine.keycache.checkout(item.circuit_id, item.key_bytes)
     item.reservation = engine.memory.acquire(item.job_id, item.partition_bytes)
-    assert engine.record(item, P.SYNTHESIZING, synth_started_at=timezone.now())
+    assert engine.inflight.record(item, P.SYNTHESIZING, synth_started_at=timezone.now())
     item.assignment, _ = synthesize_builtin(item.circuit_id, item.inputs, item.index)
-    from engine.finalize import public_inputs_of
+    from engine.pipeline.work import public_inputs_of
 
     item.publics = public_inputs_of(item.assignment.public_inputs)
-    assert engine.record(item, P.SYNTH_DONE, synth_finished_at=timezone.now())
+    assert engine.inflight.record(item, P.SYNTH_DONE, synth_finished_at=timezone.now())
     return item
 
 
 def test_a_late_finalizer_never_makes_a_proving_worker_look_idle(engine_params) -> None:  # type: ignore[no-untyped-def]
     from engine.circuits.kinds import validate_inputs
-    from engine.demo import demo_inputs
+    from engine.ledger.demo import demo_inputs
 
     inputs, n = validate_inputs("window-post", demo_inputs("window-post", window_partitions=2))
     submit_job(kind="window-post", job_id="race-window-post", inputs=inputs, num_partitions=n,
@@ -50,8 +50,8 @@ def test_a_late_finalizer_never_makes_a_proving_worker_look_idle(engine_params) 
         w0 = engine.workers[0]
         a, b = (synthesized(engine, c) for c in engine.writer.claim(2))
 
-        assert w0.begin(a) and w0.launch(a)  # A's kernels launched; its finalizer has not run
-        assert w0.begin(b)  # W0 is on B while A still waits for its finalizer
+        assert w0.occupy(a) and w0.launch(a)  # A's kernels launched; its finalizer has not run
+        assert w0.occupy(b)  # W0 is on B while A still waits for its finalizer
         assert proving(w0.row) == [1]
         engine.finalizers.finish(a)  # now A finishes
 

@@ -17,7 +17,7 @@ from django.test import Client
 from engine.api.auth import issue_token
 from engine.circuits.kinds import KINDS
 from engine.console.render import render
-from engine.demo import demo_inputs
+from engine.ledger.demo import demo_inputs
 from engine.models import ProofJob
 from engine.states import JOB_ACTIVE, JobState, Priority
 from tests.truth import page_contradictions, status_contradictions

@@ -10,10 +10,10 @@ import pytest
 from django.db.models import Count
 
 from engine.circuits.kinds import validate_inputs
-from engine.demo import demo_inputs
+from engine.ledger.demo import demo_inputs
+from engine.ledger.jobs import submit_job
 from engine.models import Partition, ProofJob
 from engine.states import JobState, PartitionState
-from engine.submit import submit_job
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 P = PartitionState

@@ -451,7 +451,7 @@ class Farm:
         code = (
             "import json, sys\n"
             "from engine.circuits.kinds import validate_inputs\n"
-            "from engine.submit import submit_job\n"
+            "from engine.ledger.jobs import submit_job\n"
             f"for kind, job_id, raw in json.loads({json.dumps(json.dumps(list(jobs)))}):\n"
             "    inputs, n = validate_inputs(kind, raw)\n"
             "    job, created = submit_job(kind=kind, job_id=job_id, inputs=inputs, num_partitions=n,\n"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
+from engine.ledger.jobs import JobConflict, submit_job
 from engine.models import Partition, ProofJob
 from engine.states import JobState, PartitionState, Priority, ProofKind
-from engine.submit import JobConflict, submit_job
 
 pytestmark = pytest.mark.django_db
 

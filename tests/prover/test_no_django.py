@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.circuits import kinds
+from engine.circuits import compiled, kinds
 from engine.circuits.limits import BUILTIN_KINDS
 from engine.prover import cachedir
 from engine.states import ProofKind
@@ -79,4 +79,4 @@ def test_the_engine_proof_kinds_are_the_circuits_kinds() -> None:
 def test_the_engine_hands_its_cache_directory_to_both_libraries(settings) -> None:
     cache = Path(settings.PROVINGSITE["CACHE_DIR"])
     assert cachedir.cache_dir() == cache
-    assert kinds._cache_path(kinds.circuit_for("winning-post", "tiny")).parent == cache / "circuits"
+    assert compiled._cache_path(kinds.circuit_for("winning-post", "tiny")).parent == cache / "circuits"

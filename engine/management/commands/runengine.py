@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from engine.runtime import Engine, EngineConfig
+from engine.pipeline.host import Engine, EngineConfig
 
 
 class Command(BaseCommand):
@@ -49,7 +49,7 @@ class Command(BaseCommand):
             import daphne.server  # noqa: F401 - installs the asyncio reactor before anything imports Twisted
         engine = Engine(config).start()
         if opts["demo"]:
-            from engine.demo import submit_demo_jobs
+            from engine.ledger.demo import submit_demo_jobs
 
             jobs = submit_demo_jobs(config.scale, per_kind=max(1, opts["demo_per_kind"]))
             self.stdout.write(f"submitted {len(jobs)} demo job(s) at scale {config.scale}")
@@ -70,17 +70,17 @@ class Command(BaseCommand):
         """Daphne (provingsite.server: bodies bounded) in this thread; the engine's hints go through its loop."""
         from twisted.internet import reactor
 
-        from engine import record
+        from engine.ledger import hints
         from provingsite.server import build_server
 
         def ready() -> None:
-            record.set_event_loop(reactor._asyncioEventloop)  # type: ignore[attr-defined]
+            hints.set_event_loop(reactor._asyncioEventloop)  # type: ignore[attr-defined]
             self.stdout.write(f"console and API on http://{host}:{port}/")
 
         def drain_then_stop() -> None:
             stop.wait()
             engine.stop(drain)
-            record.set_event_loop(None)
+            hints.set_event_loop(None)
             reactor.callFromThread(reactor.stop)  # type: ignore[attr-defined]
 
         threading.Thread(target=drain_then_stop, name="drain", daemon=True).start()

@@ -1,4 +1,4 @@
-"""The heartbeat: a host's row, its leases, and the rescue of work whose host went quiet.
+"""Leases: a host's hold on its claims, and the rescue of work whose host went quiet.
 
 Every HEARTBEAT_SECONDS each engine
 
@@ -14,20 +14,18 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from engine.ledger.claims import Claim, release_claim
+from engine.ledger.settle import error_entry, failures_since_retry, settle_job
 from engine.models import Partition
-from engine.record import error_entry, failures_since_retry, settle_job
 from engine.states import PARTITION_LIVE, PartitionState
 
-if TYPE_CHECKING:
-    from engine.record import Claim
-
-log = logging.getLogger("engine.heartbeat")
+log = logging.getLogger("engine.leases")
 P = PartitionState
 HELD_STATES = (P.PENDING, *PARTITION_LIVE)
 
@@ -58,10 +56,7 @@ def requeue_lapsed_rows(version: int, max_attempts: int, rescuer: str, limit: in
         row.error = reason
         spent = failures_since_retry(row.errors) >= max_attempts
         row.state = P.FAILED if spent else P.PENDING
-        row.host = None
-        row.worker = None
-        row.lease_expires_at = None
-        row.reserved_bytes = 0
+        release_claim(row)
         if spent:
             row.finished_at = timezone.now()
         row.version = version

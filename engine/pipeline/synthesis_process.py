@@ -1,6 +1,6 @@
 """What runs inside the synthesis pool's processes.
 
-Kept apart from engine.synthesize (which imports the models) because a spawned process
+Kept apart from engine.pipeline.synthesize (which imports the models) because a spawned process
 unpickles the function before its initializer has set Django up: this module must import
 with nothing but the standard library at the top.
 """
@@ -75,8 +75,8 @@ def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int) -> t
     return assignment, time.perf_counter() - started
 
 
-def synthesize_custom(upload_dir: str) -> tuple[Any, float]:
-    """A custom circuit's assignment from its snarkjs witness (no circuit code to run)."""
+def synthesize_circom(upload_dir: str) -> tuple[Any, float]:
+    """A circom circuit's assignment from its snarkjs witness (no circuit code to run)."""
     from pathlib import Path
 
     from engine.prover import assignment_from_witness, read_wtns, read_zkey

@@ -12,6 +12,7 @@ and sets the host and the lease the heartbeat renews.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -19,6 +20,15 @@ from django.utils import timezone
 
 from engine.models import EngineHost, Partition, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a host holds: the partition row and the fencing token it was claimed under."""
+
+    partition_id: int
+    attempt: int
+    host_id: int
 
 
 def claim_order():  # type: ignore[no-untyped-def]
@@ -57,5 +67,10 @@ def _start_job(job: ProofJob, host: EngineHost, now, version: int) -> None:  # t
         state=JobState.RUNNING, started_at=now, host=host, version=version)
 
 
-def queue_depth() -> int:
-    return claim_order().count()
+def release_claim(row: Partition) -> None:
+    """Back to the queue: no host, no worker, no lease, nothing reserved. The attempt stays:
+    it is the fencing token and only ever grows. The caller saves the row."""
+    row.host = None
+    row.worker = None
+    row.lease_expires_at = None
+    row.reserved_bytes = 0

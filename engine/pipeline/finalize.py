@@ -1,4 +1,4 @@
-"""Finalizers: the CPU-side end of a proof, off the GPU worker's path.
+"""Finalize: the CPU-side end of a proof, off the proving worker's path.
 
 ``gpu_prove_finish`` (wait for the kernels, finish on the CPU, assemble) → verify the
 partition proof against the circuit's verifying key → record ``done`` with the proof and
@@ -13,29 +13,20 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
-from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from engine.prove import prover_api
-from engine.prover.groth16 import ProofAborted
+from engine import prover
+from engine.pipeline.inflight import InFlight
+from engine.pipeline.work import WorkItem
+from engine.prover import ProofAborted
 from engine.states import PartitionState
-
-if TYPE_CHECKING:
-    from engine.runtime import Engine
-    from engine.synthesize import WorkItem
 
 log = logging.getLogger("engine.finalize")
 P = PartitionState
-
-
-def public_inputs_of(assignment_publics: Any) -> list[str]:
-    """Public signals as decimal strings (snarkjs public.json's form)."""
-    from engine.circuits.cs import limbs_to_ints
-
-    return [str(v) for v in limbs_to_ints(assignment_publics)]
 
 
 def proof_json(proof: Any) -> Any:
@@ -46,8 +37,9 @@ def proof_json(proof: Any) -> Any:
 
 
 class Finalizers:
-    def __init__(self, engine: Engine, threads: int) -> None:
-        self.engine = engine
+    def __init__(self, book: InFlight, params_dir: Path, threads: int) -> None:
+        self.book = book
+        self.params_dir = params_dir
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="finalize")
         self._vks: dict[str, Any] = {}
         self._vk_lock = threading.Lock()
@@ -68,9 +60,9 @@ class Finalizers:
             close_old_connections()
 
     def finish(self, item: WorkItem) -> None:
-        engine = self.engine
+        book = self.book
         try:
-            api = prover_api()
+            api = prover
             t0 = time.perf_counter()
             proof = item.proof if item.proof is not None else api.gpu_prove_finish(item.pending, abort=item.abandoned)
             item.timings["finish_s"] = time.perf_counter() - t0
@@ -79,19 +71,19 @@ class Finalizers:
             publics = item.publics
             ok = api.verify(self.verifying_key(item), proof, [int(x) for x in publics])
         except ProofAborted:  # cancelled or fenced meanwhile: nothing to record
-            engine.drop(item)
+            book.drop(item)
             return
         except Exception as exc:  # finishing on the CPU failed; a new attempt starts over
             log.exception("finishing %s failed", item.label)
-            engine.fail(item, item.public_reason(f"finishing the proof failed: {type(exc).__name__}: {exc}"),
+            book.fail(item, item.public_reason(f"finishing the proof failed: {type(exc).__name__}: {exc}"),
                         retryable=True)
             return
         if not ok:
-            engine.fail(item, *_unverified(item))
+            book.fail(item, *_unverified(item))
             return
-        if engine.record(item, P.DONE, proof=proof_json(proof), public_inputs=list(publics),
+        if book.record(item, P.DONE, proof=proof_json(proof), public_inputs=list(publics),
                          finished_at=timezone.now()):
-            engine.completed(item)
+            book.completed(item)
 
     def verifying_key(self, item: WorkItem) -> Any:
         if item.vk is not None:
@@ -100,7 +92,7 @@ class Finalizers:
             if item.circuit_id not in self._vks:
                 from engine.circuits.keystore import KeyStore
 
-                keys = KeyStore(settings.PROVINGSITE["PARAMS_DIR"])
+                keys = KeyStore(self.params_dir)
                 self._vks[item.circuit_id] = keys.load_verifying_key(item.circuit_id)
             return self._vks[item.circuit_id]
 
@@ -112,9 +104,9 @@ class Finalizers:
 def _unverified(item: WorkItem) -> tuple[str, bool]:
     """A proof that fails verification: the reason, and whether another attempt may fix it.
 
-    A custom circuit's witness is the client's: a zkey stores no C matrix, so the upload
-    cannot show it unsatisfied, and every attempt would prove the same unsatisfied witness.
-    Our own circuits synthesize their witness, so there a bad proof is a fault worth a retry."""
-    if item.kind == "custom":
+    A circom circuit's witness is the client's: every attempt would prove the same unsatisfied
+    witness. Our own circuits synthesize their witness, so there a bad proof is a fault worth
+    a retry."""
+    if item.source.client_witness:
         return ("the proof does not verify: the witness does not satisfy the circuit of the zkey", False)
     return ("partition proof did not verify against the circuit's verifying key", True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import secrets
 
 from engine.circuits.kinds import KINDS, validate_inputs
+from engine.ledger.jobs import submit_job
 from engine.models import ProofJob
-from engine.submit import submit_job
 
 
 def demo_inputs(kind: str, window_partitions: int = 2) -> dict[str, object]:

@@ -1,8 +1,11 @@
-"""The engine of one host: every piece of the pipeline wired together, one thread per role.
+"""The engine of one host: the stages wired together, one thread per role.
 
-    dispatch ──► synthesis pool (processes) ──► synth-collect ──► GPU queue
-        ──► gpu-<device>-W<n> (split: launch, hand over) ──► finalize-* ──► records
+    dispatch (claim → reserve) ──► synthesis pool (processes) ──► synth-collect ──► proof queue
+        ──► gpu-<device>-W<n> (prove: launch, hand over) ──► finalize-* ──► the ledger
     heartbeat (host row, leases, rescue of lapsed work) · sweep (drops cancelled work)
+
+Only ``runengine`` (and the tests and benchmarks that run a real engine) import this module;
+each stage gets what it uses (its inbox, its outbox, the in-flight book), never the host.
 
 ``Engine.start()`` registers the host and its worker slots and starts the threads;
 ``Engine.stop(drain_seconds)`` stops claiming, lets in-flight work finish for up to
@@ -17,25 +20,32 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import close_old_connections, connection
 from django.db.backends.signals import connection_created
 from django.utils import timezone
 
-from engine import devices as devices_mod
-from engine.finalize import Finalizers
 from engine.format import fmt_bytes
-from engine.heartbeat import orphaned_by_previous_run, renew_leases
-from engine.keycache import KeyCache
-from engine.memory import MemoryManager, budget_bytes
+from engine.ledger.claims import Claim
+from engine.ledger.leases import orphaned_by_previous_run, renew_leases
+from engine.ledger.writer import StatusWriter
 from engine.models import EngineHost, Partition
-from engine.prove import GpuQueue, GpuWorker, worker_rows
-from engine.record import Refused, StatusWriter, Transition
+from engine.pipeline import devices as devices_mod
+from engine.pipeline.claim import Dispatcher
+from engine.pipeline.finalize import Finalizers
+from engine.pipeline.inflight import InFlight, Signals, Stats
+from engine.pipeline.keycache import KeyCache
+from engine.pipeline.keys import load_proving_key
+from engine.pipeline.memory import MemoryManager, budget_bytes, total_ram
+from engine.pipeline.prove import ProofQueue, ProvingWorker, worker_rows
+from engine.pipeline.reserve import reserve
+from engine.pipeline.synthesize import Synthesis
+from engine.pipeline.work import WorkItem, load_item
 from engine.states import PartitionState
-from engine.synthesize import Synthesis, WorkItem, load_item
 
 log = logging.getLogger("engine")
 P = PartitionState
@@ -64,22 +74,6 @@ class EngineConfig:
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
 
-def load_proving_key(circuit_id: str) -> Any:
-    """The circuit's proving key; a fresh machine gets development keys made on first use."""
-    from engine import circuit_keys
-    from engine.circuits.keystore import KeyStore
-    from engine.circuits.kinds import parse_circuit_id
-
-    if circuit_keys.is_registered(circuit_id):  # a circom circuit registered through the API
-        return circuit_keys.load_key(circuit_id)
-    shape = parse_circuit_id(circuit_id)
-    keys = KeyStore(settings.PROVINGSITE["PARAMS_DIR"])
-    if not keys.keys_present(shape):
-        log.info("generating development proving key for %s (one time, into %s)", circuit_id, keys.params_dir)
-        keys.ensure_keys(shape)
-    return keys.load_proving_key(circuit_id)
-
-
 def bound_idle_transactions(sender: Any, connection: Any, **_: Any) -> None:
     """PostgreSQL: end a session left idle inside a transaction (a frozen or hung host).
 
@@ -94,14 +88,6 @@ def bound_idle_transactions(sender: Any, connection: Any, **_: Any) -> None:
         cursor.execute(f"SET idle_in_transaction_session_timeout = {int(seconds * 1000)}")
 
 
-@dataclass
-class Stats:
-    completed: int = 0
-    failed: int = 0
-    dropped: int = 0
-    items: list[dict[str, float]] = field(default_factory=list)
-
-
 class Engine:
     def __init__(self, config: EngineConfig | None = None, key_loader: Callable[[str], Any] = load_proving_key) -> None:
         self.config = config or EngineConfig.from_settings()
@@ -109,22 +95,26 @@ class Engine:
         self.backend = devices_mod.backend_of(self.devices)
         self.memory = MemoryManager(budget_bytes(self.config.budget, self.config.margin))
         self.keycache = KeyCache(self.memory, key_loader)
-        self.gpu_queue = GpuQueue()
-        self.stopping = threading.Event()
-        self.wake = threading.Event()
-        self.queue_empty = threading.Event()
-        self.inflight: dict[int, WorkItem] = {}
-        self._inflight_lock = threading.Lock()
-        self.stats = Stats()
+        self.proof_queue = ProofQueue()
+        self.signals = Signals()
         self.threads: list[threading.Thread] = []
-        self.workers: list[GpuWorker] = []
+        self.workers: list[ProvingWorker] = []
         self._stopped = threading.Event()
-        n_workers = len(self.devices) * self.config.workers_per_device
-        self.pace_target = self.config.synthesis + 2 * n_workers
+        self.n_workers = len(self.devices) * self.config.workers_per_device
         self.host: EngineHost | None = None
         self.writer: StatusWriter
+        self.inflight: InFlight
         self.synthesis: Synthesis
+        self.dispatcher: Dispatcher
         self.finalizers: Finalizers
+
+    @property
+    def stats(self) -> Stats:
+        return self.inflight.stats
+
+    def adopt(self, claim: Claim) -> WorkItem:
+        """A claim this host holds, loaded and sized, in the in-flight book."""
+        return self.inflight.add(load_item(claim, self.config.scale))
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -138,7 +128,7 @@ class Engine:
         self._spawn("synth-collect", self.synthesis.collect_forever)
         for w in self.workers:
             self._spawn(f"gpu-{w.device.replace(':', '')}-W{w.row.ordinal}", w.run)
-        self._spawn("dispatch", self.synthesis.dispatch_forever)
+        self._spawn("dispatch", self.dispatcher.run)
         assert self.host is not None
         log.info("engine %s started: backend %s, devices %s, %d worker(s) per device, split proving %s, "
                  "memory budget %s, synthesis %d, scale %s", self.host.name, self.backend,
@@ -154,12 +144,18 @@ class Engine:
             bound_idle_transactions(None, connection)
         self.host = self._register_host()
         self.writer = StatusWriter(self.host)
-        self.synthesis = Synthesis(self, self.config.synthesis)
-        n_workers = len(self.devices) * self.config.workers_per_device
-        self.finalizers = Finalizers(self, threads=max(2, n_workers))
+        self.inflight = InFlight(self.writer, self.keycache)
+        self.synthesis = Synthesis(self.inflight, self.proof_queue, self.config.synthesis)
+        self.dispatcher = Dispatcher(
+            self.writer, self.inflight, self.signals, self.synthesis, self.proof_queue,
+            reserve=lambda item: reserve(item, self.inflight, self.keycache, self.memory, self.signals.stopping),
+            scale=self.config.scale, pace_target=self.config.synthesis + 2 * self.n_workers)
+        self.finalizers = Finalizers(self.inflight, Path(settings.PROVINGSITE["PARAMS_DIR"]),
+                                     threads=max(2, self.n_workers))
         locks = {d.name: threading.Lock() for d in self.devices}
         for row in worker_rows(self.host, [d.name for d in self.devices], self.config.workers_per_device):
-            self.workers.append(GpuWorker(self, row, locks[row.device], self.config.split))
+            self.workers.append(ProvingWorker(self.inflight, self.proof_queue, self.finalizers, row,
+                                              locks[row.device], self.config.split))
         return self
 
     def _register_host(self) -> EngineHost:
@@ -168,7 +164,7 @@ class Engine:
         now = timezone.now()
         EngineHost.objects.filter(pk=host.pk).update(
             backend=self.backend, started_at=now, heartbeat_at=now, stopped_at=None,
-            memory_budget_bytes=self.memory.budget, memory_total_bytes=self._total_ram(),
+            memory_budget_bytes=self.memory.budget, memory_total_bytes=total_ram(),
             synthesis_max=self.config.synthesis)
         # Work this name held in an earlier life is nobody's now: let the rescue take it.
         stale = orphaned_by_previous_run(host.pk)
@@ -176,12 +172,6 @@ class Engine:
             log.warning("%d partition(s) held by an earlier run of %s will be requeued", stale, name)
         host.refresh_from_db()
         return host
-
-    @staticmethod
-    def _total_ram() -> int:
-        from engine.memory import total_ram
-
-        return total_ram()
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
         def run() -> None:
@@ -200,20 +190,20 @@ class Engine:
         """No new claims; in-flight work finishes within ``drain_seconds`` or is handed back."""
         if self._stopped.is_set():
             return
-        self.stopping.set()
-        self.wake.set()
+        self.signals.stopping.set()
+        self.signals.wake.set()
         deadline = time.monotonic() + drain_seconds
         while self.inflight and time.monotonic() < deadline:
             time.sleep(0.05)
-        left = list(self.inflight.values())
+        left = list(self.inflight.items().values())
         for item in left:
             item.dropped = True
             self.writer.hand_back(item.claim, "handed back: engine stopping")
-        for item in self.gpu_queue.drain():
-            self.release(item)
+        for item in self.proof_queue.drain():
+            self.inflight.release(item)
         if left:
             log.warning("handed back %d partition(s) not finished within %.0fs", len(left), drain_seconds)
-        self.gpu_queue.close()
+        self.proof_queue.close()
         self._stopped.set()
         for thread in self.threads:
             if thread.name != "synth-collect":
@@ -235,69 +225,8 @@ class Engine:
             if deadline is not None and time.monotonic() > deadline:
                 return False
             time.sleep(poll)
-            calm = calm + 1 if self.queue_empty.is_set() and not self.inflight else 0
+            calm = calm + 1 if self.signals.queue_empty.is_set() and not self.inflight else 0
         return True
-
-    # -- what the pipeline calls ---------------------------------------------------------
-
-    def load_item(self, claim: Any) -> WorkItem | None:
-        item = load_item(claim, self.config.scale)
-        with self._inflight_lock:
-            self.inflight[claim.partition_id] = item
-        return item
-
-    def record(self, item: WorkItem, target: str, **fields: Any) -> bool:
-        """Write one transition for ``item``. When it cannot be written the item is dropped
-        here, its memory freed, and False returned: the caller only stops."""
-        try:
-            self.writer.apply(Transition(item.claim, target, fields))
-        except Refused:
-            self.drop(item)
-            return False
-        except DatabaseError as exc:
-            # The database is unreachable or killed our session: drop the work here; its
-            # lease lapses and another host (or this one, later) proves it again.
-            log.error("recording %s for %s failed (%s); the lease will requeue it", target, item.label, exc)
-            connection.close()
-            self.drop(item)
-            return False
-        return True
-
-    def fail(self, item: WorkItem, reason: str, retryable: bool) -> None:
-        log.warning("%s failed: %s", item.label, reason)
-        try:
-            self.writer.apply(Transition(item.claim, P.FAILED, reason=reason, retryable=retryable))
-            self.stats.failed += 1
-        except Refused:
-            pass
-        except DatabaseError as exc:
-            log.error("recording the failure of %s failed (%s); the lease will requeue it", item.label, exc)
-            connection.close()
-        self.release(item)
-
-    def drop(self, item: WorkItem, hand_back: bool = False) -> None:
-        """Abandon work the records no longer want (cancelled, fenced), freeing its memory."""
-        item.dropped = True
-        if hand_back:
-            self.writer.hand_back(item.claim, "handed back: engine stopping")
-        self.stats.dropped += 1
-        self.release(item)
-
-    def completed(self, item: WorkItem) -> None:
-        self.stats.completed += 1
-        self.stats.items.append(dict(item.timings))
-        self.release(item)
-
-    def release(self, item: WorkItem) -> None:
-        """Free everything ``item`` holds; safe to call twice."""
-        with self._inflight_lock:
-            if self.inflight.pop(item.claim.partition_id, None) is None:
-                return
-        if item.reservation is not None:
-            item.reservation.release()
-        if item.key is not None and item.shares_key:
-            self.keycache.check_in(item.circuit_id)
-        item.key = item.assignment = item.pending = None
 
     # -- heartbeat and sweep -------------------------------------------------------------
 
@@ -310,7 +239,7 @@ class Engine:
 
     def beat(self) -> None:
         assert self.host is not None
-        claims = [item.claim for item in list(self.inflight.values())]
+        claims = self.inflight.claims()
         with self.writer.lock:
             renew_leases(self.host.pk, claims)
         self.writer.update_host(**self.host_fields())
@@ -326,7 +255,7 @@ class Engine:
 
     def sweep(self) -> None:
         """Drop in-flight work whose record moved on (cancelled, requeued, failed elsewhere)."""
-        items = {pk: item for pk, item in list(self.inflight.items()) if not item.dropped}
+        items = {pk: item for pk, item in self.inflight.items().items() if not item.dropped}
         if not items:
             return
         rows = Partition.objects.filter(pk__in=list(items)).values_list("pk", "state", "attempt", "host_id")
@@ -335,9 +264,9 @@ class Engine:
             # Done and failed are this host's own writes; anything else means the record moved on.
             if state == P.CANCELLED or attempt != item.claim.attempt or host_id != item.claim.host_id:
                 item.dropped = True
-                queued = self.gpu_queue.remove(pk)
+                queued = self.proof_queue.remove(pk)
                 if queued is not None:
-                    self.drop(queued)
+                    self.inflight.drop(queued)
                 log.info("dropped %s: its record is %s (attempt %d)", item.label, state, attempt)
 
     def _sweep_forever(self) -> None:

@@ -13,105 +13,27 @@ refused and logged, so a stale worker can never overwrite newer truth.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
-from engine.models import EngineHost, Partition, ProofJob, StatusClock
-from engine.states import (
-    JOB_TERMINAL,
-    PARTITION_TERMINAL,
-    JobState,
-    PartitionState,
-    TransitionError,
-    check_job_transition,
-    check_partition_transition,
-)
+from engine.ledger.claims import Claim, claim_partitions, release_claim
+from engine.ledger.clock import ensure_clock, next_version
+from engine.ledger.hints import publish_hint
+from engine.ledger.leases import requeue_lapsed_rows
+from engine.ledger.settle import error_entry, failures_since_retry, settle_job
+from engine.models import EngineHost, Partition, ProofJob
+from engine.states import PARTITION_TERMINAL, PartitionState, TransitionError, check_partition_transition
 
-GROUP = "provingsite.status"
-CLOCK_PK = 1
-log = logging.getLogger("engine.record")
-
+log = logging.getLogger("engine.ledger")
 P = PartitionState
-J = JobState
-
-
-# ---- the farm-wide version -----------------------------------------------------------
-
-
-def ensure_clock() -> None:
-    StatusClock.objects.get_or_create(pk=CLOCK_PK, defaults={"value": 0})
-
-
-def next_version() -> int:
-    """Increment the clock; call inside the transaction whose rows the version stamps.
-
-    The UPDATE takes the clock row's lock until commit, so versions follow commit order
-    across every host and the web process.
-    """
-    if StatusClock.objects.filter(pk=CLOCK_PK).update(value=F("value") + 1) == 0:
-        StatusClock.objects.get_or_create(pk=CLOCK_PK, defaults={"value": 0})
-        StatusClock.objects.filter(pk=CLOCK_PK).update(value=F("value") + 1)
-    return int(StatusClock.objects.values_list("value", flat=True).get(pk=CLOCK_PK))
-
-
-def current_version() -> int:
-    return int(StatusClock.objects.filter(pk=CLOCK_PK).values_list("value", flat=True).first() or 0)
-
-
-# ---- hints ---------------------------------------------------------------------------
-
-_loop: asyncio.AbstractEventLoop | None = None
-
-
-def set_event_loop(loop: asyncio.AbstractEventLoop | None) -> None:
-    """Embedded mode: Daphne's loop owns the in-memory layer; sends are handed to it."""
-    global _loop
-    _loop = loop
-
-
-def publish_hint(**fields: Any) -> None:
-    """Send {"type": "status.changed", host, job, partition, version} to GROUP. Never raises."""
-    message = {"type": "status.changed", "host": fields.get("host"), "job": fields.get("job"),
-               "partition": fields.get("partition"), "version": fields.get("version")}
-    try:
-        from channels.layers import get_channel_layer
-
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        loop = _loop
-        if loop is not None and loop.is_running():
-            # The in-memory layer's queues belong to Daphne's loop: send from there.
-            asyncio.run_coroutine_threadsafe(layer.group_send(GROUP, message), loop)
-            return
-        from asgiref.sync import async_to_sync
-
-        async_to_sync(layer.group_send)(GROUP, message)
-    except Exception as exc:  # hints are best effort: the records already hold the truth
-        log.debug("hint not sent (%s): %s", exc, message)
-
-
-# ---- transitions ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Claim:
-    """What a host holds: the partition row and the fencing token it was claimed under."""
-
-    partition_id: int
-    attempt: int
-    host_id: int
 
 
 @dataclass
@@ -128,21 +50,6 @@ class Transition:
 
 class Refused(Exception):
     """A write the records no longer allow (stale claim or a state the machine forbids)."""
-
-
-def failures_since_retry(errors: list[dict[str, Any]]) -> int:
-    """Failed attempts since the last explicit retry (drain hand-backs are not failures)."""
-    count = 0
-    for entry in errors:
-        if entry.get("retry"):
-            count = 0
-        elif not entry.get("handed_back"):
-            count += 1
-    return count
-
-
-def error_entry(attempt: int, host: str, reason: str, **extra: Any) -> dict[str, Any]:
-    return {"attempt": attempt, "host": host, "at": timezone.now().isoformat(), "reason": reason, **extra}
 
 
 class StatusWriter:
@@ -219,7 +126,7 @@ class StatusWriter:
             row.errors = [*row.errors, error_entry(row.attempt, self.host.name, t.reason)]
             row.error = t.reason
         if target == P.PENDING:
-            _release_claim(row)
+            release_claim(row)
         if target in PARTITION_TERMINAL:
             row.finished_at = row.finished_at or timezone.now()
             row.lease_expires_at = None
@@ -235,8 +142,6 @@ class StatusWriter:
     # -- claims, hand-backs and host rows ------------------------------------------------
 
     def claim(self, limit: int = 1) -> list[Claim]:
-        from engine.claim import claim_partitions
-
         claims: list[Claim] = []
 
         def work(version: int) -> list[dict[str, Any]]:
@@ -274,7 +179,7 @@ class StatusWriter:
             if row.attempt != claim.attempt or row.host_id != claim.host_id or row.state in PARTITION_TERMINAL:
                 return []
             row.errors = [*row.errors, error_entry(row.attempt, self.host.name, reason, handed_back=True)]
-            _release_claim(row)
+            release_claim(row)
             row.state = P.PENDING
             row.version = version
             row.save()
@@ -291,8 +196,6 @@ class StatusWriter:
 
     def requeue_lapsed(self) -> int:
         """Take back partitions whose host stopped renewing its lease (any host may do it)."""
-        from engine.heartbeat import requeue_lapsed_rows
-
         count: list[int] = []
 
         def work(version: int) -> list[dict[str, Any]]:
@@ -304,73 +207,3 @@ class StatusWriter:
         return count[0] if count else 0
 
 
-def _release_claim(row: Partition) -> None:
-    """Back to the queue: no host, no worker, no lease; the attempt stays (it is the fence)."""
-    row.host = None
-    row.worker = None
-    row.lease_expires_at = None
-    row.reserved_bytes = 0
-
-
-# ---- job outcome ---------------------------------------------------------------------
-
-
-def settle_job(job: ProofJob, version: int, max_attempts: int) -> list[dict[str, Any]]:
-    """Derive the job's state from its partitions, in the caller's transaction."""
-    job = ProofJob.objects.select_for_update().get(pk=job.pk)
-    if job.state in JOB_TERMINAL:
-        return []
-    parts = list(Partition.objects.select_for_update().filter(job=job).order_by("index"))
-    failed = [p for p in parts if p.state == P.FAILED]
-    if failed:
-        return _fail_job(job, parts, failed[0], version)
-    if all(p.state == P.DONE for p in parts):
-        return _finish_job(job, parts, version)
-    return []
-
-
-def _finish_job(job: ProofJob, parts: list[Partition], version: int) -> list[dict[str, Any]]:
-    check_job_transition(job.state, J.DONE)
-    job.state = J.DONE
-    job.proof = [p.proof for p in parts]
-    job.public_inputs = [p.public_inputs for p in parts]
-    job.verified = True
-    job.finished_at = timezone.now()
-    job.version = version
-    job.save()
-    _log_summary(job)
-    return [{"job": job.job_id}]
-
-
-def _fail_job(job: ProofJob, parts: list[Partition], bad: Partition, version: int) -> list[dict[str, Any]]:
-    reasons = "; ".join(f"attempt {e.get('attempt')}: {e.get('reason')}" for e in bad.errors if not e.get("retry"))
-    check_job_transition(job.state, J.FAILED)
-    job.state = J.FAILED
-    job.error = f"partition {bad.index} failed: {bad.error} (history: {reasons})"
-    job.finished_at = timezone.now()
-    job.version = version
-    job.save()
-    # The job is lost anyway: stop its other partitions so their memory and GPU time go free.
-    for p in parts:
-        if p.state not in PARTITION_TERMINAL:
-            p.state = P.CANCELLED
-            p.error = f"job failed at partition {bad.index}"
-            p.lease_expires_at = None
-            p.finished_at = timezone.now()
-            p.version = version
-            p.save()
-    _log_summary(job)
-    return [{"job": job.job_id}]
-
-
-def _log_summary(job: ProofJob) -> None:
-    """Logged once the outcome is durable: a write that rolls back (or a host killed before its
-    commit, whose job another host then finishes) must not leave a "job done" line behind."""
-    queue = _seconds(job.submitted_at, job.started_at)
-    total = _seconds(job.submitted_at, job.finished_at)
-    args = (job.state, job.kind, job.job_id, job.num_partitions, queue, total, f" — {job.error}" if job.error else "")
-    transaction.on_commit(lambda: log.info("job %s %s %s: %d partition(s), queue %.2fs, total %.2fs%s", *args))
-
-
-def _seconds(start: datetime | None, end: datetime | None) -> float:
-    return (end - start).total_seconds() if start and end else 0.0

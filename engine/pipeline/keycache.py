@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.memory import MemoryManager, Reservation
+from engine.pipeline.memory import MemoryManager, Reservation
 from engine.status.host_report import KeyReport
 
 log = logging.getLogger("engine.keycache")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from engine.memory import gpu_memory
+from engine.pipeline.memory import gpu_memory
 from engine.status.host_report import DeviceReport
 from provingsite.env import ConfigError
 

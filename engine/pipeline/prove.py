@@ -1,9 +1,9 @@
-"""GPU workers: N per device, one lock per device around kernel submission.
+"""Prove: proving workers, N per device, one lock per device around kernel submission.
 
 The split that makes the GPU never wait for CPU-side finishing work:
 
     take the next synthesized partition (oldest job's lowest partition first)
-    record gpu (with this worker) → gpu_prove_start → record finalizing
+    record gpu (with this worker) → launch the kernels → record finalizing
     release the a/b/c share of the partition's memory
     hand the pending proof to a finalizer → take the next one
 
@@ -12,46 +12,35 @@ with that worker), and a worker moves its partition out of ``gpu`` itself before
 the next, so the seed system's stale "idle" card cannot happen: no finalizer ever writes
 a worker's state.
 
-CPU backend: the "device" is a CPU slot named ``cpu``; ``gpu_prove_start`` then runs the
-whole proof synchronously, so the same loop and the same records serve both backends.
+CPU backend: the "device" is a CPU slot named ``cpu``; launching then runs the whole proof
+synchronously, so the same loop and the same records serve both backends (the prover's
+``gpu_prove_start`` keeps its name: it is the GPU's path, and the CPU's stand-in for it).
 """
 
 from __future__ import annotations
 
-import functools
 import heapq
 import itertools
 import logging
 import threading
 import time
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.utils import timezone
 
+from engine import prover
 from engine.models import Worker
-from engine.prover.groth16 import ProofAborted
+from engine.pipeline.inflight import InFlight
+from engine.pipeline.work import WorkItem
+from engine.prover import ProofAborted
 from engine.states import PartitionState
-
-if TYPE_CHECKING:
-    from engine.runtime import Engine
-    from engine.synthesize import WorkItem
 
 log = logging.getLogger("engine.prove")
 P = PartitionState
 
 
-@functools.cache
-def prover_api() -> SimpleNamespace:
-    """The prover's engine-facing functions: gpu_prove_start, gpu_prove_finish, verify."""
-    from engine import prover
-
-    return SimpleNamespace(gpu_prove_start=prover.gpu_prove_start, gpu_prove_finish=prover.gpu_prove_finish,
-                           verify=prover.verify)
-
-
-class GpuQueue:
-    """Synthesized partitions waiting for a worker, served in claim order."""
+class ProofQueue:
+    """Synthesized partitions waiting for a proving worker, served in claim order."""
 
     def __init__(self) -> None:
         self._heap: list[tuple[Any, int, WorkItem]] = []
@@ -97,11 +86,22 @@ class GpuQueue:
             return len(self._heap)
 
 
-class GpuWorker:
+class Finishing(Protocol):
+    """Where a launched proof goes to be finished (engine.pipeline.finalize.Finalizers)."""
+
+    def submit(self, item: WorkItem) -> None: ...
+
+    def finish(self, item: WorkItem) -> None: ...
+
+
+class ProvingWorker:
     """One worker slot (W0, W1 … on a device); ``run`` is its thread's loop."""
 
-    def __init__(self, engine: Engine, row: Worker, device_lock: threading.Lock, split: bool) -> None:
-        self.engine = engine
+    def __init__(self, book: InFlight, inbox: ProofQueue, finalizers: Finishing, row: Worker,
+                 device_lock: threading.Lock, split: bool) -> None:
+        self.book = book
+        self.inbox = inbox
+        self.finalizers = finalizers
         self.row = row
         self.device = row.device
         self.lock = device_lock
@@ -115,41 +115,34 @@ class GpuWorker:
         return f"{self.device} W{self.row.ordinal}"
 
     def run(self) -> None:
-        engine = self.engine
         while True:
-            item = engine.gpu_queue.take()
+            item = self.inbox.take()
             if item is None:
-                if engine.gpu_queue.closed:
+                if self.inbox.closed:
                     return
                 continue
-            self.step(item)
+            self.prove(item)
 
-    def step(self, item: WorkItem) -> None:
-        """Prove one partition; in split mode returns as soon as the kernels are launched."""
+    def prove(self, item: WorkItem) -> None:
+        """Occupy, launch, hand over: in split mode returns as soon as the kernels are launched."""
         self.current = item
         try:
-            if not self.start(item):
-                return
-            if self.split:
-                self.engine.finalizers.submit(item)
+            if self.occupy(item) and self.launch(item) and self.split:
+                self.finalizers.submit(item)
         finally:
             self.current = None
 
-    def start(self, item: WorkItem) -> bool:
-        """Record gpu, launch the proof, record finalizing; False if the work was dropped."""
-        return self.begin(item) and self.launch(item)
-
-    def begin(self, item: WorkItem) -> bool:
+    def occupy(self, item: WorkItem) -> bool:
         """Take the partition onto this worker: from now on the records say it proves it."""
         if item.dropped:
-            self.engine.drop(item)
+            self.book.drop(item)
             return False
-        return self.engine.record(item, P.GPU, worker=self.row, gpu_started_at=timezone.now())
+        return self.book.record(item, P.GPU, worker=self.row, gpu_started_at=timezone.now())
 
     def launch(self, item: WorkItem) -> bool:
         """Launch the kernels; leave ``gpu`` (split) or finish first (no split)."""
-        engine = self.engine
-        api = prover_api()
+        book = self.book
+        api = prover
         abandoned = item.abandoned
         try:
             with self.lock:
@@ -163,21 +156,21 @@ class GpuWorker:
                     self.busy_s += elapsed
                     item.timings["gpu_s"] = elapsed
         except ProofAborted:  # cancelled or fenced while proving: free its memory now
-            engine.drop(item)
+            book.drop(item)
             return False
         except Exception as exc:  # a kernel or prover error: another attempt may succeed
             log.exception("%s: proving %s failed", self.name, item.label)
-            engine.fail(item, item.public_reason(f"proving on {self.device} failed: {type(exc).__name__}: {exc}"),
+            book.fail(item, item.public_reason(f"proving on {self.device} failed: {type(exc).__name__}: {exc}"),
                         retryable=True)
             return False
         # Leave gpu before taking the next partition: the records never show a worker twice.
-        if not engine.record(item, P.FINALIZING, gpu_finished_at=timezone.now()):
+        if not book.record(item, P.FINALIZING, gpu_finished_at=timezone.now()):
             return False
         if item.reservation is not None:
             item.reservation.release_part(item.abc_bytes)  # A·w, B·w, C·w are on the device now
         item.assignment = None
         if not self.split:
-            self.engine.finalizers.finish(item)
+            self.finalizers.finish(item)
         return True
 
     def utilisation(self) -> float:

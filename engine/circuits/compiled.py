@@ -1,0 +1,103 @@
+"""A circuit's constraint matrices, compiled once per process and cached on disk.
+
+Compiling a 2^20-constraint shape in Python takes tens of seconds; every synthesis worker
+process would pay it. The matrices are stored once under the cache directory the embedding
+application names (the engine passes CACHE_DIR), keyed by the circuit and a hash of the
+modules that define it, so an edited circuit never reads stale matrices. Until one is
+named (a bare script) there is no disk cache.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.circuits.cs import ShapeCS
+from engine.prover.r1cs import R1CS
+
+if TYPE_CHECKING:
+    from engine.circuits.kinds import CircuitShape
+
+_COMPILED: dict[CircuitShape, R1CS] = {}
+
+
+def already_compiled(shape: CircuitShape) -> R1CS | None:
+    """The matrices if this process has them already (counting them is then free)."""
+    return _COMPILED.get(shape)
+
+
+def compiled(shape: CircuitShape) -> R1CS:
+    if shape not in _COMPILED:
+        r1cs = _load_cached(shape)
+        if r1cs is None:
+            cs = ShapeCS()
+            shape.define(cs, shape.placeholder_data())
+            r1cs = cs.compile()
+            _store_cached(shape, r1cs)
+        _COMPILED[shape] = r1cs
+    return _COMPILED[shape]
+
+
+_DISK_CACHE: Path | None = None
+
+
+def use_disk_cache(cache_dir: Path | str | None) -> None:
+    """Store compiled matrices under ``cache_dir``/circuits from now on; None turns it off."""
+    global _DISK_CACHE
+    _DISK_CACHE = None if cache_dir is None else Path(cache_dir) / "circuits"
+
+
+_SOURCES = ("cs.py", "gadgets.py", "grain.py", "poseidon.py", "poseidon_constants.py", "merkle.py", "kinds.py")
+
+
+@functools.cache
+def _source_hash() -> str:
+    import hashlib
+
+    here = Path(__file__).parent
+    digest = hashlib.sha256()
+    for name in _SOURCES:
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _cache_path(shape: CircuitShape) -> Path | None:
+    return None if _DISK_CACHE is None else _DISK_CACHE / f"{shape.kind}-{shape.scale}-{_source_hash()}.npz"
+
+
+def _load_cached(shape: CircuitShape) -> R1CS | None:
+    import numpy as np
+
+    from engine.prover.r1cs import SparseMatrix
+
+    path = _cache_path(shape)
+    if path is None or not path.exists():
+        return None
+    try:
+        with np.load(path) as z:
+            mats = [SparseMatrix(row_ptr=z[f"{m}_row_ptr"], cols=z[f"{m}_cols"], coeffs=z[f"{m}_coeffs"]) for m in "abc"]
+            n_vars, n_public = (int(x) for x in z["sizes"])
+    except (OSError, ValueError, KeyError):
+        return None  # unreadable: recompile and overwrite
+    return R1CS(curve=shape.curve, n_vars=n_vars, n_public=n_public, a=mats[0], b=mats[1], c=mats[2])
+
+
+def _store_cached(shape: CircuitShape, r1cs: R1CS) -> None:
+    import os
+
+    import numpy as np
+
+    path = _cache_path(shape)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}.npz")
+        arrays = {f"{name}_{part}": getattr(getattr(r1cs, name), part) for name in "abc" for part in ("row_ptr", "cols", "coeffs")}
+        np.savez(tmp, sizes=np.array([r1cs.n_vars, r1cs.n_public]), **arrays)
+        os.replace(tmp, path)  # atomic: concurrent workers read a whole file or none
+    except OSError:
+        pass  # a read-only cache directory only costs the recompile
+
+

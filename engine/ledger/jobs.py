@@ -1,0 +1,147 @@
+"""What a client or an operator asks of a job: submit it, cancel it, retry it.
+
+Submitting makes one job row and its partitions, idempotent on job_id. Cancel and retry
+write the records directly (with a fresh version, then a hint), from whichever process asks
+— the admin, the API, the console, the commands. Engines learn of a cancel within a fraction
+of a second: their sweeper re-reads the partitions they hold, drops the cancelled ones and
+frees their memory, and every later write for them is refused by the state machine anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from engine.ledger.claims import release_claim
+from engine.ledger.clock import next_version
+from engine.ledger.hints import publish_hint
+from engine.ledger.settle import settle_job
+from engine.models import ApiToken, Partition, ProofJob
+from engine.states import JOB_ACTIVE, KIND_PRIORITY, PARTITION_TERMINAL, Curve, JobState, PartitionState, ProofKind
+
+P = PartitionState
+J = JobState
+
+
+class JobConflict(Exception):
+    """A job with this id exists and was asked for something else."""
+
+    def __init__(self, job: ProofJob) -> None:
+        super().__init__(f"job id {job.job_id!r} is already used by a different request")
+        self.job = job
+
+
+def request_digest(kind: str, inputs: dict[str, Any], priority: int | None, curve: str) -> str:
+    canonical = json.dumps({"kind": kind, "inputs": inputs, "priority": priority, "curve": curve},
+                           sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def submit_job(
+    *,
+    kind: str,
+    job_id: str,
+    inputs: dict[str, Any],
+    num_partitions: int,
+    circuit_id: str = "",
+    scale: str = "",
+    priority: int | None = None,
+    curve: str = Curve.BLS12_381,
+    client: ApiToken | None = None,
+    upload_dir: str = "",
+) -> tuple[ProofJob, bool]:
+    """Create the job and its pending partitions; returns (job, created).
+
+    Inputs must already be validated (engine.circuits.kinds does that for the built-in kinds).
+    The same request twice returns the first job; a different request under the same id
+    raises JobConflict, because two requests sharing an id once mixed partitions into
+    invalid proofs.
+    """
+    if kind not in ProofKind.values:
+        raise ValueError(f"unknown kind {kind!r}")
+    digest = request_digest(kind, inputs, priority, curve)
+    existing = ProofJob.objects.filter(job_id=job_id).first()
+    if existing is not None:
+        return _same_or_conflict(existing, digest)
+    try:
+        with transaction.atomic():
+            job = ProofJob.objects.create(
+                job_id=job_id, kind=kind, inputs=inputs, curve=curve, circuit_id=circuit_id, scale=scale,
+                priority=KIND_PRIORITY[kind] if priority is None else priority,
+                num_partitions=num_partitions, request_digest=digest, client=client, upload_dir=upload_dir,
+            )
+            Partition.objects.bulk_create(Partition(job=job, index=i) for i in range(num_partitions))
+    except IntegrityError:
+        # Another submitter won the race for this id.
+        return _same_or_conflict(ProofJob.objects.get(job_id=job_id), digest)
+    _hint_new_work(job)
+    return job, True
+
+
+def _same_or_conflict(job: ProofJob, digest: str) -> tuple[ProofJob, bool]:
+    if job.request_digest != digest:
+        raise JobConflict(job)
+    return job, False
+
+
+def _hint_new_work(job: ProofJob) -> None:
+    """Tell consoles a job arrived. Best effort: the records are the truth."""
+    publish_hint(job=job.job_id)
+
+
+def cancel_job(job: ProofJob) -> None:
+    """Cancel a queued or running job and every partition not yet finished."""
+    version = 0
+    with transaction.atomic():
+        # The clock first, then the rows: the order every writer takes its locks in (the
+        # engine's writer bumps the clock before it touches a row), so two never deadlock.
+        version = next_version()
+        row = ProofJob.objects.select_for_update().get(pk=job.pk)
+        if row.state not in JOB_ACTIVE:
+            transaction.set_rollback(True)  # nothing changed: spend no version
+            return
+        now = timezone.now()
+        row.state = J.CANCELLED
+        row.finished_at = now
+        row.error = "cancelled"
+        row.version = version
+        row.save()
+        Partition.objects.filter(job=row).exclude(state__in=PARTITION_TERMINAL).update(
+            state=P.CANCELLED, lease_expires_at=None, finished_at=now, error="job cancelled", version=version)
+    publish_hint(job=job.job_id, version=version)
+
+
+def retry_job(job: ProofJob) -> None:
+    """Requeue a failed or cancelled job: its unfinished partitions start again (done ones stay)."""
+    version = 0
+    with transaction.atomic():
+        version = next_version()  # the clock first, as in cancel_job
+        row = ProofJob.objects.select_for_update().get(pk=job.pk)
+        if row.state not in (J.FAILED, J.CANCELLED):
+            transaction.set_rollback(True)
+            return
+        marker: dict[str, Any] = {"retry": True, "at": timezone.now().isoformat()}
+        for part in Partition.objects.select_for_update().filter(job=row, state__in=(P.FAILED, P.CANCELLED)):
+            # The attempt is kept: it is the fencing token and must only grow. The marker
+            # restarts the MAX_ATTEMPTS count.
+            part.state = P.PENDING
+            release_claim(part)
+            part.finished_at = None
+            part.error = ""
+            part.errors = [*part.errors, marker]
+            part.version = version
+            part.save()
+        row.state = J.QUEUED
+        row.error = ""
+        row.finished_at = None
+        row.version = version
+        row.save()
+        if not Partition.objects.filter(job=row).exclude(state=P.DONE).exists():
+            row.state = J.RUNNING  # every proof already made: the job completes now
+            row.save(update_fields=["state"])
+            settle_job(row, version, max_attempts=1)
+    publish_hint(job=job.job_id, version=version)

@@ -1,0 +1,99 @@
+"""A job's outcome, derived from its partitions inside the writing transaction.
+
+A job is done when every partition is; it fails with its first failed partition's reason
+(the others are cancelled so their memory and GPU time go free). Each failure is kept in
+the partition's error history; ``failures_since_retry`` counts the attempts MAX_ATTEMPTS
+limits (hand-backs on drain are not failures; an operator's retry restarts the count).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from engine.models import Partition, ProofJob
+from engine.states import JOB_TERMINAL, PARTITION_TERMINAL, JobState, PartitionState, check_job_transition
+
+log = logging.getLogger("engine.ledger")
+P = PartitionState
+J = JobState
+
+
+def failures_since_retry(errors: list[dict[str, Any]]) -> int:
+    """Failed attempts since the last explicit retry (drain hand-backs are not failures)."""
+    count = 0
+    for entry in errors:
+        if entry.get("retry"):
+            count = 0
+        elif not entry.get("handed_back"):
+            count += 1
+    return count
+
+
+def error_entry(attempt: int, host: str, reason: str, **extra: Any) -> dict[str, Any]:
+    return {"attempt": attempt, "host": host, "at": timezone.now().isoformat(), "reason": reason, **extra}
+
+
+def settle_job(job: ProofJob, version: int, max_attempts: int) -> list[dict[str, Any]]:
+    """Derive the job's state from its partitions, in the caller's transaction."""
+    job = ProofJob.objects.select_for_update().get(pk=job.pk)
+    if job.state in JOB_TERMINAL:
+        return []
+    parts = list(Partition.objects.select_for_update().filter(job=job).order_by("index"))
+    failed = [p for p in parts if p.state == P.FAILED]
+    if failed:
+        return _fail_job(job, parts, failed[0], version)
+    if all(p.state == P.DONE for p in parts):
+        return _finish_job(job, parts, version)
+    return []
+
+
+def _finish_job(job: ProofJob, parts: list[Partition], version: int) -> list[dict[str, Any]]:
+    check_job_transition(job.state, J.DONE)
+    job.state = J.DONE
+    job.proof = [p.proof for p in parts]
+    job.public_inputs = [p.public_inputs for p in parts]
+    job.verified = True
+    job.finished_at = timezone.now()
+    job.version = version
+    job.save()
+    _log_summary(job)
+    return [{"job": job.job_id}]
+
+
+def _fail_job(job: ProofJob, parts: list[Partition], bad: Partition, version: int) -> list[dict[str, Any]]:
+    reasons = "; ".join(f"attempt {e.get('attempt')}: {e.get('reason')}" for e in bad.errors if not e.get("retry"))
+    check_job_transition(job.state, J.FAILED)
+    job.state = J.FAILED
+    job.error = f"partition {bad.index} failed: {bad.error} (history: {reasons})"
+    job.finished_at = timezone.now()
+    job.version = version
+    job.save()
+    # The job is lost anyway: stop its other partitions so their memory and GPU time go free.
+    for p in parts:
+        if p.state not in PARTITION_TERMINAL:
+            p.state = P.CANCELLED
+            p.error = f"job failed at partition {bad.index}"
+            p.lease_expires_at = None
+            p.finished_at = timezone.now()
+            p.version = version
+            p.save()
+    _log_summary(job)
+    return [{"job": job.job_id}]
+
+
+def _log_summary(job: ProofJob) -> None:
+    """Logged once the outcome is durable: a write that rolls back (or a host killed before its
+    commit, whose job another host then finishes) must not leave a "job done" line behind."""
+    queue = _seconds(job.submitted_at, job.started_at)
+    total = _seconds(job.submitted_at, job.finished_at)
+    args = (job.state, job.kind, job.job_id, job.num_partitions, queue, total, f" — {job.error}" if job.error else "")
+    transaction.on_commit(lambda: log.info("job %s %s %s: %d partition(s), queue %.2fs, total %.2fs%s", *args))
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float:
+    return (end - start).total_seconds() if start and end else 0.0

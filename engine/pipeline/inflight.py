@@ -1,0 +1,126 @@
+"""The work this host holds, and the one way a stage reports on it to the ledger.
+
+Every stage gets the same ``InFlight``: it records a transition of an item (``record``),
+fails it (``fail``), drops it when the records no longer want it (``drop``), or completes it
+(``completed``); each of those frees what the item holds (memory, its proving key) exactly
+once. The stages never see the host that wires them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import DatabaseError, connection
+
+from engine.ledger.claims import Claim
+from engine.ledger.writer import Refused, StatusWriter, Transition
+from engine.pipeline.keycache import KeyCache
+from engine.pipeline.work import WorkItem
+from engine.states import PartitionState
+
+log = logging.getLogger("engine")
+P = PartitionState
+
+
+@dataclass
+class Stats:
+    completed: int = 0
+    failed: int = 0
+    dropped: int = 0
+    items: list[dict[str, float]] = field(default_factory=list)
+
+
+@dataclass
+class Signals:
+    """What the threads of one host share: stop, wake the dispatcher, nothing left to claim."""
+
+    stopping: threading.Event = field(default_factory=threading.Event)
+    wake: threading.Event = field(default_factory=threading.Event)
+    queue_empty: threading.Event = field(default_factory=threading.Event)
+
+
+class InFlight:
+    def __init__(self, writer: StatusWriter, keycache: KeyCache) -> None:
+        self.writer = writer
+        self.keycache = keycache
+        self.stats = Stats()
+        self._items: dict[int, WorkItem] = {}
+        self._lock = threading.Lock()
+
+    # -- what the host holds ----------------------------------------------------------------
+
+    def add(self, item: WorkItem) -> WorkItem:
+        with self._lock:
+            self._items[item.claim.partition_id] = item
+        return item
+
+    def items(self) -> dict[int, WorkItem]:
+        with self._lock:
+            return dict(self._items)
+
+    def claims(self) -> list[Claim]:
+        return [item.claim for item in self.items().values()]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    # -- what a stage reports -----------------------------------------------------------------
+
+    def record(self, item: WorkItem, target: str, **fields: Any) -> bool:
+        """Write one transition for ``item``. When it cannot be written the item is dropped
+        here, its memory freed, and False returned: the caller only stops."""
+        try:
+            self.writer.apply(Transition(item.claim, target, fields))
+        except Refused:
+            self.drop(item)
+            return False
+        except DatabaseError as exc:
+            # The database is unreachable or killed our session: drop the work here; its
+            # lease lapses and another host (or this one, later) proves it again.
+            log.error("recording %s for %s failed (%s); the lease will requeue it", target, item.label, exc)
+            connection.close()
+            self.drop(item)
+            return False
+        return True
+
+    def fail(self, item: WorkItem, reason: str, retryable: bool) -> None:
+        log.warning("%s failed: %s", item.label, reason)
+        try:
+            self.writer.apply(Transition(item.claim, P.FAILED, reason=reason, retryable=retryable))
+            self.stats.failed += 1
+        except Refused:
+            pass
+        except DatabaseError as exc:
+            log.error("recording the failure of %s failed (%s); the lease will requeue it", item.label, exc)
+            connection.close()
+        self.release(item)
+
+    def drop(self, item: WorkItem, hand_back: bool = False) -> None:
+        """Abandon work the records no longer want (cancelled, fenced), freeing its memory."""
+        item.dropped = True
+        if hand_back:
+            self.writer.hand_back(item.claim, "handed back: engine stopping")
+        self.stats.dropped += 1
+        self.release(item)
+
+    def completed(self, item: WorkItem) -> None:
+        self.stats.completed += 1
+        self.stats.items.append(dict(item.timings))
+        self.release(item)
+
+    def release(self, item: WorkItem) -> None:
+        """Free everything ``item`` holds; safe to call twice."""
+        with self._lock:
+            if self._items.pop(item.claim.partition_id, None) is None:
+                return
+        if item.reservation is not None:
+            item.reservation.release()
+        if item.key is not None and item.source.shares_key:
+            self.keycache.check_in(item.circuit_id)
+        item.key = item.assignment = item.pending = None

@@ -1,0 +1,47 @@
+"""Reserve: before a partition is synthesized, everything it will hold is held for it.
+
+Its proving key is checked out of the host's key cache (a built-in kind's or a registered
+circuit's) and its memory reserved from the circuit's real needs, blocking until the bytes
+fit: memory is the back-pressure that keeps a host from taking more than it can prove. A
+client's uploaded zkey is read only inside the job's reservation, so its bytes are counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from engine.pipeline.inflight import InFlight
+from engine.pipeline.keycache import KeyCache
+from engine.pipeline.memory import MemoryBudgetError, MemoryManager
+from engine.pipeline.work import CircuitSource, WorkItem
+
+log = logging.getLogger("engine.reserve")
+
+
+def reserve(item: WorkItem, book: InFlight, keycache: KeyCache, memory: MemoryManager,
+            stopping: threading.Event) -> bool:
+    """Hold the item's key and memory; False (the item failed or dropped, freed) if not."""
+    try:
+        if item.source.shares_key:
+            item.key = keycache.checkout(item.circuit_id, item.key_bytes, item.priority)
+            if item.source is CircuitSource.REGISTERED:  # its vk is the cached key's
+                item.vk = item.key.vk
+        item.reservation = memory.acquire(f"{item.kind} {item.job_id}", item.partition_bytes, item.priority,
+                                          cancelled=lambda: item.dropped or stopping.is_set())
+        if not item.source.shares_key:  # the client's own key, read once per job, inside its reservation
+            from engine.prover import read_zkey
+
+            item.key = read_zkey(item.zkey_path)
+            item.vk = item.key.vk
+    except MemoryBudgetError as exc:
+        book.fail(item, str(exc), retryable=False)
+        return False
+    except InterruptedError:
+        book.drop(item, hand_back=stopping.is_set())
+        return False
+    except Exception as exc:  # a missing or corrupt key, a failed setup: say which and why
+        log.exception("cannot prepare %s", item.label)
+        book.fail(item, item.public_reason(f"preparing {item.circuit_id}: {exc}"), retryable=False)
+        return False
+    return True

@@ -1,0 +1,118 @@
+"""Synthesize: reserved partitions become assignments on real cores.
+
+``start`` records ``synthesizing`` and submits the partition to a pool of processes (a
+built-in kind runs its circuit on the job's inputs; a circom circuit's assignment comes from
+the client's witness). The collector thread records ``synth_done`` and hands the item to the
+proving queue, or fails it: an error the inputs or the circuit cause is not retried.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import queue
+import threading
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+from django.utils import timezone
+
+from engine.pipeline import synthesis_process
+from engine.pipeline.inflight import InFlight
+from engine.pipeline.prove import ProofQueue
+from engine.pipeline.work import CircuitSource, WorkItem, public_inputs_of
+from engine.states import PartitionState
+
+log = logging.getLogger("engine.synthesize")
+P = PartitionState
+
+
+def new_pool(concurrency: int) -> ProcessPoolExecutor:
+    """Processes that end with the engine, kill -9 included (see synthesis_process.die_with).
+
+    The kernel's death signal is tied to the spawning thread; the pool spawns from the thread
+    that builds it and warms it up (Engine.start), which lives as long as the engine only when it
+    is the main thread, so elsewhere the workers rely on their watcher alone.
+    """
+    kernel_tied = threading.current_thread() is threading.main_thread()
+    return ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=synthesis_process.init_worker, initargs=(os.getpid(), kernel_tied))
+
+
+class Synthesis:
+    def __init__(self, book: InFlight, outbox: ProofQueue, concurrency: int) -> None:
+        self.book = book
+        self.outbox = outbox
+        self.concurrency = concurrency
+        self.pool = new_pool(concurrency)
+        self.active = 0
+        self._slots = threading.Condition()
+        self._done: queue.Queue[tuple[WorkItem, Future[Any]] | None] = queue.Queue()
+
+    def warm_up(self) -> None:
+        """Start every pool process now, so the first partition does not pay their start."""
+        for f in [self.pool.submit(synthesis_process.nothing) for _ in range(self.concurrency)]:
+            f.result()
+
+    def has_room(self, waiting_for_proof: int, pace_target: int) -> bool:
+        """A free pool slot, and not too much synthesized work already waiting (the pacer);
+        waits a little for one otherwise."""
+        with self._slots:
+            if self.active >= self.concurrency or self.active + waiting_for_proof >= pace_target:
+                self._slots.wait(0.2)
+                return False
+        return True
+
+    def start(self, item: WorkItem) -> None:
+        if not self.book.record(item, P.SYNTHESIZING, synth_started_at=timezone.now(),
+                                reserved_bytes=item.reservation.nbytes + item.key_bytes):
+            return  # cancelled (or fenced) since the claim: record() has freed what it held
+        with self._slots:
+            self.active += 1
+        item.timings["synth_submitted"] = time.perf_counter()
+        if item.source is CircuitSource.BUILTIN:
+            future = self.pool.submit(synthesis_process.synthesize_builtin, item.circuit_id, item.inputs, item.index)
+        else:
+            future = self.pool.submit(synthesis_process.synthesize_circom, item.upload_dir)
+        future.add_done_callback(lambda f, item=item: self._done.put((item, f)))
+
+    # -- collector -------------------------------------------------------------------------
+
+    def collect_forever(self) -> None:
+        while True:
+            entry = self._done.get()
+            if entry is None:
+                return
+            item, future = entry
+            with self._slots:
+                self.active -= 1
+                self._slots.notify_all()
+            self.collect(item, future)
+
+    def collect(self, item: WorkItem, future: Future[Any]) -> None:
+        book = self.book
+        try:
+            item.assignment, item.timings["synth_s"] = future.result()
+        except Exception as exc:  # the circuit refused the inputs, or the process died
+            book.fail(item, item.public_reason(f"synthesis failed: {type(exc).__name__}: {exc}"),
+                      retryable=not _deterministic(exc))
+            return
+        if item.dropped:
+            book.drop(item)
+            return
+        item.publics = public_inputs_of(item.assignment.public_inputs)
+        if book.record(item, P.SYNTH_DONE, synth_finished_at=timezone.now()):
+            self.outbox.put(item)
+
+    def stop(self) -> None:
+        self._done.put(None)
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _deterministic(exc: BaseException) -> bool:
+    """Errors another attempt cannot fix: the inputs or the circuit are wrong."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    return not isinstance(exc, BrokenProcessPool | OSError | MemoryError)
