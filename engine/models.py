@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.db import models
 from django.db.models import Q
 
+from engine.format import ms_between
 from engine.states import Curve, JobState, PartitionState, Priority, ProofKind
 
 
@@ -99,25 +100,21 @@ class Partition(models.Model):
     def __str__(self) -> str:
         return f"P{self.index} of {self.job.job_id}"
 
-    @staticmethod
-    def _ms(start, end) -> int | None:  # type: ignore[no-untyped-def]
-        return int((end - start).total_seconds() * 1000) if start and end else None
-
     @property
     def synth_ms(self) -> int | None:
-        return self._ms(self.synth_started_at, self.synth_finished_at)
+        return ms_between(self.synth_started_at, self.synth_finished_at)
 
     @property
     def gpu_ms(self) -> int | None:
-        return self._ms(self.gpu_started_at, self.gpu_finished_at)
+        return ms_between(self.gpu_started_at, self.gpu_finished_at)
 
     @property
     def finalize_ms(self) -> int | None:
-        return self._ms(self.gpu_finished_at, self.finished_at)
+        return ms_between(self.gpu_finished_at, self.finished_at)
 
     @property
     def queue_ms(self) -> int | None:
-        return self._ms(self.job.submitted_at, self.synth_started_at)
+        return ms_between(self.job.submitted_at, self.synth_started_at)
 
 
 class EngineHost(models.Model):

@@ -98,14 +98,7 @@ def check_job_transition(current: str, target: str) -> None:
         raise TransitionError(f"job cannot go from {current} to {target}")
 
 
-# What each kind is, as operators know it (shared/DESIGN.md section 1).
-KIND_PARTITIONS: dict[str, int | None] = {
-    ProofKind.WINNING_POST: 1,
-    ProofKind.WINDOW_POST: None,  # 1..N as the request says
-    ProofKind.POREP_C2: 10,
-    ProofKind.SNAP_UPDATE: 16,
-    ProofKind.CUSTOM: 1,
-}
+# Each kind's default priority, as operators know it (shared/DESIGN.md section 1).
 KIND_PRIORITY: dict[str, int] = {
     ProofKind.WINNING_POST: Priority.CRITICAL,
     ProofKind.WINDOW_POST: Priority.HIGH,

@@ -127,14 +127,6 @@ class MemoryManager:
                     raise TimeoutError(f"{owner}: {fmt_bytes(nbytes)} not available within {timeout}s")
                 self._cond.wait(timeout=min(left, 0.25) if left is not None else 0.25)
 
-    def try_acquire(self, owner: str, nbytes: int, priority: int = 2) -> Reservation | None:
-        """Reserve now if it fits and nobody of the same or higher priority waits first."""
-        self._check_possible(owner, nbytes)
-        with self._cond:
-            if any(t.priority <= priority for t in self._waiting) or not self._fits(nbytes):
-                return None
-            return self._take(owner, nbytes)
-
     def _check_possible(self, owner: str, nbytes: int) -> None:
         if nbytes < 0:
             raise MemoryBudgetError(f"{owner}: negative request {nbytes}")
