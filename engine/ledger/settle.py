@@ -53,35 +53,30 @@ def settle_job(job: ProofJob, version: int, max_attempts: int) -> list[dict[str,
 
 
 def _finish_job(job: ProofJob, parts: list[Partition], version: int) -> list[dict[str, Any]]:
-    check_job_transition(job.state, J.DONE)
-    job.state = J.DONE
-    job.proof = [p.proof for p in parts]
-    job.public_inputs = [p.public_inputs for p in parts]
-    job.verified = True
-    job.finished_at = timezone.now()
-    job.version = version
-    job.save()
-    _log_summary(job)
-    return [{"job": job.job_id}]
+    return _close_job(job, J.DONE, version, proof=[p.proof for p in parts],
+                      public_inputs=[p.public_inputs for p in parts], verified=True)
 
 
 def _fail_job(job: ProofJob, parts: list[Partition], bad: Partition, version: int) -> list[dict[str, Any]]:
+    # The job is lost anyway: stop its other partitions so their memory and GPU time go free.
+    now = timezone.now()
+    for p in parts:
+        if p.state not in PARTITION_TERMINAL:
+            p.state, p.error, p.lease_expires_at, p.finished_at = P.CANCELLED, f"job failed at partition {bad.index}", None, now
+            p.version = version
+            p.save()
     reasons = "; ".join(f"attempt {e.get('attempt')}: {e.get('reason')}" for e in bad.errors if not e.get("retry"))
-    check_job_transition(job.state, J.FAILED)
-    job.state = J.FAILED
-    job.error = f"partition {bad.index} failed: {bad.error} (history: {reasons})"
+    return _close_job(job, J.FAILED, version, error=f"partition {bad.index} failed: {bad.error} (history: {reasons})")
+
+
+def _close_job(job: ProofJob, target: str, version: int, **fields: Any) -> list[dict[str, Any]]:
+    check_job_transition(job.state, target)
+    for name, value in fields.items():
+        setattr(job, name, value)
+    job.state = target
     job.finished_at = timezone.now()
     job.version = version
     job.save()
-    # The job is lost anyway: stop its other partitions so their memory and GPU time go free.
-    for p in parts:
-        if p.state not in PARTITION_TERMINAL:
-            p.state = P.CANCELLED
-            p.error = f"job failed at partition {bad.index}"
-            p.lease_expires_at = None
-            p.finished_at = timezone.now()
-            p.version = version
-            p.save()
     _log_summary(job)
     return [{"job": job.job_id}]
 
