@@ -258,8 +258,14 @@ def _u64(arr: np.ndarray, width: int, name: str, rows: int | None = None) -> np.
 
 
 def _ptr(a: np.ndarray, ctype: str = "uint64_t *") -> Any:
+    """A C pointer to ``a``'s data that keeps ``a`` alive as long as the pointer lives.
+
+    A cast of ``a.ctypes.data`` does not: an array made inside a call's argument list
+    (``fn(_ptr(_const_fr(w, c)))``) is freed before the call runs, and with the GIL released
+    another thread's allocation then overwrites what the kernel reads (a wrong NTT root, a
+    proof point that fails its subgroup check)."""
     ffi, _ = build()
-    return ffi.cast(ctype, a.ctypes.data)
+    return ffi.from_buffer(ctype.replace(" *", "[]"), a)
 
 
 def _const_fr(value: int, c: CurveParams) -> np.ndarray:

@@ -285,10 +285,10 @@ def _check_reduced(values: Sequence[int], c: CurveParams, what: str) -> None:
 
 
 def _ptr(a: np.ndarray) -> Any:
-    from engine.prover.native import build
+    """A pointer that keeps ``a`` alive while it lives (see engine.prover.native._ptr)."""
+    from engine.prover.native import _ptr as native_ptr
 
-    ffi, _ = build()
-    return ffi.cast("uint64_t *", a.ctypes.data)
+    return native_ptr(a)
 
 
 _REASONS = {1: "off curve", 2: "not in subgroup"}
