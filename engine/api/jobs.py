@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from django.db import transaction
@@ -182,7 +182,8 @@ def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: A
 
 def _links(job: ProofJob) -> dict[str, str]:
     base = f"/api/v1/jobs/{job.job_id}"
-    return {"self": base, "proof": f"{base}/proof", "snarkjs": f"{base}/proof/snarkjs",
+    return {"self": base, "proof": f"{base}/proof", "proof_bytes": f"{base}/proof?format=bytes",
+            "snarkjs": f"{base}/proof/snarkjs", "verification_key": f"{base}/verification_key.json",
             "cancel": f"{base}/cancel", "retry": f"{base}/retry"}
 
 
@@ -454,10 +455,31 @@ def get_job(request: HttpRequest, job_id: JobIdPath, response: HttpResponse) -> 
     return body
 
 
-@router.get("/jobs/{job_id}/proof", response={200: ProofOut, **ERRORS}, summary="The proof, in our format")
-def get_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
+_PROOF_BYTES_DOC = {"responses": {200: {"content": {"application/octet-stream": {
+    "schema": {"type": "string", "format": "binary", "description": (
+        "With format=bytes: each partition's proof compressed as A‖B‖C, in partition order. BLS12-381 "
+        "(the built-in kinds): 48+96+48 = 192 bytes per proof in the zcash/IETF compressed encoding "
+        "(big-endian; flags in the top 3 bits of each point's first byte: 0x80 compressed, 0x40 infinity, "
+        "0x20 larger y), as bellperson and blst read it. BN254: 32+64+32 = 128 bytes per proof in arkworks' "
+        "compressed convention (ark-serialize serialize_compressed: little-endian; flags in the top 2 bits "
+        "of each point's last byte: 0x80 larger y, 0x40 infinity). G2 x is c1‖c0 on BLS12-381, c0‖c1 on BN254."
+    )}}}}}}
+
+
+@router.get("/jobs/{job_id}/proof", response={200: ProofOut, **ERRORS}, openapi_extra=_PROOF_BYTES_DOC,
+            summary="The proof, in our format (JSON) or as compressed bytes (format=bytes)")
+def get_proof(request: HttpRequest, job_id: JobIdPath,
+              format: Literal["json", "bytes"] = Query("json", description=(  # noqa: A002 the parameter's name
+                  "json: our document; bytes: the compressed Groth16 encoding, application/octet-stream"))) -> Any:
     job = _job(request, job_id)
     _done(job)
+    if format == "bytes":
+        from engine.api.proof_bytes import job_proof_bytes
+
+        body = job_proof_bytes([p.proof for p in job.partitions.order_by("index")])
+        response = HttpResponse(body, content_type="application/octet-stream")
+        response["Content-Disposition"] = f'attachment; filename="{job.job_id}.proof"'
+        return response
     return proof_document(job)
 
 
