@@ -1,0 +1,86 @@
+"""What several commands share: the hint when no engine runs, the kernel build's progress,
+and finding a job by id. (A leading underscore: Django does not take this for a command.)"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.core.management.base import CommandError
+from django.utils import timezone
+
+from engine.models import EngineHost, ProofJob
+from engine.snapshot import stale_after_seconds
+
+START_ENGINE = "`manage.py runengine` (or `bin/run`: the console and an engine in one process)"
+
+
+def live_hosts() -> list[EngineHost]:
+    """Hosts that have not stopped and beat recently: the console's rule for a host that is up."""
+    fresh_since = timezone.now() - timedelta(seconds=stale_after_seconds())
+    return list(EngineHost.objects.filter(stopped_at__isnull=True, heartbeat_at__gte=fresh_since))
+
+
+def no_engine_hint() -> str | None:
+    """How to start an engine, when none is up (queued work would wait for ever); None when one is."""
+    if live_hosts():
+        return None
+    return f"no engine is running: start one with {START_ENGINE}"
+
+
+def job_by_id(job_id: str) -> ProofJob:
+    job = ProofJob.objects.filter(job_id=job_id).first()
+    if job is None:
+        raise CommandError(f"no job with id {job_id!r} (manage.py jobs lists them)")
+    return job
+
+
+def with_progress[T](out: Any, what: str, work: Callable[[], T], *, announce_after: float = 1.0,
+                  every: float = 10.0) -> T:
+    """Run ``work``; if it is still running after ``announce_after`` seconds, say what it is
+    doing, then how long it has taken every ``every`` seconds, and the total at the end.
+
+    A quick call (a cached kernel module loaded in milliseconds) prints nothing, so the line
+    appears exactly when there is a wait to explain, without knowing in advance if there is one.
+    """
+    finished = threading.Event()
+    announced = threading.Event()
+    started = time.monotonic()
+
+    def talk() -> None:
+        if finished.wait(announce_after):
+            return
+        out.write(f"{what} …\n")
+        out.flush()
+        announced.set()
+        while not finished.wait(every):
+            out.write(f"  … {time.monotonic() - started:.0f} s\n")
+            out.flush()
+
+    speaker = threading.Thread(target=talk, name="progress", daemon=True)
+    speaker.start()
+    try:
+        result = work()
+    finally:
+        finished.set()
+        speaker.join()
+    if announced.is_set():
+        out.write(f"{what}: done in {time.monotonic() - started:.0f} s\n")
+        out.flush()
+    return result
+
+
+def build_kernels(out: Any) -> None:
+    """Compile the CPU kernels now, saying so, rather than silently inside the first proof.
+
+    The build happens once per kernel source (cached under CACHE_DIR/kernels, shared by every
+    process under a file lock); later starts load the cached module in milliseconds and print
+    nothing."""
+    from engine.prover import native
+
+    with_progress(out, "building the CPU kernels (one time, about a minute on a small machine)",
+                  lambda: native.build())
+
