@@ -189,3 +189,9 @@ def test_a_long_step_is_announced_ticks_and_ends_with_its_time() -> None:
     assert lines[0] == "building the kernels …"
     assert lines[1].startswith("  … ") and lines[1].endswith(" s")
     assert lines[-1].startswith("building the kernels: done in ")
+
+
+def test_a_cpu_only_start_has_no_gpu_kernels_to_build() -> None:
+    from engine.management.commands._common import _gpu_archs
+
+    assert _gpu_archs("cpu") == []

@@ -73,14 +73,35 @@ def with_progress[T](out: Any, what: str, work: Callable[[], T], *, announce_aft
     return result
 
 
-def build_kernels(out: Any) -> None:
-    """Compile the CPU kernels now, saying so, rather than silently inside the first proof.
+def build_kernels(out: Any, devices: str = "cpu") -> None:
+    """Compile the kernels now, saying so, rather than silently inside the first proof.
 
-    The build happens once per kernel source (cached under CACHE_DIR/kernels, shared by every
-    process under a file lock); later starts load the cached module in milliseconds and print
-    nothing."""
+    The CPU kernels always (synthesis uses them too); the GPU kernels for each CUDA device the
+    ``devices`` setting names (auto, cpu, cuda:0,…). Each build happens once per kernel source
+    (cached under CACHE_DIR/kernels, shared by every process under a file lock); later starts
+    load the cached module in milliseconds and print nothing."""
     from engine.prover import native
 
     with_progress(out, "building the CPU kernels (one time, about a minute on a small machine)",
                   lambda: native.build())
+    for arch in _gpu_archs(devices):
+        from engine.prover import gpu
 
+        with_progress(out, f"compiling the GPU kernels for {arch} with NVRTC (one time, a few minutes)",
+                      lambda arch=arch: gpu.compile_for_arch(arch))
+
+
+def _gpu_archs(devices: str) -> list[str]:
+    """The distinct ``sm_XX`` of the CUDA devices named; none when there are none (or the
+    setting is wrong: the engine's own start then says which device is missing)."""
+    from engine import devices as devices_mod
+
+    try:
+        named = [d for d in devices_mod.discover(devices) if d.is_gpu]
+        if not named:
+            return []
+        import cupy
+
+        return sorted({f"sm_{cupy.cuda.Device(int(d.name.split(':')[1])).compute_capability}" for d in named})
+    except Exception:  # no CuPy, no driver, a device not there: nothing to build here
+        return []

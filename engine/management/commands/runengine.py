@@ -51,7 +51,7 @@ class Command(BaseCommand):
         if opts["serve"]:
             port_is_free(opts["host"], opts["port"])  # before the engine claims any work
             import daphne.server  # noqa: F401 - installs the asyncio reactor before anything imports Twisted
-        build_kernels(self.stdout)  # a first start compiles for a minute: say so instead of going quiet
+        build_kernels(self.stdout, config.devices)  # a first start compiles for minutes: say so, not go quiet
         engine = Engine(config).start()
         if opts["demo"] and ProofJob.objects.exists():
             self.stdout.write("the database already holds jobs: no demo jobs added")
