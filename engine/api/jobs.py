@@ -22,6 +22,7 @@ from ninja import Query, Router, Schema, Status
 from pydantic import Field, field_validator
 
 from engine.api.errors import ApiError
+from engine.api.proof_bytes import BYTES_RESPONSE, job_proof_bytes
 from engine.api.schemas import (
     JOB_ID_MAX,
     JOB_ID_PATTERN,
@@ -455,27 +456,14 @@ def get_job(request: HttpRequest, job_id: JobIdPath, response: HttpResponse) -> 
     return body
 
 
-_PROOF_BYTES_DOC = {"responses": {200: {"content": {"application/octet-stream": {
-    "schema": {"type": "string", "format": "binary", "description": (
-        "With format=bytes: each partition's proof compressed as A‖B‖C, in partition order. BLS12-381 "
-        "(the built-in kinds): 48+96+48 = 192 bytes per proof in the zcash/IETF compressed encoding "
-        "(big-endian; flags in the top 3 bits of each point's first byte: 0x80 compressed, 0x40 infinity, "
-        "0x20 larger y), as bellperson and blst read it. BN254: 32+64+32 = 128 bytes per proof in arkworks' "
-        "compressed convention (ark-serialize serialize_compressed: little-endian; flags in the top 2 bits "
-        "of each point's last byte: 0x80 larger y, 0x40 infinity). G2 x is c1‖c0 on BLS12-381, c0‖c1 on BN254."
-    )}}}}}}
-
-
-@router.get("/jobs/{job_id}/proof", response={200: ProofOut, **ERRORS}, openapi_extra=_PROOF_BYTES_DOC,
+@router.get("/jobs/{job_id}/proof", response={200: ProofOut, **ERRORS}, openapi_extra=BYTES_RESPONSE,
             summary="The proof, in our format (JSON) or as compressed bytes (format=bytes)")
 def get_proof(request: HttpRequest, job_id: JobIdPath,
-              format: Literal["json", "bytes"] = Query("json", description=(  # noqa: A002 the parameter's name
+              format: Literal["json", "bytes"] = Query("json", description=(
                   "json: our document; bytes: the compressed Groth16 encoding, application/octet-stream"))) -> Any:
     job = _job(request, job_id)
     _done(job)
     if format == "bytes":
-        from engine.api.proof_bytes import job_proof_bytes
-
         body = job_proof_bytes([p.proof for p in job.partitions.order_by("index")])
         response = HttpResponse(body, content_type="application/octet-stream")
         response["Content-Disposition"] = f'attachment; filename="{job.job_id}.proof"'

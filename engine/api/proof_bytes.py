@@ -24,11 +24,16 @@ from engine.prover.snarkjs import proof_from_json
 G1 = tuple[int, int]
 G2 = tuple[tuple[int, int], tuple[int, int]]
 
-PROOF_BYTES = {"bls12381": 192, "bn128": 128}
-CONVENTION = {
-    "bls12381": "zcash/IETF compressed (big-endian, flags in the first byte's top 3 bits)",
-    "bn128": "arkworks compressed (little-endian, flags in the last byte's top 2 bits)",
-}
+# The OpenAPI document's word on the format: GET /jobs/{job_id}/proof's 200 with format=bytes.
+BYTES_RESPONSE = {"responses": {200: {"content": {"application/octet-stream": {
+    "schema": {"type": "string", "format": "binary", "description": (
+        "With format=bytes: each partition's proof compressed as A‖B‖C, in partition order. BLS12-381 "
+        "(the built-in kinds): 48+96+48 = 192 bytes per proof in the zcash/IETF compressed encoding "
+        "(big-endian; flags in the top 3 bits of each point's first byte: 0x80 compressed, 0x40 infinity, "
+        "0x20 larger y), as bellperson and blst read it. BN254: 32+64+32 = 128 bytes per proof in arkworks' "
+        "compressed convention (ark-serialize serialize_compressed: little-endian; flags in the top 2 bits "
+        "of each point's last byte: 0x80 larger y, 0x40 infinity). G2 x is c1‖c0 on BLS12-381, c0‖c1 on BN254."
+    )}}}}}}
 
 
 def _larger(y: int, p: int) -> bool:
