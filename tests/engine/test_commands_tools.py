@@ -130,9 +130,11 @@ def test_canceljob_leaves_a_finished_job_and_says_so() -> None:
     assert ProofJob.objects.get(job_id="w-1").state == JobState.DONE
 
 
-def test_canceljob_names_an_unknown_id() -> None:
+def test_canceljob_names_an_unknown_id_and_still_cancels_the_others() -> None:
+    submit()
     with pytest.raises(CommandError, match="no job with id 'nope'"):
-        run("canceljob", "nope")
+        run("canceljob", "nope", "w-1")
+    assert ProofJob.objects.get(job_id="w-1").state == JobState.CANCELLED
 
 
 def test_retryjob_requeues_a_failed_job_and_hints_at_starting_an_engine() -> None:

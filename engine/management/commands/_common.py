@@ -1,5 +1,5 @@
-"""What several commands share: the hint when no engine runs, the kernel build's progress,
-and finding a job by id. (A leading underscore: Django does not take this for a command.)"""
+"""What several commands share: the hint when no engine runs, and the kernel build's progress.
+(A leading underscore: Django does not take this module for a command.)"""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from django.core.management.base import CommandError
 from django.utils import timezone
 
-from engine.models import EngineHost, ProofJob
+from engine.models import EngineHost
 from engine.snapshot import stale_after_seconds
 
 START_ENGINE = "`manage.py runengine` (or `bin/run`: the console and an engine in one process)"
@@ -29,13 +28,6 @@ def no_engine_hint() -> str | None:
     if live_hosts():
         return None
     return f"no engine is running: start one with {START_ENGINE}"
-
-
-def job_by_id(job_id: str) -> ProofJob:
-    job = ProofJob.objects.filter(job_id=job_id).first()
-    if job is None:
-        raise CommandError(f"no job with id {job_id!r} (manage.py jobs lists them)")
-    return job
 
 
 def with_progress[T](out: Any, what: str, work: Callable[[], T], *, announce_after: float = 1.0,

@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from engine.actions import cancel_job
-from engine.management.commands._common import job_by_id
+from engine.models import ProofJob
 from engine.states import JOB_ACTIVE
 
 
@@ -24,7 +24,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         refused = []
         for job_id in opts["job_ids"]:
-            job = job_by_id(job_id)
+            job = ProofJob.objects.filter(job_id=job_id).first()
+            if job is None:
+                refused.append(f"no job with id {job_id!r}")
+                continue
             if job.state not in JOB_ACTIVE:
                 refused.append(f"{job_id} is already {job.state}")
                 continue

@@ -11,7 +11,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from engine.actions import retry_job
-from engine.management.commands._common import job_by_id, no_engine_hint
+from engine.management.commands._common import no_engine_hint
+from engine.models import ProofJob
 from engine.states import JobState
 
 
@@ -25,7 +26,10 @@ class Command(BaseCommand):
         refused = []
         retried = 0
         for job_id in opts["job_ids"]:
-            job = job_by_id(job_id)
+            job = ProofJob.objects.filter(job_id=job_id).first()
+            if job is None:
+                refused.append(f"no job with id {job_id!r}")
+                continue
             if job.state not in (JobState.FAILED, JobState.CANCELLED):
                 refused.append(f"{job_id} is {job.state} (only failed or cancelled jobs are retried)")
                 continue
