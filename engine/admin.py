@@ -1,18 +1,22 @@
 """The Django admin as the job-history browser.
 
 History is read-only: a proof, a timestamp or a state edited by hand would make the record
-lie. State changes go through the cancel/retry actions, which use the engine's own writer.
+lie. So jobs, hosts and circuits have no change permission here at all (their pages are
+views, with no Save buttons); state changes go through the cancel/retry actions, which use the
+same service as the console and the API (engine.ledger.jobs). A queued or running job cannot be
+deleted: an engine is working on it; cancel it first. API tokens: engine/admin_tokens.py.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 
-from engine.models import ApiToken, EngineHost, Partition, ProofJob, Worker
+from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 
 
@@ -56,11 +60,37 @@ class ProofJobAdmin(admin.ModelAdmin):
     date_hierarchy = "submitted_at"
     inlines = [PartitionInline]
     actions = ["cancel_jobs", "retry_jobs"]
-    readonly_fields = (
-        "job_id", "kind", "priority", "curve", "circuit_id", "scale", "inputs", "request_digest",
-        "num_partitions", "state", "submitted_at", "started_at", "finished_at", "error", "verified",
-        "host", "client", "upload_dir", "version", "proof", "public_inputs",
+    fieldsets = (
+        (None, {"fields": ("job_id", "kind", "priority", "state", "num_partitions", "verified", "error")}),
+        ("When and where", {"fields": ("submitted_at", "started_at", "finished_at", "host", "client")}),
+        ("Request", {"fields": ("curve", "circuit_id", "scale", "inputs", "request_digest", "upload_dir",
+                                "version")}),
+        # Kilobytes of curve points per partition: folded away until asked for.
+        ("Proof", {"classes": ("collapse",), "fields": ("proof", "public_inputs")}),
     )
+    readonly_fields = tuple(name for _, spec in fieldsets for name in spec["fields"])
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # a view of the record: no form, no Save buttons
+
+    def has_delete_permission(self, request: HttpRequest, obj: ProofJob | None = None) -> bool:
+        if obj is not None and obj.state in JOB_ACTIVE:
+            return False  # an engine holds it: cancel it first
+        return super().has_delete_permission(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ProofJob]) -> None:
+        # The filter is in the DELETE itself: a job that started since the confirmation page stays.
+        queryset.exclude(state__in=JOB_ACTIVE).delete()
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, Any, Any, list[Any]]:
+        # "Delete selected" with a queued or running job among them lists those jobs as protected,
+        # which makes Django refuse the whole deletion (and say why) rather than delete under an engine.
+        deletable, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        active = [f"{job} is {job.state}: cancel it before deleting it" for job in objs if job.state in JOB_ACTIVE]
+        if active and super().has_delete_permission(request):
+            # has_delete_permission(job) said no only because the job is active: say that instead.
+            perms_needed.discard(self.opts.verbose_name)
+        return deletable, counts, perms_needed, [*protected, *active]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ProofJob]:
         return (
@@ -123,25 +153,9 @@ class EngineHostAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # engines write their own rows; the page is a view
 
-@admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("name", "scope", "max_priority", "max_active_jobs", "prefix", "created_at", "last_used_at",
-                    "revoked_at")
-    list_filter = ("scope",)
-    # The limits are the admin's to change (max_active_jobs empty is no cap); the secret is not.
-    list_editable = ("max_priority", "max_active_jobs")
-    readonly_fields = ("prefix", "token_hash", "created_at", "last_used_at")
-    actions = ["revoke"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # `manage.py createtoken NAME` prints the secret once; the admin never sees it
-
-    @admin.action(description="Revoke selected tokens")
-    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
-        from django.utils import timezone
-
-        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
-        self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
 
 import engine.admin_circuits  # noqa: E402,F401  registered circom circuits
+import engine.admin_tokens  # noqa: E402,F401  API tokens, issued here with the secret shown once

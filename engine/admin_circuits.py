@@ -17,3 +17,6 @@ class CircuitAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # registered through POST /api/v1/circuits, which validates the zkey
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # the row describes files on disk: a view, with no Save buttons

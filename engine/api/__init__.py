@@ -10,6 +10,7 @@ from engine.api import errors
 from engine.api.auth import TokenAuth
 from engine.api.circuits import router as circuits_router
 from engine.api.jobs import router as jobs_router
+from engine.api.verification_keys import router as keys_router
 
 api = NinjaAPI(
     title="provingsite",
@@ -23,3 +24,4 @@ api = NinjaAPI(
 errors.install(api)
 api.add_router("/", jobs_router)
 api.add_router("/", circuits_router)
+api.add_router("/", keys_router)

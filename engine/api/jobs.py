@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from django.db import transaction
@@ -30,6 +30,7 @@ from engine.api.job_fields import (
     check_priority_limit,
     parse_priority,
 )
+from engine.api.proof_bytes import BYTES_RESPONSE, job_proof_bytes
 from engine.api.schemas import (
     JOB_ID_MAX,
     JOB_ID_PATTERN,
@@ -114,7 +115,8 @@ def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: A
 
 def _links(job: ProofJob) -> dict[str, str]:
     base = f"/api/v1/jobs/{job.job_id}"
-    return {"self": base, "proof": f"{base}/proof", "snarkjs": f"{base}/proof/snarkjs",
+    return {"self": base, "proof": f"{base}/proof", "proof_bytes": f"{base}/proof?format=bytes",
+            "snarkjs": f"{base}/proof/snarkjs", "verification_key": f"{base}/verification_key.json",
             "cancel": f"{base}/cancel", "retry": f"{base}/retry"}
 
 
@@ -386,10 +388,18 @@ def get_job(request: HttpRequest, job_id: JobIdPath, response: HttpResponse) -> 
     return body
 
 
-@router.get("/jobs/{job_id}/proof", response={200: ProofOut, **ERRORS}, summary="The proof, in our format")
-def get_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
+@router.get("/jobs/{job_id}/proof", response={200: ProofOut, **ERRORS}, openapi_extra=BYTES_RESPONSE,
+            summary="The proof, in our format (JSON) or as compressed bytes (format=bytes)")
+def get_proof(request: HttpRequest, job_id: JobIdPath,
+              format: Literal["json", "bytes"] = Query("json", description=(
+                  "json: our document; bytes: the compressed Groth16 encoding, application/octet-stream"))) -> Any:
     job = _job(request, job_id)
     _done(job)
+    if format == "bytes":
+        body = job_proof_bytes([p.proof for p in job.partitions.order_by("index")])
+        response = HttpResponse(body, content_type="application/octet-stream")
+        response["Content-Disposition"] = f'attachment; filename="{job.job_id}.proof"'
+        return response
     return proof_document(job)
 
 

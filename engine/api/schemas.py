@@ -150,3 +150,20 @@ class SnarkjsOut(Schema):
     job_id: str
     curve: str
     partitions: list[SnarkjsPartition]
+
+
+class VerificationKeyOut(Schema):
+    """snarkjs's verification_key.json: what `snarkjs groth16 verify` takes with proof.json and public.json.
+
+    Points are decimal strings in snarkjs's projective layout: G1 [x, y, "1"], G2 [[x0, x1],
+    [y0, y1], ["1", "0"]]; vk_alphabeta_12 is e(alpha, beta) in snarkjs's Fp12 tower layout."""
+
+    protocol: Literal["groth16"]
+    curve: Literal["bn128", "bls12381"]
+    nPublic: int = Field(description="How many public inputs a proof has")
+    vk_alpha_1: list[str]
+    vk_beta_2: list[list[str]]
+    vk_gamma_2: list[list[str]]
+    vk_delta_2: list[list[str]]
+    vk_alphabeta_12: list[list[list[str]]]
+    IC: list[list[str]] = Field(description="nPublic + 1 G1 points")

@@ -79,3 +79,119 @@ def test_history_cannot_be_edited_by_hand(staff: Client, history: ProofJob) -> N
     history.refresh_from_db()
     assert history.state == JobState.DONE
     assert staff.get(reverse("admin:engine_proofjob_add")).status_code == 403
+
+
+# ---- records are views: no Save buttons, proofs folded, no deleting work in progress --------
+
+
+def test_a_job_page_is_a_view_without_save_buttons(staff: Client, history: ProofJob) -> None:
+    page = staff.get(reverse("admin:engine_proofjob_change", args=[history.pk])).content.decode()
+    assert 'name="_save"' not in page and 'name="_continue"' not in page
+    assert "snap-update-history-0001" in page
+
+
+def test_a_jobs_proof_is_folded_away_until_asked_for(staff: Client, history: ProofJob) -> None:
+    ProofJob.objects.filter(pk=history.pk).update(proof=[{"pi_a": ["123456789"]}])
+    page = staff.get(reverse("admin:engine_proofjob_change", args=[history.pk])).content.decode()
+    folded = page[page.index("<details>"):page.index("</details>")]
+    assert ">Proof</h2>" in folded and "123456789" in folded
+
+
+@pytest.mark.parametrize("model", ["enginehost", "circuit"])
+def test_host_and_circuit_pages_are_views_without_save_buttons(staff: Client, history: ProofJob, model: str) -> None:
+    from engine.models import Circuit
+
+    if model == "circuit":
+        pk = Circuit.objects.create(id="ab" * 32, curve="bn128", n_public=1, n_vars=4, domain_size=8,
+                                    zkey_path="/nowhere/circuit.zkey", zkey_bytes=1).pk
+    else:
+        pk = history.host_id
+    response = staff.get(reverse(f"admin:engine_{model}_change", args=[pk]))
+    assert response.status_code == 200
+    assert 'name="_save"' not in response.content.decode()
+
+
+def test_cancel_still_works_from_the_job_list(staff: Client, history: ProofJob) -> None:
+    queued = ProofJob.objects.get(job_id="window-post-queued-7")
+    staff.post(reverse("admin:engine_proofjob_changelist"),
+               {"action": "cancel_jobs", "_selected_action": [queued.pk], "index": 0})
+    queued.refresh_from_db()
+    assert queued.state == JobState.CANCELLED
+
+
+def test_a_queued_or_running_job_cannot_be_deleted(staff: Client, history: ProofJob) -> None:
+    ProofJob.objects.filter(job_id="window-post-queued-7").update(state=JobState.RUNNING)
+    running = ProofJob.objects.get(job_id="window-post-queued-7")
+    assert staff.get(reverse("admin:engine_proofjob_delete", args=[running.pk])).status_code == 403
+    assert staff.post(reverse("admin:engine_proofjob_delete", args=[running.pk]), {"post": "yes"}).status_code == 403
+    assert ProofJob.objects.filter(pk=running.pk).exists()
+
+
+def test_delete_selected_refuses_while_a_selected_job_is_active(staff: Client, history: ProofJob) -> None:
+    queued = ProofJob.objects.get(job_id="window-post-queued-7")
+    page = staff.post(reverse("admin:engine_proofjob_changelist"),
+                      {"action": "delete_selected", "_selected_action": [history.pk, queued.pk], "post": "yes",
+                       "index": 0}).content.decode()
+    assert "is queued: cancel it before deleting it" in page
+    assert ProofJob.objects.count() == 2
+
+
+def test_a_finished_job_can_be_deleted(staff: Client, history: ProofJob) -> None:
+    staff.post(reverse("admin:engine_proofjob_delete", args=[history.pk]), {"post": "yes"})
+    assert not ProofJob.objects.filter(pk=history.pk).exists()
+
+
+# ---- API tokens issued in the admin, the secret shown once ------------------------------------
+
+
+def add_token(staff: Client, **fields: str):  # type: ignore[no-untyped-def]
+    return staff.post(reverse("admin:engine_apitoken_add"),
+                      {"name": "curio-west", "scope": "client", "priority_cap": "", "active_cap": "", **fields})
+
+
+def shown_token(page: str) -> str:
+    import re
+
+    found = re.search(r'id="issued-token"[^>]*value="(ps_[A-Za-z0-9_-]+)"', page)
+    assert found, page[-2000:]
+    return found.group(1)
+
+
+def test_a_token_added_in_the_admin_is_shown_once_and_stored_hashed(staff: Client) -> None:
+    from engine.api.auth import hash_token
+    from engine.models import ApiToken
+
+    response = add_token(staff)
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    page = response.content.decode()
+    token = shown_token(page)
+    assert "not shown again" in page
+    record = ApiToken.objects.get(name="curio-west")
+    assert record.token_hash == hash_token(token) and record.prefix == token[:10]
+    assert token not in str(response.cookies)  # not parked in a messages cookie
+    later = staff.get(reverse("admin:engine_apitoken_change", args=[record.pk])).content.decode()
+    assert token not in later
+    assert Client(headers={"Authorization": f"Bearer {token}"}).get("/api/v1/jobs").status_code == 200
+
+
+def test_an_operator_token_gets_the_operators_limits_unless_told(staff: Client) -> None:
+    from engine.models import ApiToken
+    from engine.states import Priority
+
+    add_token(staff, name="dash", scope="operator")
+    add_token(staff, name="capped", scope="client", priority_cap="1", active_cap="5")
+    add_token(staff, name="uncapped", scope="client", active_cap="none")
+    limits = dict((t.name, (t.max_priority, t.max_active_jobs)) for t in ApiToken.objects.all())
+    assert limits["dash"] == (Priority.CRITICAL, None)
+    assert limits["capped"] == (Priority.HIGH, 5)
+    assert limits["uncapped"] == (Priority.NORMAL, None)
+
+
+def test_a_token_name_in_use_is_refused_on_the_form(staff: Client) -> None:
+    from engine.models import ApiToken
+
+    add_token(staff)
+    page = add_token(staff).content.decode()
+    assert "already exists" in page and 'id="issued-token"' not in page
+    assert ApiToken.objects.filter(name="curio-west").count() == 1

@@ -1,4 +1,8 @@
-"""jobs: list jobs with their state and progress, newest first (--state, --kind, --limit)."""
+"""jobs: list jobs with their state and progress, newest first (--state, --kind, --limit).
+
+When jobs are queued or running and no engine is alive (read from the hosts' heartbeats), a
+last line says so and how to start one: otherwise "queued" reads as "soon".
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Count, Q
 
+from engine.management.commands._common import no_engine_hint
 from engine.models import ProofJob
-from engine.states import JobState, PartitionState, Priority, ProofKind
+from engine.states import JOB_ACTIVE, JobState, PartitionState, Priority, ProofKind
 
 
 class Command(BaseCommand):
@@ -40,3 +45,7 @@ class Command(BaseCommand):
             done = f"{j.n_done}/{j.num_partitions}"
             self.stdout.write(f"{j.job_id:<{width}}  {j.kind:<12}  {j.state:<9}  {done:>7}  "
                               f"{Priority(j.priority).label:<8}  {j.submitted_at:%Y-%m-%d %H:%M:%S}")
+        waiting = ProofJob.objects.filter(state__in=JOB_ACTIVE).count()
+        hint = no_engine_hint() if waiting else None
+        if hint:
+            self.stderr.write(f"{waiting} job(s) queued or running, but {hint}")

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from engine.management.commands._common import build_kernels
 from engine.prover import cli
 
 
@@ -21,6 +22,8 @@ class Command(BaseCommand):
         cli.add_arguments(parser)
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        # A first run compiles the kernels: say so on stderr (stdout stays the prover's).
+        build_kernels(self.stderr, opts["device"] or "auto")
         try:
             wtns, proof, public = cli.split_files(opts["files"], opts["wasm"], opts["input"])
             summary = cli.prove_files(opts["zkey"], wtns, proof, public, device=opts["device"], r1cs=opts["r1cs"],

@@ -6,6 +6,7 @@ back to the queue for another host; exit 0.
 
 from __future__ import annotations
 
+import argparse
 import signal
 import socket
 import threading
@@ -14,6 +15,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from engine.management.commands._common import build_kernels
+from engine.models import ProofJob
 from engine.pipeline.host import Engine, EngineConfig
 
 
@@ -31,7 +34,8 @@ class Command(BaseCommand):
         parser.add_argument("--serve", action="store_true", help="also run Daphne (console, API) in this process")
         parser.add_argument("--host", default="127.0.0.1", help="address Daphne listens on (with --serve)")
         parser.add_argument("--port", type=int, default=8000, help="port Daphne listens on (with --serve)")
-        parser.add_argument("--demo", action="store_true", help="submit a handful of demo jobs of every kind")
+        parser.add_argument("--demo", action=argparse.BooleanOptionalAction, default=False,
+                            help="submit a handful of demo jobs of every kind when the database has no jobs yet")
         parser.add_argument("--demo-per-kind", type=int, default=1, metavar="N",
                             help="with --demo: how many demo jobs of each kind (default 1)")
         parser.add_argument("--once", action="store_true", help="exit when the queue is empty")
@@ -47,8 +51,11 @@ class Command(BaseCommand):
         if opts["serve"]:
             port_is_free(opts["host"], opts["port"])  # before the engine claims any work
             import daphne.server  # noqa: F401 - installs the asyncio reactor before anything imports Twisted
+        build_kernels(self.stdout, config.devices)  # a first start compiles for minutes: say so, not go quiet
         engine = Engine(config).start()
-        if opts["demo"]:
+        if opts["demo"] and ProofJob.objects.exists():
+            self.stdout.write("the database already holds jobs: no demo jobs added")
+        elif opts["demo"]:
             from engine.ledger.demo import submit_demo_jobs
 
             jobs = submit_demo_jobs(config.scale, per_kind=max(1, opts["demo_per_kind"]))

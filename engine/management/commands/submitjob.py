@@ -2,8 +2,11 @@
 
 Inputs come from --inputs file.json or from flags (--sector-seed, --randomness, --data-seed,
 --partitions). With --wait it follows the job (a bar of partitions done) and, once done,
-writes the proof under DATA_DIR/proofs/ and prints the path. The same checks as the REST API
-apply (engine.api.jobs.submit_builtin), so the two never disagree about what is valid.
+writes the proof under DATA_DIR/proofs/ and prints the path; --out PATH waits the same way
+and writes it to PATH instead (--format bytes: the compressed A‖B‖C encoding the API serves
+at /proof?format=bytes). When no engine is running it says so, since the job would wait
+forever. The same checks as the REST API apply (engine.api.jobs.submit_builtin), so the two
+never disagree about what is valid.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from engine.api.errors import ApiError
 from engine.api.jobs import proof_document, submit_builtin
+from engine.management.commands._common import live_hosts, no_engine_hint
 from engine.models import ProofJob
 from engine.states import JobState, PartitionState
 
@@ -29,11 +33,19 @@ def proof_path(job: ProofJob) -> Path:
     return Path(settings.DATA_DIR) / "proofs" / f"{job.job_id}.json"
 
 
-def write_proof(job: ProofJob) -> Path:
-    path = proof_path(job)
+def proof_content(job: ProofJob, fmt: str) -> bytes:
+    if fmt == "bytes":
+        from engine.api.proof_bytes import job_proof_bytes
+
+        return job_proof_bytes([p.proof for p in job.partitions.order_by("index")])
+    return (json.dumps(proof_document(job), indent=1) + "\n").encode()
+
+
+def write_proof(job: ProofJob, path: Path | None = None, fmt: str = "json") -> Path:
+    path = proof_path(job) if path is None else path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp")
-    tmp.write_text(json.dumps(proof_document(job), indent=1) + "\n")
+    tmp.write_bytes(proof_content(job, fmt))
     tmp.replace(path)  # a reader never sees half a proof
     return path
 
@@ -51,6 +63,10 @@ class Command(BaseCommand):
         parser.add_argument("--partitions", type=int, help="partitions (window-post)")
         parser.add_argument("--priority", help="critical, high, normal, low or 0..3")
         parser.add_argument("--wait", action="store_true", help="follow the job and write its proof when done")
+        parser.add_argument("--out", type=Path, metavar="PATH",
+                            help="follow the job and write its proof to PATH when done (implies --wait)")
+        parser.add_argument("--format", choices=("json", "bytes"), default="json",
+                            help="what --out/--wait write: json (our document) or bytes (compressed A‖B‖C)")
         parser.add_argument("--timeout", type=float, default=0, help="with --wait: give up after this many seconds")
 
     def _inputs(self, opts: dict[str, Any]) -> dict[str, Any]:
@@ -74,10 +90,13 @@ class Command(BaseCommand):
             raise CommandError(f"{exc.field}: {exc.detail}" if exc.field else exc.detail) from None
         self.stdout.write(f"{'submitted' if created else 'already submitted'}: {job.kind} {job.job_id} "
                           f"({job.num_partitions} partition(s), state {job.state})")
-        if opts["wait"]:
-            self._wait(job, opts["timeout"])
+        hint = no_engine_hint() if job.state not in (JobState.DONE, JobState.FAILED, JobState.CANCELLED) else None
+        if hint:
+            self.stderr.write(f"{hint}; the job waits in the queue until then")
+        if opts["wait"] or opts["out"]:
+            self._wait(job, opts["timeout"], opts["out"], opts["format"])
 
-    def _wait(self, job: ProofJob, timeout: float) -> None:
+    def _wait(self, job: ProofJob, timeout: float, out: Path | None = None, fmt: str = "json") -> None:
         deadline = time.monotonic() + timeout if timeout > 0 else None
         tty = sys.stdout.isatty()
         last = ""
@@ -85,7 +104,9 @@ class Command(BaseCommand):
             job.refresh_from_db()
             done = job.partitions.filter(state=PartitionState.DONE).count()
             filled = BAR_WIDTH * done // max(job.num_partitions, 1)
-            line = f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {done}/{job.num_partitions} partitions  {job.state}"
+            # A job queued with no engine alive waits for ever: say so in the bar itself.
+            idle = "  (no engine is running)" if job.state == JobState.QUEUED and not live_hosts() else ""
+            line = f"[{'#' * filled}{'-' * (BAR_WIDTH - filled)}] {done}/{job.num_partitions} partitions  {job.state}{idle}"
             if line != last:
                 # On a terminal the bar redraws in place; in a log each change is its own line.
                 self.stdout.write(f"\r{line}" if tty else line, ending="" if tty else "\n")
@@ -94,7 +115,7 @@ class Command(BaseCommand):
             if job.state == JobState.DONE:
                 if tty:
                     self.stdout.write("")
-                self.stdout.write(str(write_proof(job)))
+                self.stdout.write(str(write_proof(job, out, fmt)))
                 return
             if job.state in (JobState.FAILED, JobState.CANCELLED):
                 raise CommandError(f"job {job.job_id} {job.state}: {job.error or 'no reason recorded'}")

@@ -1,0 +1,38 @@
+"""canceljob <job_id>...: cancel queued or running jobs, as the admin and the console do.
+
+The same service (engine.ledger.jobs.cancel_job) writes the records; engines drop the job's
+partitions within a fraction of a second. A job already finished is left as it is and named.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from engine.ledger.jobs import cancel_job
+from engine.models import ProofJob
+from engine.states import JOB_ACTIVE
+
+
+class Command(BaseCommand):
+    help = "Cancel queued or running jobs (the same action as the admin's and the console's)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("job_ids", nargs="+", metavar="job_id", help="the jobs to cancel")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        refused = []
+        for job_id in opts["job_ids"]:
+            job = ProofJob.objects.filter(job_id=job_id).first()
+            if job is None:
+                refused.append(f"no job with id {job_id!r}")
+                continue
+            if job.state not in JOB_ACTIVE:
+                refused.append(f"{job_id} is already {job.state}")
+                continue
+            cancel_job(job)
+            job.refresh_from_db()
+            self.stdout.write(f"cancelled {job_id} (it is {job.state})")
+        if refused:
+            raise CommandError("not cancelled: " + "; ".join(refused))

@@ -1,0 +1,44 @@
+"""retryjob <job_id>...: requeue failed or cancelled jobs, as the admin and the console do.
+
+The same service (engine.ledger.jobs.retry_job) writes the records: unfinished partitions start
+again, finished ones are kept. When no engine is running it says so, since the job would wait.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from engine.ledger.jobs import retry_job
+from engine.management.commands._common import no_engine_hint
+from engine.models import ProofJob
+from engine.states import JobState
+
+
+class Command(BaseCommand):
+    help = "Requeue failed or cancelled jobs (the same action as the admin's and the console's)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("job_ids", nargs="+", metavar="job_id", help="the jobs to retry")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        refused = []
+        retried = 0
+        for job_id in opts["job_ids"]:
+            job = ProofJob.objects.filter(job_id=job_id).first()
+            if job is None:
+                refused.append(f"no job with id {job_id!r}")
+                continue
+            if job.state not in (JobState.FAILED, JobState.CANCELLED):
+                refused.append(f"{job_id} is {job.state} (only failed or cancelled jobs are retried)")
+                continue
+            retry_job(job)
+            job.refresh_from_db()
+            retried += 1
+            self.stdout.write(f"requeued {job_id} (it is {job.state})")
+        hint = no_engine_hint() if retried else None
+        if hint:
+            self.stderr.write(f"{hint}; requeued jobs wait until then")
+        if refused:
+            raise CommandError("not retried: " + "; ".join(refused))
