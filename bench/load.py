@@ -61,9 +61,8 @@ def serve(port: int, data_dir: Path, tokens: int, write_rate: float) -> None:
     session = _staff_session()
     raw_tokens, jobs = _clients(tokens)
 
-    from daphne.server import Server
-
     from provingsite.asgi import application
+    from provingsite.server import BoundedServer
 
     loop_box: dict[str, asyncio.AbstractEventLoop] = {}
     inside: list[float] = []  # ms from the application's call to its return, per API request
@@ -77,7 +76,8 @@ def serve(port: int, data_dir: Path, tokens: int, write_rate: float) -> None:
 
     threading.Thread(target=_writer, args=(loop_box, write_rate), daemon=True).start()
     print(json.dumps({"session": session, "tokens": raw_tokens, "jobs": jobs, "pid": os.getpid()}), flush=True)
-    Server(app, endpoints=[f"tcp:port={port}:interface=127.0.0.1"], verbosity=0).run()
+    # The server `python -m provingsite.server` runs: Daphne with the bounded request factory.
+    BoundedServer(app, endpoints=[f"tcp:port={port}:interface=127.0.0.1"], verbosity=0).run()
     (data_dir / "inside.json").write_text(json.dumps(inside))
 
 
