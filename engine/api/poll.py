@@ -7,16 +7,18 @@ a new database connection in it (thread-local, closed at the request's end) and 
 middleware, routing and authentication stack, for an empty 304. Profiled under bench/load.py
 that was most of the server's time, and it capped the server near 70 polls/s on 2 cores.
 
-Here, in front of Django: a GET of one job with ``If-None-Match`` and a bearer token is
-looked up on this module's own worker thread, whose database connection stays open: the
-token (engine.api.auth's short cache), then one query for the job's versions. When the ETag
+Here, in front of Django: a GET of one job (or of the job list) with ``If-None-Match`` and a
+bearer token is looked up on this module's own worker thread, whose database connection
+stays open: the token (engine.api.auth's short cache), then one query for the job's versions
+(for the list, the API's own page aggregate over the same filters). When the ETag
 still names the job as the caller may see it, the answer is the 304, with the token's rate
 spent as the API spends it. Anything else (no such job, another client's job, a changed
 job, an unknown token, a token over its rate, a database error) goes on to Django, which
 answers it exactly as before: this path can only say "unchanged", never refuse.
 
-The ETag is the view's own (engine.api.jobs._etag over the same three numbers), so a 304 here
-and one from the view are the same answer; tests/api/test_poll.py holds them equal.
+The ETags are the views' own (engine.api.jobs._etag over the same three numbers, and its
+_page_etag), so a 304 here and one from the view are the same answer; tests/api/test_poll.py
+holds them equal.
 """
 
 from __future__ import annotations
@@ -26,12 +28,16 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 from typing import Any
+from urllib.parse import parse_qsl
 
 from django.db import DatabaseError, connection
+from pydantic import ValidationError
 
 from engine.api.auth import token_for
-from engine.api.jobs import _etag
+from engine.api.errors import ApiError
+from engine.api.jobs import JobFilters, _etag, _filtered, _page_etag
 from engine.api.throttle import wait_for
 from engine.models import Partition, ProofJob
 from provingsite.bodylimit import bearer
@@ -42,6 +48,7 @@ Scope = MutableMapping[str, Any]
 App = Callable[[Scope, Any, Any], Awaitable[None]]
 
 JOB_PATH = re.compile(r"/api/v1/jobs/(?P<job_id>[^/\x00]+)")
+LIST_PATH = "/api/v1/jobs"
 # Polls queued for the worker thread beyond this go the ordinary way (and meet admission
 # control there): a bound on what this path can hold, not a second shedding policy.
 MAX_QUEUED = 64
@@ -73,6 +80,26 @@ def _versions_sql() -> str:
 
 def _client_sql() -> str:
     return f" AND j.{connection.ops.quote_name(ProofJob._meta.get_field('client').column)} = %s"
+
+
+def unchanged_page_etag(raw_token: str, query: str, tags: set[str]) -> str | None:
+    """The job list's ETag when it is among ``tags`` (engine.api.jobs computes it: the same
+    filters, the same aggregate), else None. A query the API would refuse is left to it."""
+    try:
+        token = token_for(raw_token)
+        if token is None:
+            return None
+        filters = JobFilters.model_validate(dict(parse_qsl(query, keep_blank_values=True)))
+        etag = _page_etag(_filtered(SimpleNamespace(auth=token), filters), filters)  # type: ignore[arg-type]
+    except (ValidationError, ApiError, ValueError):
+        return None
+    except DatabaseError:
+        log.warning("conditional poll fell back to the full path after a database error", exc_info=True)
+        connection.close()
+        return None
+    if "*" not in tags and etag not in tags:
+        return None
+    return etag if wait_for(token) <= 0 else None
 
 
 def unchanged_etag(raw_token: str, job_id: str, tags: set[str]) -> str | None:
@@ -117,7 +144,7 @@ class ConditionalPolls:
         if probe is not None and self.queued < MAX_QUEUED:
             self.queued += 1
             try:
-                etag = await asyncio.get_running_loop().run_in_executor(self.pool, unchanged_etag, *probe)
+                etag = await asyncio.get_running_loop().run_in_executor(self.pool, *probe)
             finally:
                 self.queued -= 1
             if etag is not None:
@@ -129,15 +156,20 @@ class ConditionalPolls:
         await self.app(scope, receive, send)
 
     @staticmethod
-    def _probe(scope: Scope) -> tuple[str, str, set[str]] | None:
-        """(token, job id, tags) of a conditional poll of one job with a bearer token, else None."""
+    def _probe(scope: Scope) -> tuple[Callable[[str, str, set[str]], str | None], str, str, set[str]] | None:
+        """(check, token, job id or query, tags) of a conditional poll of one job or of the
+        job list with a bearer token, else None."""
         if scope.get("type") != "http" or scope.get("method") != "GET":
             return None
-        match = JOB_PATH.fullmatch(str(scope.get("path", "")))
-        if match is None:
+        path = str(scope.get("path", ""))
+        match = JOB_PATH.fullmatch(path)
+        if match is None and path != LIST_PATH:
             return None
         condition = _header(scope, b"if-none-match")
         token = bearer(_header(scope, b"authorization"))
         if not condition or token is None:
             return None
-        return token, match["job_id"], _tags(condition)
+        if match is not None:
+            return unchanged_etag, token, match["job_id"], _tags(condition)
+        query = bytes(scope.get("query_string", b"")).decode("latin-1")
+        return unchanged_page_etag, token, query, _tags(condition)

@@ -13,7 +13,7 @@ from django.test import Client
 
 from engine import actions
 from engine.api.auth import LIVE_TOKENS, issue_token, revoke_token, token_for
-from engine.api.poll import ConditionalPolls, unchanged_etag
+from engine.api.poll import ConditionalPolls, unchanged_etag, unchanged_page_etag
 from engine.models import ProofJob
 from tests.api.conftest import inputs
 
@@ -118,3 +118,17 @@ def test_a_poll_without_if_none_match_is_left_to_the_api(polls: ConditionalPolls
     submit(raw)
     status, _ = poll(polls, "/api/v1/jobs/porep-1", {"Authorization": f"Bearer {raw}"})
     assert (status, polls.answered) == (200, 0)
+
+
+def test_an_unchanged_job_list_is_answered_304_with_the_view_s_etag(polls: ConditionalPolls) -> None:
+    raw = client_token("poller")
+    submit(raw)
+    etag = Client(headers={"Authorization": f"Bearer {raw}"}).get("/api/v1/jobs?limit=20")["ETag"]
+    assert unchanged_page_etag(raw, "limit=20", {etag}) == etag
+    assert unchanged_page_etag(raw, "limit=21", {etag}) is None  # another page, another tag
+
+
+def test_a_job_list_query_the_api_refuses_goes_on_to_the_api(polls: ConditionalPolls) -> None:
+    raw = client_token("poller")
+    assert unchanged_page_etag(raw, "limit=0", {"*"}) is None
+    assert unchanged_page_etag(raw, "kind=nonsense", {"*"}) is None
