@@ -12,8 +12,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from engine.api.uploads import CURVES
 from engine.models import ProofJob
 from tests.api.test_upload_validation import WTNS, WVALUES, ZKEY, fixture, patched, payload
+from tests.oracle.circom import CircomBuild, circom_product  # noqa: F401  the session fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -88,9 +90,12 @@ def test_a_truncated_r1cs_is_refused(api: Client, uploads: Path) -> None:
 
 
 def register(api: Client, **files: bytes) -> str:
-    body = {"zkey": SimpleUploadedFile("chain.zkey", ZKEY)}
-    body.update({name: SimpleUploadedFile(f"chain.{name}", data) for name, data in files.items()})
-    response = api.post("/api/v1/circuits", body)
+    return register_files(api, zkey=ZKEY, **files)
+
+
+def register_files(api: Client, **files: bytes) -> str:
+    response = api.post("/api/v1/circuits", {name: SimpleUploadedFile(f"chain.{name}", data)
+                                             for name, data in files.items()})
     assert response.status_code == 201, response.content
     return str(response.json()["id"])
 
@@ -110,3 +115,28 @@ def test_an_r1cs_with_a_malformed_constraint_is_refused_at_registration(api: Cli
             "r1cs": SimpleUploadedFile("chain.r1cs", patched(R1CS, CONSTRAINTS + 4 + 4, b"\xff" * 32))}
     response = api.post("/api/v1/circuits", body)
     assert response.status_code == 400 and response.json()["field"] == "r1cs", response.content
+
+
+def other_c(r1cs: bytes, curve: str) -> bytes:
+    """The r1cs with its first constraint's first C coefficient changed: well formed, same
+    header, another circuit."""
+    at = payload(r1cs, 2)
+    for _ in range(2):  # past A and B
+        (k,) = struct.unpack_from("<I", r1cs, at)
+        at += 4 + 36 * k
+    (k,) = struct.unpack_from("<I", r1cs, at)
+    assert k > 0
+    value_at = at + 4 + 4
+    value = (int.from_bytes(r1cs[value_at:value_at + 32], "little") + 1) % CURVES[curve][1]
+    return patched(r1cs, value_at, value.to_bytes(32, "little"))
+
+
+@pytest.mark.node
+def test_inputs_whose_witness_fails_the_registered_r1cs_are_refused_naming_inputs(
+        api: Client, uploads: Path, circom_product: Any) -> None:  # noqa: F811
+    build: CircomBuild = circom_product("bn128")
+    circuit = register_files(api, zkey=build.zkey.read_bytes(), wasm=build.wasm.read_bytes(),
+                             r1cs=other_c(build.r1cs.read_bytes(), "bn128"))
+    response = api.post("/api/v1/jobs", {"circuit": circuit, "job_id": "in-1", "inputs": {"a": "3", "b": ["4", "5"]}},
+                        content_type="application/json")
+    assert "constraint 0" in refused(response, "inputs")
