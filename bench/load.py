@@ -46,7 +46,7 @@ from bench._table import markdown_table  # noqa: E402
 from bench.console import Reader, _free_port, _wait_port, cpu_seconds  # noqa: E402
 
 STATES = ["synthesizing", "synth_done", "gpu", "finalizing", "done"]
-ANSWER_TIMEOUT_S = 30.0  # a request with no answer by then is counted as timed out
+ANSWER_TIMEOUT_S = 10.0  # a request with no answer by then is counted as timed out (past 1 s is late anyway)
 
 
 # ---- the server side ---------------------------------------------------------------------
