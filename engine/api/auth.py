@@ -36,7 +36,7 @@ LAST_USED_RESOLUTION = timedelta(seconds=60)
 # A live token is remembered this long: a poll every few milliseconds must not cost a
 # database query each to learn what it learnt a moment ago. A change made in this process
 # (revocation, an edit in the admin) is seen at once; one made by another process (the
-# revoketoken command) within this many seconds.
+# createtoken --revoke command) within this many seconds.
 TOKEN_CACHE_SECONDS = 2.0
 
 
