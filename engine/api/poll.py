@@ -32,7 +32,9 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qsl
 
+from django.conf import settings
 from django.db import DatabaseError, connection
+from django.http.request import split_domain_port, validate_host
 from pydantic import ValidationError
 
 from engine.api.auth import token_for
@@ -59,6 +61,23 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key.lower() == name:
             return bytes(value).decode("latin-1")
     return None
+
+
+def _as_django_would_serve(scope: Scope) -> bool:
+    """Django would answer this request itself rather than refuse or redirect it: its Host is
+    allowed (else a 400), and it came over HTTPS where SECURE_SSL_REDIRECT asks for it (else a
+    redirect). Anything else is left to Django's middleware to answer."""
+    domain, _ = split_domain_port(_header(scope, b"host") or "")
+    allowed = list(settings.ALLOWED_HOSTS) or (["localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else [])
+    if not domain or not validate_host(domain, allowed):
+        return False
+    if not getattr(settings, "SECURE_SSL_REDIRECT", False) or scope.get("scheme") == "https":
+        return True
+    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if not proxy:
+        return False
+    name = proxy[0].removeprefix("HTTP_").replace("_", "-").lower().encode("latin-1")
+    return (_header(scope, name) or "").split(",")[0].strip() == proxy[1]
 
 
 def _tags(header: str) -> set[str]:
@@ -167,7 +186,7 @@ class ConditionalPolls:
             return None
         condition = _header(scope, b"if-none-match")
         token = bearer(_header(scope, b"authorization"))
-        if not condition or token is None:
+        if not condition or token is None or not _as_django_would_serve(scope):
             return None
         if match is not None:
             return unchanged_etag, token, match["job_id"], _tags(condition)

@@ -40,6 +40,7 @@ def submit(raw: str, job_id: str = "porep-1") -> str:
 
 
 def poll(polls: ConditionalPolls, path: str, headers: dict[str, str]) -> tuple[int, dict[bytes, bytes]]:
+    headers = {"Host": "testserver", **headers}
     scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b"",
              "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
              "http_version": "1.1", "scheme": "http", "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5)}
@@ -132,3 +133,22 @@ def test_a_job_list_query_the_api_refuses_goes_on_to_the_api(polls: ConditionalP
     raw = client_token("poller")
     assert unchanged_page_etag(raw, "limit=0", {"*"}) is None
     assert unchanged_page_etag(raw, "kind=nonsense", {"*"}) is None
+
+
+def test_a_poll_for_a_host_django_does_not_serve_is_left_to_django_s_400(polls: ConditionalPolls) -> None:
+    raw = client_token("poller")
+    etag = submit(raw)
+    headers = {"Authorization": f"Bearer {raw}", "If-None-Match": etag, "Host": "evil.example"}
+    status, _ = poll(polls, "/api/v1/jobs/porep-1", headers)
+    assert (status, polls.answered) == (400, 0)
+
+
+def test_a_plain_http_poll_is_left_to_django_s_https_redirect(settings: Any) -> None:
+    raw = client_token("poller")
+    etag = submit(raw)
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    polls = ConditionalPolls(get_asgi_application())  # Django's middleware reads the settings once
+    headers = {"Authorization": f"Bearer {raw}", "If-None-Match": etag}
+    assert poll(polls, "/api/v1/jobs/porep-1", headers)[0] == 301
+    assert poll(polls, "/api/v1/jobs/porep-1", {**headers, "X-Forwarded-Proto": "https"})[0] == 304
