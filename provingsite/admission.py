@@ -5,8 +5,9 @@ every request, old and new, takes tens of seconds and many time out; with it the
 serving what it admitted at its normal speed, and tells the rest at once to come back later
 (503 with Retry-After), which a client or a proxy can act on. The long-lived SSE stream
 (/events/) is not counted: it holds its connection for hours by design and costs nothing
-between frames. Nor is the custom upload: its time in flight is the client's network, not
-the server's work, and two slow uploads must not close the API (its body has its own limit).
+between frames. Nor are the file uploads (provingsite.bodylimit.is_upload): their time in
+flight is the client's network, not the server's work, and two slow uploads must not close
+the API (their bodies have their own limit).
 
 Counted in this process, on its event loop: the check is a comparison and an asyncio
 semaphore, cheap enough to run before anything else looks at the request.
@@ -20,6 +21,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from provingsite.bodylimit import is_upload
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -28,7 +31,7 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # A page's stylesheet and scripts arrive together right after the page and cost little to
 # serve: refusing them would break a page that was itself admitted.
-EXEMPT_PREFIXES = ("/events/", "/api/v1/jobs/custom", "/static/", "/favicon.ico")
+EXEMPT_PREFIXES = ("/events/", "/static/", "/favicon.ico")
 _BUSY_BODY = json.dumps({"error": "overloaded", "field": None,
                          "detail": "the server is at capacity; retry after the time in Retry-After"}).encode()
 
@@ -59,7 +62,8 @@ class Admission:
         return self._places
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or str(scope.get("path", "")).startswith(self.exempt):
+        path = str(scope.get("path", ""))
+        if scope["type"] != "http" or path.startswith(self.exempt) or (scope.get("method") == "POST" and is_upload(path)):
             await self.app(scope, receive, send)
             return
         if not await self._admit():

@@ -1,4 +1,7 @@
-"""ASGI entry point: HTTP through Django, with /events/ served by the SSE consumer."""
+"""ASGI entry point: HTTP through Django, with /events/ served by the SSE consumer.
+
+Outermost, unchanged-job polls are answered 304 on their own thread (engine/api/poll.py);
+everything else meets admission control (provingsite/admission.py) before Django."""
 
 import os
 
@@ -10,8 +13,9 @@ django_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from engine.api.poll import ConditionalPolls  # noqa: E402
 from provingsite.admission import admitted  # noqa: E402
 from provingsite.routing import http_routes  # noqa: E402
 from provingsite.static import StaticFiles  # noqa: E402
 
-application = admitted(ProtocolTypeRouter({"http": StaticFiles(URLRouter(http_routes(django_app)))}))
+application = ConditionalPolls(admitted(ProtocolTypeRouter({"http": StaticFiles(URLRouter(http_routes(django_app)))})))

@@ -2,8 +2,9 @@
 
 Decided from the request line and headers alone, before a byte of the body is read
 (provingsite/server.py asks at header time). Three sizes: none at all for methods that carry
-no body (GET, HEAD, the SSE stream), ``PROVINGSITE_UPLOAD_LIMIT`` for the custom-circuit
-upload, and ``PROVINGSITE_BODY_LIMIT`` (a few KiB: JSON and forms) for everything else.
+no body (GET, HEAD, the SSE stream), ``PROVINGSITE_UPLOAD_LIMIT`` for the file uploads (a
+custom job's zkey and wtns, a circuit's registration, a registered circuit's wtns), and
+``PROVINGSITE_BODY_LIMIT`` (a few KiB: JSON and forms) for everything else.
 
 A body may only come with credentials, a bearer token or a session cookie, because reading
 a stranger's body costs as much as reading a client's. Login forms are the exception: they
@@ -12,6 +13,7 @@ are how a session starts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
@@ -20,7 +22,10 @@ from django.conf import settings
 from provingsite.env import parse_size
 
 NO_BODY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "CONNECT"})
-UPLOAD_PATHS = frozenset({"/api/v1/jobs/custom"})
+# The multipart endpoints that take files: a custom job, a circuit's registration, and a
+# registered circuit's job from a ready witness.
+UPLOAD_PATHS = frozenset({"/api/v1/jobs/custom", "/api/v1/circuits"})
+UPLOAD_PATTERN = re.compile(r"/api/v1/circuits/[^/]+/jobs")
 # Any login form (the admin's, or the console's own) is posted before there is a session.
 LOGIN_SEGMENT = "login"
 
@@ -43,9 +48,14 @@ def body_limit(method: str, path: str) -> int:
     """The most bytes of body this request may carry."""
     if method.upper() in NO_BODY_METHODS:
         return 0
-    if path in UPLOAD_PATHS:
+    if is_upload(path):
         return parse_size(str(settings.PROVINGSITE["UPLOAD_LIMIT"]))
     return parse_size(str(settings.PROVINGSITE["BODY_LIMIT"]))
+
+
+def is_upload(path: str) -> bool:
+    """A path whose POST carries files (and so the upload limit)."""
+    return path in UPLOAD_PATHS or UPLOAD_PATTERN.fullmatch(path) is not None
 
 
 def is_login(path: str) -> bool:

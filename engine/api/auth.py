@@ -12,10 +12,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import threading
+import time
 from datetime import timedelta
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
+from django.db.models.signals import post_delete, post_save
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
@@ -30,6 +34,11 @@ PREFIX_CHARS = 10
 # last_used_at is for operators, not accounting: writing it once a minute at most keeps a
 # busy client from queueing writes behind the engine's on SQLite.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
+# A live token is remembered this long: a poll every few milliseconds must not cost a
+# database query each to learn what it learnt a moment ago. A change made in this process
+# (revocation, an edit in the admin) is seen at once; one made by another process (the
+# createtoken --revoke command) within this many seconds.
+TOKEN_CACHE_SECONDS = 2.0
 
 
 class TokenError(ValueError):
@@ -92,15 +101,58 @@ def revoke_token(name: str) -> ApiToken:
     return record
 
 
+class _LiveTokens:
+    """Recently seen live tokens by digest, each for TOKEN_CACHE_SECONDS. Only live tokens are
+    kept, so the table is never larger than the token table."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, tuple[ApiToken, float]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> ApiToken | None:
+        with self._lock:
+            entry = self._records.get(digest)
+        if entry is None or entry[1] <= time.monotonic():
+            return None
+        return entry[0]
+
+    def put(self, record: ApiToken) -> None:
+        with self._lock:
+            self._records[record.token_hash] = (record, time.monotonic() + TOKEN_CACHE_SECONDS)
+
+    def forget(self, digest: str) -> None:
+        with self._lock:
+            self._records.pop(digest, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._records.clear()
+
+
+LIVE_TOKENS = _LiveTokens()
+
+
+def _forget_token(sender: Any, instance: ApiToken, **kwargs: Any) -> None:
+    LIVE_TOKENS.forget(instance.token_hash)
+
+
+# Saved or deleted in this process (revoke_token, the admin): never answered from the cache.
+post_save.connect(_forget_token, sender=ApiToken, dispatch_uid="engine.api.auth.forget-token-saved")
+post_delete.connect(_forget_token, sender=ApiToken, dispatch_uid="engine.api.auth.forget-token-deleted")
+
+
 def token_for(raw: str) -> ApiToken | None:
     """The live token a client presented, or None (unknown, malformed or revoked)."""
     if not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None
     digest = hash_token(raw)
-    record = ApiToken.objects.filter(token_hash=digest, revoked_at__isnull=True).first()
-    # The lookup is by digest already; the constant-time compare is belt and braces.
-    if record is None or not hmac.compare_digest(record.token_hash, digest):
-        return None
+    record = LIVE_TOKENS.get(digest)
+    if record is None:
+        record = ApiToken.objects.filter(token_hash=digest, revoked_at__isnull=True).first()
+        # The lookup is by digest already; the constant-time compare is belt and braces.
+        if record is None or not hmac.compare_digest(record.token_hash, digest):
+            return None
+        LIVE_TOKENS.put(record)
     now = timezone.now()
     if record.last_used_at is None or now - record.last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=record.pk).update(last_used_at=now)

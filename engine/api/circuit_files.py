@@ -8,10 +8,10 @@ at upload, not when a job first loads it).
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 from typing import IO
 
+from engine.api.satisfaction import CircuitShape, check_structure
 from engine.api.uploads import CURVES, BadCircuitFile
 from engine.prover.snarkjs import FormatError, ZkeyHeader, section_table, zkey_layout
 
@@ -63,25 +63,10 @@ def check_wasm(path: Path, header: ZkeyHeader) -> None:
 
 
 def check_r1cs(path: Path, header: ZkeyHeader) -> None:
-    """The constraint system the zkey was set up for: same field, wires and public count."""
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        table = _table(fh, size, b"r1cs", "r1cs")
-        if 1 not in table:
-            raise BadCircuitFile("r1cs", "has no header section")
-        fh.seek(table[1][0])
-        raw = fh.read(table[1][1])
-    try:
-        (n8,) = struct.unpack_from("<I", raw, 0)
-        prime = int.from_bytes(raw[4:4 + n8], "little")
-        n_wires, n_out, n_in = struct.unpack_from("<III", raw, 4 + n8)
-    except struct.error:
-        raise BadCircuitFile("r1cs", "its header is truncated") from None
-    if prime != CURVES[header.curve][1]:
-        raise BadCircuitFile("r1cs", "is over another field than the zkey's")
-    if n_wires != header.n_vars or n_out + n_in != header.n_public:
-        raise BadCircuitFile("r1cs", f"does not match the zkey ({n_wires} wires and {n_out + n_in} public "
-                                     f"signals; the zkey has {header.n_vars} and {header.n_public})")
+    """The constraint system the zkey was set up for: same field, wires and public count, and
+    every constraint well formed (read a block at a time), so that each job's witness can be
+    checked against it later (engine.api.satisfaction)."""
+    check_structure(path, CircuitShape(header.curve, header.n_vars, header.n_public))
 
 
 def check_sym(path: Path) -> list[str]:

@@ -44,6 +44,7 @@ from engine.api.schemas import (
     SnarkjsOut,
 )
 from engine.api.uploads import (
+    CUSTOM_NAMES,
     UPLOAD_FIELDS,
     BadCircuitFile,
     StagedFile,
@@ -226,6 +227,9 @@ _CUSTOM_BODY = {
                 "priority": {"type": "string", "description": "critical, high, normal, low or 0..3"},
                 "zkey": {"type": "string", "format": "binary", "description": "snarkjs Groth16 .zkey"},
                 "wtns": {"type": "string", "format": "binary", "description": "snarkjs .wtns witness"},
+                "r1cs": {"type": "string", "format": "binary",
+                         "description": "optional: circom's .r1cs; the witness is then checked against every "
+                                        "constraint at upload"},
             },
         }}},
     }
@@ -237,11 +241,12 @@ _CUSTOM_BODY = {
 def create_custom_job(request: HttpRequest) -> Status:
     """The files are streamed to disk with a running count; an upload over the limit gets a
     413 before it is read whole. Both files are then validated in full (400 naming the file
-    and the reason); the curve (BN254 or BLS12-381) is read from the zkey."""
+    and the reason); the curve (BN254 or BLS12-381) is read from the zkey. With the optional
+    ``r1cs``, a witness that does not satisfy the circuit is a 400 naming ``wtns``."""
     limit = checked_upload(request, "job_id, zkey and wtns")
     uploads = Path(settings.DATA_DIR) / "uploads"
     staging = uploads / f".incoming-{secrets.token_hex(8)}"
-    request.upload_handlers = [StreamingLimitHandler(staging, limit, request)]
+    request.upload_handlers = [StreamingLimitHandler(staging, limit, request, names=CUSTOM_NAMES)]
     try:
         return _accept_custom(request, uploads, staging)
     except UploadTooLarge as exc:
@@ -263,8 +268,12 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
         if not isinstance(item, StagedFile) or item.size == 0:
             raise ApiError(400, "invalid", name, f"a non-empty .{name} file is required")
         staged[name] = item
+    r1cs = files.get("r1cs")
+    if r1cs is not None and (not isinstance(r1cs, StagedFile) or r1cs.size == 0):
+        raise ApiError(400, "invalid", "r1cs", "when sent, must be a non-empty .r1cs file")
     try:
-        curve = validate_custom(staged["zkey"].path, staged["wtns"].path).curve
+        curve = validate_custom(staged["zkey"].path, staged["wtns"].path,
+                                r1cs.path if isinstance(r1cs, StagedFile) else None).curve
     except BadCircuitFile as exc:
         raise ApiError(400, "invalid", exc.field, exc.message) from None
     inputs = {f"{n}_{attr}": getattr(staged[n], attr) for n in UPLOAD_FIELDS for attr in ("sha256", "size")}

@@ -2,6 +2,9 @@
 
 The inputs are refused before any proving when the circuit refuses them (an unknown or
 missing signal, a value outside the field, a failing assertion), with the signal named.
+When the circuit was registered with its .r1cs, every witness (computed here or uploaded)
+is checked against every constraint before the job exists: a witness that does not satisfy
+the circuit is a 400, never a job that fails at verification.
 The job stores the witness file's digest, not the signals (they are often the prover's
 secrets), so the same inputs again are recognised as the same request.
 """
@@ -22,8 +25,9 @@ from django.db import transaction
 from engine.api.circuit_files import NAMES_FILE
 from engine.api.errors import ApiError
 from engine.api.job_fields import _conflict, check_job_id, parse_priority
+from engine.api.satisfaction import CircuitShape, check_satisfied
 from engine.api.schemas import CircuitJobIn
-from engine.api.uploads import STORED_NAMES, discard
+from engine.api.uploads import STORED_NAMES, BadCircuitFile, discard
 from engine.ledger.jobs import JobConflict, submit_job
 from engine.models import Circuit, ProofJob
 from engine.prover.wasm_witness import WitnessError, calculate_witness, witness_array
@@ -86,12 +90,29 @@ def _write_witness(circuit: Circuit, witness: list[int], staging: Path) -> str:
     return hashlib.sha256(wtns.read_bytes()).hexdigest()
 
 
+def check_witness(circuit: Circuit, wtns: Path, field: str) -> None:
+    """ApiError naming ``field`` when the circuit has an r1cs and the witness fails one of its
+    constraints; a registered r1cs found malformed is the circuit's fault, not the caller's."""
+    if not circuit.r1cs_path:
+        return
+    try:
+        check_satisfied(Path(circuit.r1cs_path), wtns, CircuitShape(circuit.curve, circuit.n_vars, circuit.n_public),
+                        witness_field=field)
+    except BadCircuitFile as exc:
+        if exc.field == "r1cs":
+            raise ApiError(409, "mismatch", "circuit", f"the circuit's registered r1cs {exc.message}; "
+                                                       "register it again") from None
+        raise ApiError(400, "invalid", field, exc.message) from None
+
+
 def submit_staged(circuit: Circuit, job_id: str, level: int | None, staging: Path, wtns_sha256: str,
-                  client: Any) -> tuple[ProofJob, bool]:
+                  client: Any, witness_field: str = "wtns") -> tuple[ProofJob, bool]:
     """A job of ``circuit`` proving the witness.wtns in ``staging`` (moved into place if created).
 
     The job's inputs are the circuit and the witness file's digest: the same witness sent as
-    inputs or as a .wtns is the same request."""
+    inputs or as a .wtns is the same request. ``witness_field`` is what a refusal of the
+    witness names: the uploaded ``wtns``, or the ``inputs`` it was computed from."""
+    check_witness(circuit, staging / STORED_NAMES["wtns"], witness_field)
     _link_key(circuit, staging / STORED_NAMES["zkey"])
     uploads = Path(settings.DATA_DIR) / "uploads"
     inputs = {"circuit": circuit.pk, "wtns_sha256": wtns_sha256}
@@ -121,7 +142,7 @@ def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[Proof
     staging = Path(settings.DATA_DIR) / "uploads" / f".incoming-{secrets.token_hex(8)}"
     try:
         digest = _write_witness(circuit, witness, staging)
-        return submit_staged(circuit, job_id, level, staging, digest, client)
+        return submit_staged(circuit, job_id, level, staging, digest, client, witness_field="inputs")
     finally:
         discard(staging)
 

@@ -15,10 +15,15 @@ exhausts the host) later:
 * the witness: its field is the zkey's scalar field, it holds exactly nVars reduced values,
   and witness[0] = 1.
 
-What a zkey cannot tell: whether the witness satisfies the circuit. The zkey stores only the
-A and B matrices (the C matrix is folded into the C and IC points), so A·w ∘ B·w = C·w has
-no right-hand side to compare with; a witness that does not satisfy the circuit is caught
-when its proof fails verification, and that failure is recorded as not retryable.
+* with the optional .r1cs: that it is the zkey's circuit (field, wires, public signals and
+  constraint count) and that the witness satisfies every constraint, A·w ∘ B·w = C·w
+  (engine.api.satisfaction).
+
+What a zkey alone cannot tell: whether the witness satisfies the circuit. The zkey stores
+only the A and B matrices (the C matrix is folded into the C and IC points), so A·w and B·w
+can be evaluated but A·w ∘ B·w = C·w has no right-hand side to compare with. Without an
+r1cs, a witness that does not satisfy the circuit is caught when its proof fails
+verification, and that failure is recorded as not retryable (engine/finalize.py).
 
 Files are read in bounded blocks: the web process never holds more than about a MiB of an
 upload, whatever it declares.
@@ -33,6 +38,7 @@ from typing import IO
 
 import numpy as np
 
+from engine.api.satisfaction import CircuitShape, check_satisfied
 from engine.api.uploads import BadCircuitFile
 from engine.prover.curves import get_curve
 from engine.prover.snarkjs import (
@@ -68,13 +74,17 @@ class CustomCircuit:
         return self.header.curve
 
 
-def validate_custom(zkey: Path, wtns: Path) -> CustomCircuit:
-    """The upload's declared circuit, or BadCircuitFile naming the file at fault and why."""
+def validate_custom(zkey: Path, wtns: Path, r1cs: Path | None = None) -> CustomCircuit:
+    """The upload's declared circuit, or BadCircuitFile naming the file at fault and why.
+
+    With ``r1cs``, also the witness checked against every constraint of it."""
     zkey_bytes, wtns_bytes = zkey.stat().st_size, wtns.stat().st_size
     with open(zkey, "rb") as fh:
         header, n_coef, n_constraints = _as("zkey", lambda: _check_zkey(fh, zkey_bytes))
     with open(wtns, "rb") as fh:
         _as("wtns", lambda: _check_wtns(fh, wtns_bytes, header))
+    if r1cs is not None:
+        check_satisfied(r1cs, wtns, CircuitShape(header.curve, header.n_vars, header.n_public, n_constraints))
     return CustomCircuit(header=header, n_constraints=n_constraints, n_coefficients=n_coef,
                          zkey_bytes=zkey_bytes, wtns_bytes=wtns_bytes)
 

@@ -32,7 +32,7 @@ from engine import prover
 from engine.models import Worker
 from engine.pipeline.inflight import InFlight
 from engine.pipeline.work import WorkItem
-from engine.prover import ProofAborted
+from engine.prover import ProofAborted, UnsatisfiedConstraint
 from engine.states import PartitionState
 
 log = logging.getLogger("engine.prove")
@@ -158,10 +158,11 @@ class ProvingWorker:
         except ProofAborted:  # cancelled or fenced while proving: free its memory now
             book.drop(item)
             return False
-        except Exception as exc:  # a kernel or prover error: another attempt may succeed
+        except Exception as exc:  # a kernel or device error: another attempt may succeed
             log.exception("%s: proving %s failed", self.name, item.label)
+            # An unsatisfied assignment is the circuit's or the witness's: every attempt fails alike.
             book.fail(item, item.public_reason(f"proving on {self.device} failed: {type(exc).__name__}: {exc}"),
-                        retryable=True)
+                      retryable=not isinstance(exc, UnsatisfiedConstraint))
             return False
         # Leave gpu before taking the next partition: the records never show a worker twice.
         if not book.record(item, P.FINALIZING, gpu_finished_at=timezone.now()):

@@ -26,7 +26,8 @@ class HeldApp:
         await send({"type": "http.response.body", "body": b"ok"})
 
 
-async def request(app: Any, path: str = "/api/v1/jobs", kind: str = "http") -> list[dict[str, Any]]:
+async def request(app: Any, path: str = "/api/v1/jobs", kind: str = "http",
+                  method: str = "GET") -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
@@ -35,7 +36,7 @@ async def request(app: Any, path: str = "/api/v1/jobs", kind: str = "http") -> l
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    await app({"type": kind, "path": path}, receive, send)
+    await app({"type": kind, "path": path, "method": method}, receive, send)
     return sent
 
 
@@ -93,12 +94,15 @@ def test_a_queued_request_that_waits_past_its_time_gets_503() -> None:
     asyncio.run(scenario())
 
 
-@pytest.mark.parametrize("path", ["/events/", "/api/v1/jobs/custom", "/static/vendor/htmx-2.0.11.min.js", "/favicon.ico"])
-def test_the_event_stream_uploads_and_a_pages_static_files_are_not_counted(path: str) -> None:
+@pytest.mark.parametrize(("method", "path"), [
+    ("GET", "/events/"), ("POST", "/api/v1/jobs/custom"), ("POST", "/api/v1/circuits"),
+    ("POST", "/api/v1/circuits/" + "ab" * 32 + "/jobs"),
+    ("GET", "/static/vendor/htmx-2.0.11.min.js"), ("GET", "/favicon.ico")])
+def test_the_event_stream_uploads_and_a_pages_static_files_are_not_counted(method: str, path: str) -> None:
     async def scenario() -> None:
         inner = HeldApp()
         app = Admission(inner, Limits(max_active=1, max_waiting=0, wait_seconds=0))
-        streams = [asyncio.create_task(request(app, path)) for _ in range(5)]
+        streams = [asyncio.create_task(request(app, path, method=method)) for _ in range(5)]
         await settle()
         assert inner.started == 5 and app.active == 0
         inner.release.set()
