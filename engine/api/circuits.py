@@ -247,7 +247,8 @@ _WTNS_BODY = {
              summary="Prove a registered circuit from a ready witness (.wtns) instead of inputs")
 def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
     """Like POST /jobs with a circuit and inputs, for a client that computes its witness itself."""
-    from engine.api.jobs import _detail, _mine, check_job_id, parse_priority
+    from engine.api.job_fields import _mine, check_job_id, parse_priority
+    from engine.api.job_out import _detail
 
     circuit = circuit_of(request.auth, circuit_id)  # type: ignore[attr-defined]
     limit = checked_upload(request, "job_id and wtns")

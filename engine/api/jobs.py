@@ -22,6 +22,7 @@ from ninja import Query, Router, Schema, Status
 from pydantic import Field, field_validator
 
 from engine.api.errors import ApiError
+from engine.api.etags import _etag, _matches, _not_modified
 from engine.api.job_fields import (
     _conflict,
     _limited_to,
@@ -30,6 +31,7 @@ from engine.api.job_fields import (
     check_priority_limit,
     parse_priority,
 )
+from engine.api.job_out import _detail, _summary, proof_document, snarkjs_files
 from engine.api.proof_bytes import BYTES_RESPONSE, job_proof_bytes
 from engine.api.schemas import (
     JOB_ID_MAX,
@@ -56,8 +58,8 @@ from engine.api.uploads import (
 from engine.api.validate_upload import validate_custom
 from engine.circuits import kinds
 from engine.ledger.jobs import JobConflict, submit_job
-from engine.models import ApiToken, Partition, ProofJob
-from engine.states import JOB_ACTIVE, JOB_TERMINAL, JobState, PartitionState, Priority, ProofKind
+from engine.models import ApiToken, ProofJob
+from engine.states import JOB_ACTIVE, JOB_TERMINAL, JobState, PartitionState, ProofKind
 from engine.status.read import one_snapshot
 
 router = Router(tags=["jobs"])
@@ -111,50 +113,6 @@ def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: A
     return _mine(job, created, client)
 
 
-# ---- rendering ---------------------------------------------------------------------------
-
-
-def _links(job: ProofJob) -> dict[str, str]:
-    base = f"/api/v1/jobs/{job.job_id}"
-    return {"self": base, "proof": f"{base}/proof", "proof_bytes": f"{base}/proof?format=bytes",
-            "snarkjs": f"{base}/proof/snarkjs", "verification_key": f"{base}/verification_key.json",
-            "cancel": f"{base}/cancel", "retry": f"{base}/retry"}
-
-
-def _summary(job: ProofJob, parts: list[Partition] | None = None) -> dict[str, Any]:
-    done = (sum(p.state == PartitionState.DONE for p in parts) if parts is not None
-            else getattr(job, "n_done", None))
-    if done is None:
-        done = job.partitions.filter(state=PartitionState.DONE).count()
-    return {
-        "job_id": job.job_id, "kind": job.kind, "state": job.state, "priority": Priority(job.priority).label,
-        "curve": job.curve, "circuit_id": job.circuit_id, "num_partitions": job.num_partitions,
-        "partitions_done": done, "submitted_at": job.submitted_at, "started_at": job.started_at,
-        "finished_at": job.finished_at, "verified": job.verified, "error": job.error,
-    }
-
-
-def _detail(job: ProofJob) -> dict[str, Any]:
-    parts = list(job.partitions.select_related("host", "worker").order_by("index"))
-    body = _summary(job, parts)
-    done = job.state == JobState.DONE
-    body.update(
-        queue_secs=job.queue_time.total_seconds() if job.queue_time else None,
-        total_secs=job.total_time.total_seconds() if job.total_time else None,
-        partitions=[{
-            "index": p.index, "state": p.state, "attempt": p.attempt,
-            "host": p.host.name if p.host else None, "worker": p.worker.label if p.worker else None,
-            "queue_ms": p.queue_ms, "synth_ms": p.synth_ms, "gpu_ms": p.gpu_ms, "finalize_ms": p.finalize_ms,
-            "synth_started_at": p.synth_started_at, "gpu_started_at": p.gpu_started_at,
-            "finished_at": p.finished_at, "error": p.error,
-        } for p in parts],
-        proof=job.proof if done else None,
-        public_inputs=job.public_inputs if done else None,
-        links=_links(job),
-    )
-    return body
-
-
 def visible_jobs(request: HttpRequest) -> QuerySet[ProofJob]:
     """The jobs the caller may see: a client token its own, an operator token all."""
     owner = _limited_to(getattr(request, "auth", None))
@@ -176,26 +134,6 @@ def _job(request: HttpRequest, job_id: str, with_parts_version: bool = False) ->
 def _done(job: ProofJob) -> None:
     if job.state != JobState.DONE:
         raise ApiError(409, "not_done", "job_id", f"job {job.job_id!r} is {job.state}; its proof exists once done")
-
-
-def proof_document(job: ProofJob) -> dict[str, Any]:
-    """A done job's proof in our format: the job's identity and every partition's proof."""
-    parts = job.partitions.order_by("index")
-    return {"job_id": job.job_id, "kind": job.kind, "curve": job.curve, "circuit_id": job.circuit_id,
-            "verified": job.verified, "proof": job.proof, "public_inputs": job.public_inputs,
-            "partitions": [{"index": p.index, "proof": p.proof, "public_inputs": p.public_inputs} for p in parts]}
-
-
-def snarkjs_files(job: ProofJob, part: Partition) -> tuple[dict[str, Any], list[str]]:
-    """proof.json and public.json of one partition, as snarkjs writes them.
-
-    The finalizer stores proof.json's form already; reading it back through the prover's
-    parser and writing it again checks it and gives snarkjs's exact layout."""
-    from engine.prover import snarkjs
-
-    proof = snarkjs.proof_to_json(snarkjs.proof_from_json(part.proof))
-    public = snarkjs.public_to_json([int(x) for x in part.public_inputs or []])
-    return proof, public
 
 
 # ---- endpoints ---------------------------------------------------------------------------
@@ -320,25 +258,6 @@ class JobFilters(Schema):
 # A poller sends back the ETag it got; while nothing it would see has changed, the answer is
 # a 304 built from one aggregate query instead of the page. Every write to a job or
 # partition stamps it with a fresh farm-wide version, so versions name the content.
-
-
-def _etag(*parts: object) -> str:
-    return '"' + ".".join(str(p) for p in parts) + '"'
-
-
-def _matches(request: HttpRequest, etag: str) -> bool:
-    """The request's If-None-Match names ``etag`` (weak or strong; or is ``*``)."""
-    header = request.headers.get("If-None-Match", "")
-    if not header:
-        return False
-    tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
-    return "*" in tags or etag in tags
-
-
-def _not_modified(etag: str) -> HttpResponse:
-    response = HttpResponse(status=304)
-    response["ETag"] = etag
-    return response
 
 
 def _page_etag(jobs: QuerySet[ProofJob], filters: JobFilters) -> str:

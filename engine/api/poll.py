@@ -16,7 +16,7 @@ spent as the API spends it. Anything else (no such job, another client's job, a 
 job, an unknown token, a token over its rate, a database error) goes on to Django, which
 answers it exactly as before: this path can only say "unchanged", never refuse.
 
-The ETags are the views' own (engine.api.jobs._etag over the same three numbers, and its
+The ETags are the views' own (engine.api.etags._etag over the same three numbers, and its
 _page_etag), so a 304 here and one from the view are the same answer; tests/api/test_poll.py
 holds them equal.
 """
@@ -39,7 +39,8 @@ from pydantic import ValidationError
 
 from engine.api.auth import token_for
 from engine.api.errors import ApiError
-from engine.api.jobs import JobFilters, _etag, _filtered, _page_etag
+from engine.api.etags import _etag
+from engine.api.jobs import JobFilters, _filtered, _page_etag
 from engine.api.throttle import wait_for
 from engine.models import Partition, ProofJob
 from provingsite.bodylimit import bearer
@@ -81,7 +82,7 @@ def _as_django_would_serve(scope: Scope) -> bool:
 
 
 def _tags(header: str) -> set[str]:
-    """If-None-Match's entity tags, weak or strong (as engine.api.jobs._matches reads them)."""
+    """If-None-Match's entity tags, weak or strong (as engine.api.etags._matches reads them)."""
     return {tag.strip().removeprefix("W/") for tag in header.split(",")}
 
 

@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from engine.api.auth import OPERATOR_GROUP, can_view
-from engine.api.jobs import snarkjs_files
+from engine.api.job_out import snarkjs_files
 from engine.console import fragments
 from engine.console.render import clock_html
 from engine.console.render import render as render_pass

@@ -21,7 +21,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from engine.api.errors import ApiError
-from engine.api.jobs import proof_document, submit_builtin
+from engine.api.job_out import proof_document
+from engine.api.jobs import submit_builtin
 from engine.management.commands._common import live_hosts, no_engine_hint
 from engine.models import ProofJob
 from engine.states import JobState, PartitionState

@@ -1,0 +1,26 @@
+"""Conditional reads: a poller sends back the ETag it got, and while nothing it would see has
+changed it gets a 304. Every write to a job or partition stamps it with a fresh farm-wide
+version, so versions name the content."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+
+
+def _etag(*parts: object) -> str:
+    return '"' + ".".join(str(p) for p in parts) + '"'
+
+
+def _matches(request: HttpRequest, etag: str) -> bool:
+    """The request's If-None-Match names ``etag`` (weak or strong; or is ``*``)."""
+    header = request.headers.get("If-None-Match", "")
+    if not header:
+        return False
+    tags = {tag.strip().removeprefix("W/") for tag in header.split(",")}
+    return "*" in tags or etag in tags
+
+
+def _not_modified(etag: str) -> HttpResponse:
+    response = HttpResponse(status=304)
+    response["ETag"] = etag
+    return response

@@ -1,0 +1,70 @@
+"""How a job is written out: its links, its summary and detail, and its proof documents
+(ours, and snarkjs's proof.json / public.json of one partition)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.models import Partition, ProofJob
+from engine.states import JobState, PartitionState, Priority
+
+
+def _links(job: ProofJob) -> dict[str, str]:
+    base = f"/api/v1/jobs/{job.job_id}"
+    return {"self": base, "proof": f"{base}/proof", "proof_bytes": f"{base}/proof?format=bytes",
+            "snarkjs": f"{base}/proof/snarkjs", "verification_key": f"{base}/verification_key.json",
+            "cancel": f"{base}/cancel", "retry": f"{base}/retry"}
+
+
+def _summary(job: ProofJob, parts: list[Partition] | None = None) -> dict[str, Any]:
+    done = (sum(p.state == PartitionState.DONE for p in parts) if parts is not None
+            else getattr(job, "n_done", None))
+    if done is None:
+        done = job.partitions.filter(state=PartitionState.DONE).count()
+    return {
+        "job_id": job.job_id, "kind": job.kind, "state": job.state, "priority": Priority(job.priority).label,
+        "curve": job.curve, "circuit_id": job.circuit_id, "num_partitions": job.num_partitions,
+        "partitions_done": done, "submitted_at": job.submitted_at, "started_at": job.started_at,
+        "finished_at": job.finished_at, "verified": job.verified, "error": job.error,
+    }
+
+
+def _detail(job: ProofJob) -> dict[str, Any]:
+    parts = list(job.partitions.select_related("host", "worker").order_by("index"))
+    body = _summary(job, parts)
+    done = job.state == JobState.DONE
+    body.update(
+        queue_secs=job.queue_time.total_seconds() if job.queue_time else None,
+        total_secs=job.total_time.total_seconds() if job.total_time else None,
+        partitions=[{
+            "index": p.index, "state": p.state, "attempt": p.attempt,
+            "host": p.host.name if p.host else None, "worker": p.worker.label if p.worker else None,
+            "queue_ms": p.queue_ms, "synth_ms": p.synth_ms, "gpu_ms": p.gpu_ms, "finalize_ms": p.finalize_ms,
+            "synth_started_at": p.synth_started_at, "gpu_started_at": p.gpu_started_at,
+            "finished_at": p.finished_at, "error": p.error,
+        } for p in parts],
+        proof=job.proof if done else None,
+        public_inputs=job.public_inputs if done else None,
+        links=_links(job),
+    )
+    return body
+
+
+def proof_document(job: ProofJob) -> dict[str, Any]:
+    """A done job's proof in our format: the job's identity and every partition's proof."""
+    parts = job.partitions.order_by("index")
+    return {"job_id": job.job_id, "kind": job.kind, "curve": job.curve, "circuit_id": job.circuit_id,
+            "verified": job.verified, "proof": job.proof, "public_inputs": job.public_inputs,
+            "partitions": [{"index": p.index, "proof": p.proof, "public_inputs": p.public_inputs} for p in parts]}
+
+
+def snarkjs_files(job: ProofJob, part: Partition) -> tuple[dict[str, Any], list[str]]:
+    """proof.json and public.json of one partition, as snarkjs writes them.
+
+    The finalizer stores proof.json's form already; reading it back through the prover's
+    parser and writing it again checks it and gives snarkjs's exact layout."""
+    from engine.prover import snarkjs
+
+    proof = snarkjs.proof_to_json(snarkjs.proof_from_json(part.proof))
+    public = snarkjs.public_to_json([int(x) for x in part.public_inputs or []])
+    return proof, public
