@@ -17,6 +17,7 @@ import hashlib
 import importlib.util
 import io
 import os
+import platform
 import subprocess
 import sys
 import sysconfig
@@ -58,6 +59,13 @@ KERNEL_FILES = (
 # -march=native would make a cached .so unportable across machines sharing the cache.
 COMPILE_ARGS = ["-O3", "-fopenmp", "-std=gnu99", "-fno-strict-aliasing"]
 LINK_ARGS = ["-fopenmp"]
+# Instruction-set variants of the same source, each its own .so (the flags are in the source
+# hash). "bmi2-adx" lets gcc emit mulx (a multiply that leaves the flags alone, so the
+# compiler can interleave the carry chains of a CIOS step) and the adcx/adox forms; it is
+# chosen at import when the CPU reports both (select_isa), else "generic", so one cache
+# directory serves any x86-64 and aarch64 machine.
+ISA_FLAGS: dict[str, list[str]] = {"generic": [], "bmi2-adx": ["-mbmi2", "-madx"]}
+ISA_ENV = "PROVINGSITE_KERNEL_ISA"  # force a variant ("generic" or "bmi2-adx"), e.g. to compare them
 
 
 def cache_dir() -> Path:
@@ -139,7 +147,38 @@ def _cdef() -> str:
     return "\n".join(decl)
 
 
-def source_hash() -> str:
+def cpu_supports(isa: str) -> bool:
+    """Whether this CPU runs the ``isa`` variant's instructions (Linux reads the kernel's cpuid
+    summary; elsewhere only the generic build is used)."""
+    if isa == "generic":
+        return True
+    if isa != "bmi2-adx" or platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        flags = next(
+            (line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
+             if line.startswith("flags")),
+            [],
+        )
+    except OSError:
+        return False
+    return {"bmi2", "adx"} <= set(flags)
+
+
+def select_isa() -> str:
+    """The variant this process loads: $PROVINGSITE_KERNEL_ISA when set, else the fastest the
+    CPU supports."""
+    forced = os.environ.get(ISA_ENV, "").strip()
+    if forced:
+        if forced not in ISA_FLAGS:
+            raise ValueError(f"{ISA_ENV}={forced!r}: expected one of {sorted(ISA_FLAGS)}")
+        if not cpu_supports(forced):
+            raise ValueError(f"{ISA_ENV}={forced!r}: this CPU lacks its instructions")
+        return forced
+    return "bmi2-adx" if cpu_supports("bmi2-adx") else "generic"
+
+
+def source_hash(isa: str = "generic") -> str:
     h = hashlib.sha256()
     for name in KERNEL_FILES:
         h.update(name.encode())
@@ -150,10 +189,11 @@ def source_hash() -> str:
     h.update((Path(__file__).resolve().parent / "pairing.py").read_bytes())
     h.update(repr(sorted(CURVES.items())).encode())
     h.update(_cdef().encode())
-    h.update(repr((COMPILE_ARGS, LINK_ARGS, sys.version_info[:2], sys.platform)).encode())
+    h.update(repr((COMPILE_ARGS, ISA_FLAGS[isa], LINK_ARGS, sys.version_info[:2], sys.platform)).encode())
     return h.hexdigest()[:16]
 
 
+_builds: dict[str, tuple[Any, Any]] = {}  # isa -> (ffi, lib)
 _lib: Any = None
 _ffi: Any = None
 _load_lock = threading.Lock()
@@ -168,7 +208,7 @@ def _load_module(path: Path, modname: str) -> ModuleType:
     return mod
 
 
-def _compile(ffi: Any, out_dir: Path, modname: str) -> None:
+def _compile(ffi: Any, out_dir: Path, modname: str, isa: str) -> None:
     """Emit cffi's C wrapper and compile it with the system C compiler directly.
 
     cffi's own compile step needs setuptools (absent from the venv on Python 3.12), and the
@@ -185,6 +225,7 @@ def _compile(ffi: Any, out_dir: Path, modname: str) -> None:
         "-shared",
         "-fPIC",
         *COMPILE_ARGS,
+        *ISA_FLAGS[isa],
         f"-I{sysconfig.get_paths()['include']}",
         f"-I{KERNEL_DIR}",
         str(c_file),
@@ -200,14 +241,26 @@ def _compile(ffi: Any, out_dir: Path, modname: str) -> None:
 
 
 def build() -> tuple[Any, Any]:
-    """Compile (once per source hash) and load the extension; returns (ffi, lib)."""
+    """Compile (once per source hash) and load this CPU's variant; returns (ffi, lib)."""
     global _lib, _ffi
+    if _lib is not None:
+        return _ffi, _lib
+    ffi, lib = build_isa(select_isa())
+    _ffi, _lib = ffi, lib
+    return ffi, lib
+
+
+def build_isa(isa: str) -> tuple[Any, Any]:
+    """Compile (once per source hash) and load one instruction-set variant; returns (ffi, lib).
+    Several variants may be loaded side by side (tests compare them)."""
+    if isa not in ISA_FLAGS:
+        raise ValueError(f"unknown kernel ISA {isa!r}")
     with _load_lock:
-        if _lib is not None:
-            return _ffi, _lib
+        if isa in _builds:
+            return _builds[isa]
         import cffi
 
-        key = source_hash()
+        key = source_hash(isa)
         modname = f"_ps_kernels_{key}"
         out_dir = cache_dir() / "kernels" / f"cpu-{key}"
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -219,7 +272,7 @@ def build() -> tuple[Any, Any]:
                     ffi = cffi.FFI()
                     ffi.cdef(_cdef())
                     ffi.set_source(modname, params_prelude() + _pairing_prelude() + '#include "host.c"\n')
-                    _compile(ffi, out_dir, modname)
+                    _compile(ffi, out_dir, modname, isa)
                     found = sorted(out_dir.glob(f"{modname}*.so"))
                     if not found:
                         raise RuntimeError(f"cffi build produced no module in {out_dir}")
@@ -230,8 +283,8 @@ def build() -> tuple[Any, Any]:
         # 2.4 s active vs 0.7 s passive); the service runs synthesis pools beside the kernels.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         mod = _load_module(found[0], modname)
-        _ffi, _lib = mod.ffi, mod.lib
-        return _ffi, _lib
+        _builds[isa] = (mod.ffi, mod.lib)
+        return _builds[isa]
 
 
 def default_threads() -> int:
