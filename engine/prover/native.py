@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from engine.prover.curves import CURVES, CurveParams, get_curve, root_of_unity
+from engine.prover.mulx import mulx_prelude
 
 KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -184,6 +185,7 @@ def source_hash(isa: str = "generic") -> str:
         h.update(name.encode())
         h.update((KERNEL_DIR / name).read_bytes())
     h.update(params_prelude().encode())
+    h.update(mulx_prelude().encode())
     # the pairing prelude takes ~30 ms to derive, too long for every start: hash what
     # determines it (its generator and the curves) and derive it only to compile
     h.update((Path(__file__).resolve().parent / "pairing.py").read_bytes())
@@ -271,7 +273,7 @@ def build_isa(isa: str) -> tuple[Any, Any]:
                 if not found:
                     ffi = cffi.FFI()
                     ffi.cdef(_cdef())
-                    ffi.set_source(modname, params_prelude() + _pairing_prelude() + '#include "host.c"\n')
+                    ffi.set_source(modname, params_prelude() + mulx_prelude() + _pairing_prelude() + '#include "host.c"\n')
                     _compile(ffi, out_dir, modname, isa)
                     found = sorted(out_dir.glob(f"{modname}*.so"))
                     if not found:
