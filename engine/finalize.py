@@ -20,7 +20,7 @@ from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from engine.prove import prover_api
-from engine.prover.groth16 import ProofAborted
+from engine.prover.datatypes import ProofAborted
 from engine.states import PartitionState
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from django.utils import timezone
 
 from engine.models import Worker
-from engine.prover.groth16 import ProofAborted
+from engine.prover.datatypes import ProofAborted
 from engine.states import PartitionState
 
 if TYPE_CHECKING:

@@ -22,22 +22,9 @@ from typing import Any
 import numpy as np
 
 from engine.prover import native
-from engine.prover.curves import G1Affine, G2Affine, g1_from_mont, g2_from_mont, get_curve, limbs_to_ints
-from engine.prover.keys import ProvingKey
+from engine.prover.curves import g1_from_mont, g2_from_mont, get_curve, limbs_to_ints
+from engine.prover.datatypes import Proof, ProofAborted, ProvingKey, UnsatisfiedConstraint
 from engine.prover.r1cs import R1CS, Assignment
-
-
-class UnsatisfiedConstraint(ValueError):
-    """The witness does not satisfy the constraint system (nothing was proved)."""
-
-    def __init__(self, index: int, detail: str = "") -> None:
-        self.index = index
-        super().__init__(f"constraint {index} not satisfied{': ' + detail if detail else ''}")
-
-
-class ProofAborted(RuntimeError):
-    """The caller asked to stop (its job was cancelled, its claim fenced): no proof was made."""
-
 
 Abort = Callable[[], bool] | None
 
@@ -47,19 +34,6 @@ def _check(abort: Abort, phase: str) -> None:
     # to a whole proof, so a cancelled partition frees its memory within one phase.
     if abort is not None and abort():
         raise ProofAborted(f"proof abandoned before {phase}")
-
-
-@dataclass(frozen=True)
-class Proof:
-    curve: str
-    pi_a: G1Affine | None
-    pi_b: G2Affine | None
-    pi_c: G1Affine | None
-
-    def to_json(self) -> dict[str, Any]:
-        from engine.prover.snarkjs import proof_to_json
-
-        return proof_to_json(self)
 
 
 def _random_scalar(curve: str) -> int:
