@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from engine.prover.curves import CurveParams, get_curve, root_of_unity
-from engine.prover.native import KERNEL_DIR, SHARED_KERNEL_FILES, cache_dir, params_prelude
+from engine.prover.native_build import KERNEL_DIR, SHARED_KERNEL_FILES, cache_dir, params_prelude
 
 GPU_KERNEL_FILES = (*SHARED_KERNEL_FILES, "gpu_fr.h", "gpu_group.h", "gpu.cu")
 BLOCK = 256
