@@ -1,4 +1,5 @@
-"""Groth16 prover benchmark: `provingsite-prove` vs `manage.py prove` vs `snarkjs groth16 prove`.
+"""Groth16 prover benchmark: `provingsite-prove` vs `manage.py prove` vs `snarkjs groth16 prove`
+vs groth16py (PyPI, arkworks; BN254 only) vs a hand-built rapidsnark.
 
     .venv/bin/python bench/prover.py                  # fixtures + both curves at 2^12 and 2^16
     .venv/bin/python bench/prover.py --sizes 12 --repeat 1 --no-msm
@@ -13,7 +14,10 @@ own self-check (the pairing) is part of their time, as it is in use.
 The circuits: snarkjs's fixtures (tests/fixtures/snarkjs, 204 signals) and synthetic R1CSs
 (engine.prover.setup.synthetic_circuit) filling a 2^k domain, whose keys come from OUR
 development setup (snarkjs's own phase-2 preparation at 2^16 takes ~25 min); the other
-tools prove with that .zkey unchanged. snarkjs needs `npm ci --prefix tests/oracle`.
+tools prove with that .zkey unchanged. snarkjs needs `npm ci --prefix tests/oracle`;
+groth16py `pip install groth16py` into this venv (it imports the .zkey and proves the .wtns,
+both timed, as its command would; its Ethereum proof blob is turned into proof.json and
+verified against our public.json, the same signals).
 
 Python children get a bytecode cache in a temporary directory, as an installed package has
 (this workspace sets PYTHONDONTWRITEBYTECODE, which would charge both Python commands for
@@ -71,6 +75,31 @@ def manage_argv(*paths: Path) -> list[str]:
 
 def snarkjs_argv(*paths: Path) -> list[str]:
     return [str(SNARKJS), "groth16", "prove", *map(str, paths)]
+
+
+GROTH16PY = "groth16py"
+_GROTH16PY_CHILD = r"""
+import json, sys
+import groth16py
+zkey, wtns, proof_path = sys.argv[1:4]
+pk, _ = groth16py.import_zkey(zkey)
+blob = groth16py.prove_wtns(pk, wtns)  # Ethereum order: a.x a.y b.x1 b.x0 b.y1 b.y0 c.x c.y
+v = [str(int.from_bytes(blob[i:i + 32], "big")) for i in range(0, 256, 32)]
+proof = {"pi_a": [v[0], v[1], "1"], "pi_b": [[v[3], v[2]], [v[5], v[4]], ["1", "0"]], "pi_c": [v[6], v[7], "1"],
+         "protocol": "groth16", "curve": "bn128"}
+with open(proof_path, "w") as f:
+    json.dump(proof, f)
+"""
+
+
+def groth16py_argv(zkey: Path, wtns: Path, proof: Path, public: Path) -> list[str]:
+    return [sys.executable, "-c", _GROTH16PY_CHILD, str(zkey), str(wtns), str(proof)]
+
+
+def groth16py_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("groth16py") is not None
 
 
 def rapidsnark_argv(binary: Path) -> Argv:
@@ -147,7 +176,9 @@ def bench_circuit(c: Circuit, tools: dict[str, Argv], repeat: int, work: Path, e
                     found = re.search(r"load .*", stderr)
                     row.phases = found.group(0) if found else ""
     for name, (proof, public) in outs.items():
-        row.valid[name] = verify(c.vk, read_proof_json(proof), read_public_json(public))
+        # groth16py writes no public.json: it proves the same witness, so ours is its public
+        signals = read_public_json(outs[CLI][1] if name == GROTH16PY else public)
+        row.valid[name] = verify(c.vk, read_proof_json(proof), signals)
     return row
 
 
@@ -197,13 +228,18 @@ def main() -> None:
     ap.add_argument("--no-fixtures", action="store_true", help="skip snarkjs's small fixture circuits")
     ap.add_argument("--rapidsnark", type=Path, default=None, help="a hand-built rapidsnark `prover` (BN254 only)")
     ap.add_argument("--no-msm", action="store_true", help="skip the kernels' MSM table")
+    ap.add_argument("--no-manage", action="store_true", help="skip `manage.py prove` (Django's start-up)")
     args = ap.parse_args()
 
-    tools: dict[str, Argv] = {CLI: cli_argv, MANAGE: manage_argv}
+    tools: dict[str, Argv] = {CLI: cli_argv}
+    if not args.no_manage:
+        tools[MANAGE] = manage_argv
     if SNARKJS.exists() and shutil.which("node"):
         tools["snarkjs"] = snarkjs_argv
     snarkjs = SNARKJS if "snarkjs" in tools else "missing (npm ci --prefix tests/oracle)"
-    print(f"cores: {native.default_threads()}; snarkjs: {snarkjs}; "
+    g16 = groth16py_available()
+    print(f"cores: {native.default_threads()}; kernels: {native.select_isa()}; snarkjs: {snarkjs}; "
+          f"groth16py: {'installed' if g16 else 'missing (pip install groth16py)'}; "
           f"rapidsnark: {args.rapidsnark or 'not given'}; min of {args.repeat}")
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as d:
@@ -218,12 +254,14 @@ def main() -> None:
         circuits += [synthetic(curve, log_n, work) for curve in args.curves for log_n in args.sizes]
         for c in circuits:
             row_tools = dict(tools)
+            if g16 and c.curve == "bn128":
+                row_tools[GROTH16PY] = groth16py_argv
             if args.rapidsnark is not None and c.curve == "bn128":
                 row_tools["rapidsnark"] = rapidsnark_argv(args.rapidsnark)
             rows.append(bench_circuit(c, row_tools, args.repeat, work, env))
             print(format_table(rows[-1:], list(row_tools)).splitlines()[-1], flush=True)
     print()
-    names = list(tools) + (["rapidsnark"] if args.rapidsnark is not None else [])
+    names = list(tools) + ([GROTH16PY] if g16 else []) + (["rapidsnark"] if args.rapidsnark is not None else [])
     print(format_table(rows, names))
     if not args.no_msm:
         try:

@@ -20,7 +20,7 @@ import numpy as np
 from engine.circuits.cs import WitnessCS, limbs_to_ints
 from engine.circuits.kinds import CircuitShape, PartitionData, parse_circuit_id, validate_inputs
 from engine.prover import native
-from engine.prover.groth16 import UnsatisfiedConstraint  # one exception type for the whole prover
+from engine.prover.datatypes import UnsatisfiedConstraint  # one exception type for the whole prover
 from engine.prover.r1cs import R1CS, Assignment, SparseMatrix
 
 # Threads of the native sparse products in this process; None = every core. A pool of N

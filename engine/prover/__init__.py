@@ -23,6 +23,8 @@ if TYPE_CHECKING:
         assignment_from_witness,
         gpu_prove_finish,
         gpu_prove_start,
+        prepare_key,
+        prepared_nbytes,
         prove,
     )
     from engine.prover.keys import ProvingKey, VerifyingKey
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
 _HOMES = {
     **dict.fromkeys(
         ("PendingProof", "Proof", "ProofAborted", "UnsatisfiedConstraint", "assignment_from_r1cs",
-         "assignment_from_witness", "gpu_prove_finish", "gpu_prove_start", "prove"),
+         "assignment_from_witness", "gpu_prove_finish", "gpu_prove_start", "prepare_key", "prepared_nbytes", "prove"),
         "engine.prover.groth16",
     ),
     **dict.fromkeys(("ProvingKey", "VerifyingKey"), "engine.prover.keys"),
@@ -108,6 +110,8 @@ __all__ = [
     "assignment_from_witness",
     "gpu_prove_finish",
     "gpu_prove_start",
+    "prepare_key",
+    "prepared_nbytes",
     "prove",
     "read_r1cs",
     "read_wtns",

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-    from engine.prover.groth16 import Proof
+    from engine.prover.datatypes import Proof
     from engine.prover.keys import ProvingKey
 
 DESCRIPTION = "Prove a snarkjs Groth16 circuit (.zkey + .wtns) and write proof.json and public.json."

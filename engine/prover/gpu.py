@@ -13,6 +13,11 @@ compiled by NVRTC (through CuPy's bindings) and launched on a CuPy stream.
 MSM: signed c-bit digits computed on the GPU, (bucket, point) pairs grouped with a device
 sort, one thread per bucket accumulating in XYZZ, a parallel per-window bucket reduction
 (segments), then one thread combining windows. Window c = log2(n) - 8 clamped to [4, 16].
+
+One module, a little over 400 lines, on purpose: compiling, the device object and its
+launches share the stream, the loaded module and the pinned buffers' lifetimes; split,
+each part would reach into the others' state. (Untouched in the CPU kernel work: with no
+GPU in this workspace a reshuffle could not be run.)
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from engine.prover.curves import CurveParams, get_curve, root_of_unity
-from engine.prover.native import KERNEL_DIR, SHARED_KERNEL_FILES, cache_dir, params_prelude
+from engine.prover.native_build import KERNEL_DIR, SHARED_KERNEL_FILES, cache_dir, params_prelude
 
 GPU_KERNEL_FILES = (*SHARED_KERNEL_FILES, "gpu_fr.h", "gpu_group.h", "gpu.cu")
 BLOCK = 256

@@ -22,22 +22,9 @@ from typing import Any
 import numpy as np
 
 from engine.prover import native
-from engine.prover.curves import G1Affine, G2Affine, g1_from_mont, g2_from_mont, get_curve, limbs_to_ints
-from engine.prover.keys import ProvingKey
+from engine.prover.curves import g1_from_mont, g2_from_mont, get_curve, limbs_to_ints
+from engine.prover.datatypes import Proof, ProofAborted, ProvingKey, UnsatisfiedConstraint
 from engine.prover.r1cs import R1CS, Assignment
-
-
-class UnsatisfiedConstraint(ValueError):
-    """The witness does not satisfy the constraint system (nothing was proved)."""
-
-    def __init__(self, index: int, detail: str = "") -> None:
-        self.index = index
-        super().__init__(f"constraint {index} not satisfied{': ' + detail if detail else ''}")
-
-
-class ProofAborted(RuntimeError):
-    """The caller asked to stop (its job was cancelled, its claim fenced): no proof was made."""
-
 
 Abort = Callable[[], bool] | None
 
@@ -47,19 +34,6 @@ def _check(abort: Abort, phase: str) -> None:
     # to a whole proof, so a cancelled partition frees its memory within one phase.
     if abort is not None and abort():
         raise ProofAborted(f"proof abandoned before {phase}")
-
-
-@dataclass(frozen=True)
-class Proof:
-    curve: str
-    pi_a: G1Affine | None
-    pi_b: G2Affine | None
-    pi_c: G1Affine | None
-
-    def to_json(self) -> dict[str, Any]:
-        from engine.prover.snarkjs import proof_to_json
-
-        return proof_to_json(self)
 
 
 def _random_scalar(curve: str) -> int:
@@ -132,6 +106,39 @@ def _live_rows(pk: ProvingKey, name: str) -> np.ndarray | None:
     return pk.extra[key]  # type: ignore[return-value]
 
 
+_PREPARED = "prepared:bases"
+_LIVE_BASES = ("a_points", "b1_points", "b2_points")
+
+
+def prepare_key(pk: ProvingKey) -> int:
+    """Gather the key's live A, B1 and B2 bases once into contiguous arrays, the layout the
+    MSM reads, and keep them with the key (pk.extra) for every later proof; returns the bytes
+    this added (prepared_nbytes). Idempotent. For a key the engine reuses: a one-off proof
+    gains nothing from it, since each proof otherwise gathers the same rows itself.
+    """
+    if _PREPARED not in pk.extra:
+        gathered: dict[str, np.ndarray] = {}
+        for name in _LIVE_BASES:
+            live = _live_rows(pk, name)
+            if live is not None and live.shape[0]:
+                gathered[name] = np.ascontiguousarray(getattr(pk, name)[live])
+        pk.extra[_PREPARED] = gathered
+    return prepared_nbytes(pk)
+
+
+def prepared_nbytes(pk: ProvingKey) -> int:
+    """Bytes prepare_key holds beside the key's own ProvingKey.nbytes (0 when not prepared):
+    the gathered bases plus the live-row indices."""
+    gathered = pk.extra.get(_PREPARED)
+    if not isinstance(gathered, dict):
+        return 0
+    total = sum(int(a.nbytes) for a in gathered.values())
+    for name in _LIVE_BASES:
+        live = pk.extra.get(f"live:{name}")
+        total += int(live.nbytes) if isinstance(live, np.ndarray) else 0
+    return total
+
+
 def _msm_live(pk: ProvingKey, name: str, scalars: np.ndarray) -> np.ndarray:
     live = _live_rows(pk, name)
     pts = getattr(pk, name)
@@ -140,9 +147,11 @@ def _msm_live(pk: ProvingKey, name: str, scalars: np.ndarray) -> np.ndarray:
         return fn(pk.curve, pts, scalars)
     if live.shape[0] == 0:
         return np.zeros(pts.shape[1], np.uint64)
-    # gathered per proof rather than cached: a second copy of the bases would sit outside the
-    # key's accounted nbytes; the gather costs milliseconds next to the MSM
-    return fn(pk.curve, np.ascontiguousarray(pts[live]), np.ascontiguousarray(scalars[live]))
+    prepared = pk.extra.get(_PREPARED)
+    # without prepare_key the rows are gathered per proof: a second copy of the bases is kept
+    # only where the engine asked for it and counts it (prepared_nbytes)
+    bases = prepared[name] if isinstance(prepared, dict) and name in prepared else np.ascontiguousarray(pts[live])
+    return fn(pk.curve, bases, np.ascontiguousarray(scalars[live]))
 
 
 def _domain_evals(pk: ProvingKey, asg: Assignment) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -22,17 +22,12 @@ from collections.abc import Sequence
 
 from engine.prover import native
 from engine.prover.curves import G1Affine, G2Affine, fr_to_limbs, g1_from_mont, g1_to_mont, get_curve
-from engine.prover.groth16 import Proof
-from engine.prover.keys import VerifyingKey
+from engine.prover.datatypes import InvalidProof, Proof, VerifyingKey
 from engine.prover.pairing import PointError, check_g1, check_g2, miller_loop, pairing_check
 
 log = logging.getLogger(__name__)
 
 _LABELS = {"bn128": "BN254", "bls12381": "BLS12-381"}
-
-
-class InvalidProof(ValueError):
-    """The proof, key or public inputs are malformed (the reason is the message)."""
 
 
 def _check_public(vk: VerifyingKey, public_inputs: Sequence[int]) -> list[int]:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.prover.curves import G1Affine, G2Affine, get_curve
-from engine.prover.groth16 import Proof
+from engine.prover.datatypes import Proof
 from engine.prover.keys import VerifyingKey
 from engine.prover.verify import InvalidProof
 

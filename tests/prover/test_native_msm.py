@@ -143,3 +143,24 @@ def test_msm_bn128_larger_window() -> None:
     got = dec("bn128", "g1", native.msm_g1("bn128", bases, fr_to_limbs(ss)))[0]
     total = sum(k * s for k, s in zip(ks, ss, strict=False)) % c.r
     assert got == oracle_points("bn128", "g1", [total])[0]
+
+
+@pytest.mark.parametrize("curve", CURVE_NAMES)
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_batch_affine_msm_with_repeated_negated_and_infinite_bases(curve: str, group: str) -> None:
+    # 2^13 points take the batch-affine bucket path (window >= 11). Bases drawn from a pool of
+    # 40 discrete logs and their negations, plus infinity, make buckets meet their own x:
+    # doublings and cancellations, which must fall back to the general formula.
+    c = CURVES[curve]
+    rng = random.Random(13)
+    n = 8192
+    assert native.msm_window(curve, group, n) >= 11
+    pool = [rng.randrange(1, c.r) for _ in range(40)]
+    ks = [rng.choice([0, *pool, *(c.r - k for k in pool)]) for _ in range(n)]
+    ss = [rng.choice([1, 2, c.r - 1, rng.randrange(c.r)]) for _ in range(n)]
+    bases = getattr(native, f"{group}_mul_generator_batch")(curve, fr_to_limbs(ks))
+    total = sum(k * s for k, s in zip(ks, ss, strict=True)) % c.r
+    expect = oracle_points(curve, group, [total])[0]
+    for threads in (1, 2):
+        got = getattr(native, f"msm_{group}")(curve, bases, fr_to_limbs(ss), threads=threads)
+        assert dec(curve, group, got)[0] == expect

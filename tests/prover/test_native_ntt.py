@@ -46,6 +46,10 @@ def test_inverse_after_forward_is_identity_large(curve: str) -> None:
     assert not np.array_equal(fw, a)
     assert np.array_equal(native.ntt(curve, fw, inverse=True), a)
     assert np.array_equal(native.ntt(curve, a, threads=1), fw)
+    # and a few outputs against the definition (the threaded bit reversal included)
+    w, got = root_of_unity(c, 14), limbs_to_ints(fw)
+    for k in (1, 5, 12345):
+        assert got[k] == sum(v * pow(w, j * k, c.r) for j, v in enumerate(vals)) % c.r
 
 
 @pytest.mark.parametrize("curve", CURVE_NAMES)

@@ -71,6 +71,16 @@ DEVICE INLINE void FN(neg)(FT *r, const FT *a) { FT z; FN(zero)(&z); FN(sub)(r, 
  * "no-carry" form, valid when the modulus' top limb is below 2^63 - 1 (true for all four
  * fields here; native.py asserts it). The multiply and reduce passes of one outer step are
  * merged, so t needs only NL words and no overflow words: fewer registers, fewer spills. */
+#if defined(PS_HAVE_MULX) && (NL == 4 || NL == 6)
+/* The bmi2-adx CPU build: the same CIOS in generated mulx/adcx/adox assembly
+ * (engine/prover/mulx.py), two carry chains at once. */
+DEVICE MULFN void FN(mul)(FT *r, const FT *a, const FT *b) {
+    static const u64 p[NL] = FMOD, inv = (u64)FINV;
+    FT o;
+    PS_CAT(ps_mulx_mont, NL)(o.v, a->v, b->v, p, &inv);
+    FN(reduce_once)(r, &o, 0);
+}
+#else
 DEVICE MULFN void FN(mul)(FT *r, const FT *a, const FT *b) {
     const u64 p[NL] = FMOD;
     u64 t[NL];
@@ -91,6 +101,7 @@ DEVICE MULFN void FN(mul)(FT *r, const FT *a, const FT *b) {
     UNROLL for (int i = 0; i < NL; i++) o.v[i] = t[i];
     FN(reduce_once)(r, &o, 0);
 }
+#endif
 DEVICE INLINE void FN(sqr)(FT *r, const FT *a) { FN(mul)(r, a, a); }
 
 DEVICE INLINE void FN(to_mont)(FT *r, const FT *a) { FT r2 = { FR2 }; FN(mul)(r, a, &r2); }

@@ -28,7 +28,9 @@ static void FN(powers)(FT *pw, size_t n, const FT *g, int threads) {
 static void FN(ntt_mont)(FT *a, size_t n, const FT *w, int threads) {
     if (n <= 1) return;
     int logn = 0; while (((size_t)1 << logn) < n) logn++;
-    /* bit reversal permutation */
+    /* bit reversal permutation: each pair (i, rev(i)) is swapped by its smaller index only,
+     * so the threads never touch the same element */
+    #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 8192)
     for (size_t i = 0; i < n; i++) {
         size_t j = 0;
         for (int b = 0; b < logn; b++) j |= ((i >> b) & 1) << (logn - 1 - b);

@@ -51,6 +51,122 @@ static void CN(signed_digits)(int32_t *digits, const u64 *scalars, size_t n, int
     }
 }
 
+/* One window's buckets by XYZZ mixed additions (8M + 2S each): small windows, where a
+ * batch-affine pass has too few buckets to fill its batches. Returns sum_j (j+1) * b[j]. */
+static XZ CN(window_xyzz)(const AFF *bases, const int32_t *d, size_t n, size_t half) {
+    XZ *b = (XZ *)malloc(sizeof(XZ) * half);
+    for (size_t j = 0; j < half; j++) CN(set_inf)(&b[j]);
+    for (size_t i = 0; i < n; i++) {
+        /* the bucket table is bigger than L1: fetch a few iterations ahead */
+        if (i + 8 < n) {
+            int32_t y = d[i + 8];
+            if (y) __builtin_prefetch(&b[(y > 0 ? y : -y) - 1], 1);
+            __builtin_prefetch(&bases[i + 8]);
+        }
+        int32_t x = d[i];
+        if (x > 0) CN(add_affine)(&b[x - 1], &b[x - 1], &bases[i]);
+        else if (x < 0) CN(sub_affine)(&b[-x - 1], &b[-x - 1], &bases[i]);
+    }
+    /* sum_j (j+1) * b[j] by running sums from the top bucket down */
+    XZ run, acc; CN(set_inf)(&run); CN(set_inf)(&acc);
+    for (size_t j = half; j-- > 0;) { CN(add)(&run, &run, &b[j]); CN(add)(&acc, &acc, &run); }
+    free(b);
+    return acc;
+}
+
+/* Batch-affine accumulation (the method of gnark and of Aztec's barretenberg): buckets are
+ * kept affine, and up to `batch` pending additions, each into a different bucket, share one
+ * inversion by Montgomery's trick, so an addition costs 5M + 1S plus 1/batch of an
+ * inversion instead of a mixed XYZZ addition's 8M + 2S. An addition the batch cannot take
+ * (its bucket already waits in this batch, or it has the bucket's x: a doubling or a
+ * cancellation) goes to a second, XYZZ bucket by the general mixed formula, which handles
+ * every case; bucket j is the sum of both. */
+typedef struct { uint32_t b; int32_t i; } CN(pending);   /* bucket, base index (< 0: negated) */
+
+static void CN(flush_batch)(AFF *ab, const AFF *bases, const CN(pending) *pd, ET *den, ET *pref, int np) {
+    ET acc; FF(one)(&acc);
+    for (int k = 0; k < np; k++) {
+        const AFF *q = &bases[pd[k].i < 0 ? -pd[k].i - 1 : pd[k].i];
+        FF(sub)(&den[k], &q->x, &ab[pd[k].b].x);
+        pref[k] = acc;
+        FF(mul)(&acc, &acc, &den[k]);
+    }
+    FF(inv)(&acc, &acc);
+    for (int k = np; k-- > 0;) {
+        ET inv, l, t, x3, qy;
+        FF(mul)(&inv, &acc, &pref[k]);      /* 1 / den[k] */
+        FF(mul)(&acc, &acc, &den[k]);
+        AFF *p = &ab[pd[k].b];
+        const AFF *q = &bases[pd[k].i < 0 ? -pd[k].i - 1 : pd[k].i];
+        if (pd[k].i < 0) FF(neg)(&qy, &q->y); else qy = q->y;
+        FF(sub)(&t, &qy, &p->y);
+        FF(mul)(&l, &t, &inv);              /* slope */
+        FF(sqr)(&x3, &l);
+        FF(sub)(&x3, &x3, &p->x);
+        FF(sub)(&x3, &x3, &q->x);
+        FF(sub)(&t, &p->x, &x3);
+        FF(mul)(&t, &l, &t);
+        FF(sub)(&p->y, &t, &p->y);
+        p->x = x3;
+    }
+}
+
+static XZ CN(window_batch_affine)(const AFF *bases, const int32_t *d, size_t n, size_t half, int batch) {
+    AFF *ab = (AFF *)malloc(sizeof(AFF) * half);
+    XZ *xb = (XZ *)malloc(sizeof(XZ) * half);
+    unsigned char *occ = (unsigned char *)calloc(half, 1);
+    uint32_t *stamp = (uint32_t *)calloc(half, sizeof(uint32_t));   /* batch a bucket waits in */
+    CN(pending) *pd = (CN(pending) *)malloc(sizeof(CN(pending)) * batch);
+    ET *den = (ET *)malloc(sizeof(ET) * batch), *pref = (ET *)malloc(sizeof(ET) * batch);
+    for (size_t j = 0; j < half; j++) CN(set_inf)(&xb[j]);
+    uint32_t cur = 1;
+    int np = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 8 < n) {
+            int32_t y = d[i + 8];
+            if (y) __builtin_prefetch(&ab[(y > 0 ? y : -y) - 1], 1);
+            __builtin_prefetch(&bases[i + 8]);
+        }
+        int32_t x = d[i];
+        if (x == 0 || CN(affine_is_inf)(&bases[i])) continue;
+        uint32_t b = (uint32_t)(x > 0 ? x : -x) - 1;
+        if (!occ[b]) {
+            if (x > 0) ab[b] = bases[i]; else CN(affine_neg)(&ab[b], &bases[i]);
+            occ[b] = 1;
+        } else if (stamp[b] == cur || FF(eq)(&ab[b].x, &bases[i].x)) {
+            if (x > 0) CN(add_affine)(&xb[b], &xb[b], &bases[i]);
+            else CN(sub_affine)(&xb[b], &xb[b], &bases[i]);
+        } else {
+            stamp[b] = cur;
+            pd[np].b = b;
+            pd[np].i = x > 0 ? (int32_t)i : -(int32_t)i - 1;
+            if (++np == batch) { CN(flush_batch)(ab, bases, pd, den, pref, np); np = 0; cur++; }
+        }
+    }
+    if (np) CN(flush_batch)(ab, bases, pd, den, pref, np);
+    /* sum_j (j+1) * bucket_j by running sums from the top bucket down */
+    XZ run, acc; CN(set_inf)(&run); CN(set_inf)(&acc);
+    for (size_t j = half; j-- > 0;) {
+        if (CN(is_inf)(&xb[j])) {
+            if (occ[j]) CN(add_affine)(&run, &run, &ab[j]);
+        } else {
+            if (occ[j]) CN(add_affine)(&xb[j], &xb[j], &ab[j]);
+            CN(add)(&run, &run, &xb[j]);
+        }
+        CN(add)(&acc, &acc, &run);
+    }
+    free(ab); free(xb); free(occ); free(stamp); free(pd); free(den); free(pref);
+    return acc;
+}
+
+/* Pending additions per inversion: an inversion costs about 300 multiplications, so a batch
+ * far smaller than that pays more for inversions than it saves; a batch larger than about
+ * half/4 collides on buckets (each collision falls back to an XYZZ addition). */
+static int CN(msm_batch)(size_t half) {
+    size_t b = half / 4;
+    return b < 128 ? 0 : (b > 1024 ? 1024 : (int)b);
+}
+
 /* sum_i scalars[i] * bases[i]; out: one affine point. threads <= 0 means OpenMP's default. */
 void CN(msm)(u64 *out, const u64 *bases_, const u64 *scalars, size_t n, int threads) {
     const AFF *bases = (const AFF *)bases_;
@@ -58,30 +174,14 @@ void CN(msm)(u64 *out, const u64 *bases_, const u64 *scalars, size_t n, int thre
     int c = CN(msm_window)(n);
     int nwin = (256 + c) / c;   /* ceil(257 / c) */
     size_t half = (size_t)1 << (c - 1);
+    int batch = CN(msm_batch)(half);
     int32_t *digits = (int32_t *)malloc(sizeof(int32_t) * (size_t)nwin * (n ? n : 1));
     CN(signed_digits)(digits, scalars, n, c, nwin, threads);
     XZ *wins = (XZ *)malloc(sizeof(XZ) * nwin);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int w = 0; w < nwin; w++) {
-        XZ *b = (XZ *)malloc(sizeof(XZ) * half);
-        for (size_t j = 0; j < half; j++) CN(set_inf)(&b[j]);
         const int32_t *d = digits + (size_t)w * n;
-        for (size_t i = 0; i < n; i++) {
-            /* the bucket table is bigger than L1: fetch a few iterations ahead */
-            if (i + 8 < n) {
-                int32_t y = d[i + 8];
-                if (y) __builtin_prefetch(&b[(y > 0 ? y : -y) - 1], 1);
-                __builtin_prefetch(&bases[i + 8]);
-            }
-            int32_t x = d[i];
-            if (x > 0) CN(add_affine)(&b[x - 1], &b[x - 1], &bases[i]);
-            else if (x < 0) CN(sub_affine)(&b[-x - 1], &b[-x - 1], &bases[i]);
-        }
-        /* sum_j (j+1) * b[j] by running sums from the top bucket down */
-        XZ run, acc; CN(set_inf)(&run); CN(set_inf)(&acc);
-        for (size_t j = half; j-- > 0;) { CN(add)(&run, &run, &b[j]); CN(add)(&acc, &acc, &run); }
-        wins[w] = acc;
-        free(b);
+        wins[w] = batch ? CN(window_batch_affine)(bases, d, n, half, batch) : CN(window_xyzz)(bases, d, n, half);
     }
     XZ r = wins[nwin - 1];
     for (int w = nwin - 2; w >= 0; w--) {

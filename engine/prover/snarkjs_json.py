@@ -1,0 +1,179 @@
+"""snarkjs's JSON files: proof.json, public.json, verification_key.json."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.prover.curves import CURVES
+from engine.prover.datatypes import FormatError, Proof, VerifyingKey
+
+# ---------------------------------------------------------------------------------------------
+# JSON
+
+
+def _g1_json(pt: tuple[int, int] | None) -> list[str]:
+    return ["0", "1", "0"] if pt is None else [str(pt[0]), str(pt[1]), "1"]
+
+
+def _g2_json(pt: tuple[tuple[int, int], tuple[int, int]] | None) -> list[list[str]]:
+    if pt is None:
+        return [["0", "0"], ["1", "0"], ["0", "0"]]
+    (x0, x1), (y0, y1) = pt
+    return [[str(x0), str(x1)], [str(y0), str(y1)], ["1", "0"]]
+
+
+def _int(v: Any, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (str, int)):
+        raise FormatError(f"{what}: expected a decimal string, got {v!r}")
+    try:
+        return int(v)
+    except ValueError:
+        raise FormatError(f"{what}: {v!r} is not a decimal integer") from None
+
+
+def _g1_from_json(v: Any, what: str) -> tuple[int, int] | None:
+    if not isinstance(v, list) or len(v) not in (2, 3):
+        raise FormatError(f"{what}: expected [x, y, z]")
+    x, y = _int(v[0], what), _int(v[1], what)
+    z = _int(v[2], what) if len(v) == 3 else 1
+    if z == 0:
+        return None
+    if z != 1:
+        raise FormatError(f"{what}: only affine points (z = 1) are accepted")
+    return (x, y)
+
+
+def _g2_from_json(v: Any, what: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    if not isinstance(v, list) or len(v) not in (2, 3) or not all(isinstance(e, list) and len(e) == 2 for e in v):
+        raise FormatError(f"{what}: expected [[x0, x1], [y0, y1], [z0, z1]]")
+    x = (_int(v[0][0], what), _int(v[0][1], what))
+    y = (_int(v[1][0], what), _int(v[1][1], what))
+    z = (_int(v[2][0], what), _int(v[2][1], what)) if len(v) == 3 else (1, 0)
+    if z == (0, 0):
+        return None
+    if z != (1, 0):
+        raise FormatError(f"{what}: only affine points (z = 1) are accepted")
+    return (x, y)
+
+
+def proof_to_json(proof: Proof) -> dict[str, Any]:
+    return {
+        "pi_a": _g1_json(proof.pi_a),
+        "pi_b": _g2_json(proof.pi_b),
+        "pi_c": _g1_json(proof.pi_c),
+        "protocol": "groth16",
+        "curve": proof.curve,
+    }
+
+
+def proof_from_json(obj: Any) -> Proof:
+    if not isinstance(obj, dict):
+        raise FormatError("proof: expected a JSON object")
+    if obj.get("protocol", "groth16") != "groth16":
+        raise FormatError(f"proof: protocol {obj.get('protocol')!r} is not groth16")
+    curve = obj.get("curve")
+    if curve not in CURVES:
+        raise FormatError(f"proof: unknown curve {curve!r}")
+    return Proof(
+        curve=curve,
+        pi_a=_g1_from_json(obj.get("pi_a"), "proof pi_a"),
+        pi_b=_g2_from_json(obj.get("pi_b"), "proof pi_b"),
+        pi_c=_g1_from_json(obj.get("pi_c"), "proof pi_c"),
+    )
+
+
+def _dump(path: str | os.PathLike[str], obj: Any) -> None:
+    tmp = Path(f"{path}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def write_proof_json(path: str | os.PathLike[str], proof: Proof) -> None:
+    _dump(path, proof_to_json(proof))
+
+
+def read_proof_json(path: str | os.PathLike[str]) -> Proof:
+    return proof_from_json(_load(path))
+
+
+def public_to_json(public_inputs: Sequence[int] | np.ndarray) -> list[str]:
+    if isinstance(public_inputs, np.ndarray):
+        from engine.prover.curves import limbs_to_ints
+
+        public_inputs = limbs_to_ints(public_inputs) if public_inputs.size else []
+    return [str(int(v)) for v in public_inputs]
+
+
+def write_public_json(path: str | os.PathLike[str], public_inputs: Sequence[int] | np.ndarray) -> None:
+    _dump(path, public_to_json(public_inputs))
+
+
+def read_public_json(path: str | os.PathLike[str]) -> list[int]:
+    obj = _load(path)
+    if not isinstance(obj, list):
+        raise FormatError(f"{path}: expected a JSON list of decimal strings")
+    return [_int(v, f"{path} entry {i}") for i, v in enumerate(obj)]
+
+
+def _load(path: str | os.PathLike[str]) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except json.JSONDecodeError as e:
+        raise FormatError(f"{path}: not valid JSON ({e})") from None
+
+
+def vk_to_json(vk: VerifyingKey) -> dict[str, Any]:
+    from engine.prover.verify import alphabeta_12
+
+    return {
+        "protocol": "groth16",
+        "curve": vk.curve,
+        "nPublic": vk.n_public,
+        "vk_alpha_1": _g1_json(vk.alpha1),
+        "vk_beta_2": _g2_json(vk.beta2),
+        "vk_gamma_2": _g2_json(vk.gamma2),
+        "vk_delta_2": _g2_json(vk.delta2),
+        "vk_alphabeta_12": [[[str(x) for x in fp2] for fp2 in fp6] for fp6 in alphabeta_12(vk)],
+        "IC": [_g1_json(p) for p in vk.ic],
+    }
+
+
+def write_vk_json(path: str | os.PathLike[str], vk: VerifyingKey) -> None:
+    _dump(path, vk_to_json(vk))
+
+
+def vk_from_json(obj: Any) -> VerifyingKey:
+    if not isinstance(obj, dict) or obj.get("protocol") != "groth16":
+        raise FormatError("verification key: expected a groth16 verification_key.json object")
+    curve = obj.get("curve")
+    if curve not in CURVES:
+        raise FormatError(f"verification key: unknown curve {curve!r}")
+    ic = obj.get("IC")
+    if not isinstance(ic, list):
+        raise FormatError("verification key: IC missing")
+    n_public = _int(obj.get("nPublic"), "verification key nPublic")
+    if len(ic) != n_public + 1:
+        raise FormatError(f"verification key: {len(ic)} IC points for nPublic = {n_public}")
+    pts = {k: _g2_from_json(obj.get(k), f"verification key {k}") for k in ("vk_beta_2", "vk_gamma_2", "vk_delta_2")}
+    alpha = _g1_from_json(obj.get("vk_alpha_1"), "verification key vk_alpha_1")
+    if alpha is None or any(v is None for v in pts.values()):
+        raise FormatError("verification key: alpha/beta/gamma/delta must not be the point at infinity")
+    return VerifyingKey(
+        curve=curve,
+        n_public=n_public,
+        alpha1=alpha,
+        beta2=pts["vk_beta_2"],  # type: ignore[arg-type]
+        gamma2=pts["vk_gamma_2"],  # type: ignore[arg-type]
+        delta2=pts["vk_delta_2"],  # type: ignore[arg-type]
+        ic=tuple(_g1_from_json(p, f"verification key IC[{i}]") for i, p in enumerate(ic)),
+    )
+
+
+def read_vk_json(path: str | os.PathLike[str]) -> VerifyingKey:
+    return vk_from_json(_load(path))

@@ -1,0 +1,293 @@
+""".zkey (Groth16) files: read into a ProvingKey, written from one, and inspected (header,
+layout) without loading the points.
+
+Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x). zkey points are already affine
+Montgomery limbs, our in-memory layout, so the big sections are viewed straight into numpy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from engine.prover.curves import get_curve
+from engine.prover.datatypes import FormatError, ProvingKey
+from engine.prover.r1cs import R1CS, SparseMatrix
+from engine.prover.snarkjs_binfile import (
+    check_below,
+    curve_of,
+    fr_const,
+    need,
+    read_binfile,
+    read_section,
+    section_table,
+    u64_rows,
+    write_binfile,
+)
+
+# ---------------------------------------------------------------------------------------------
+# .zkey (Groth16)
+
+# One section 4 entry: matrix (0 = A, 1 = B), constraint, signal, value (c·R² mod r).
+COEF_DTYPE = np.dtype([("m", "<u4"), ("c", "<u4"), ("s", "<u4"), ("v", "<u8", (4,))])
+
+
+def _csr_from_entries(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_rows: int) -> SparseMatrix:
+    order = np.argsort(rows, kind="stable")
+    counts = np.bincount(rows, minlength=n_rows)
+    row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(counts, out=row_ptr[1:])
+    return SparseMatrix(
+        row_ptr=row_ptr,
+        cols=cols[order].astype(np.int64),
+        coeffs=np.ascontiguousarray(vals[order], dtype=np.uint64),
+    )
+
+
+@dataclass(frozen=True)
+class ZkeyHeader:
+    """A Groth16 zkey's section 2 fields: everything its other sections' sizes follow from."""
+
+    curve: str
+    n8q: int
+    n8r: int
+    n_vars: int
+    n_public: int
+    domain_size: int
+    points_offset: int  # where alpha1 … delta2 start within section 2
+
+    @property
+    def g1_bytes(self) -> int:
+        return 2 * self.n8q
+
+    @property
+    def g2_bytes(self) -> int:
+        return 4 * self.n8q
+
+    def section_sizes(self, n_coefficients: int) -> dict[int, int]:
+        """The exact byte size of every section whose size the header fixes (10 is free)."""
+        g1, g2 = self.g1_bytes, self.g2_bytes
+        return {
+            1: 4,
+            2: self.points_offset + 3 * g1 + 3 * g2,
+            3: (self.n_public + 1) * g1,
+            4: 4 + n_coefficients * (12 + self.n8r),
+            5: self.n_vars * g1,
+            6: self.n_vars * g1,
+            7: self.n_vars * g2,
+            8: (self.n_vars - self.n_public - 1) * g1,
+            9: self.domain_size * g1,
+        }
+
+
+ZKEY_SECTION_NAMES = {1: "protocol", 2: "Groth16 header", 3: "IC", 4: "coefficients", 5: "A points",
+                      6: "B1 points", 7: "B2 points", 8: "C points", 9: "H points", 10: "contributions"}
+# The largest section 2 of a supported curve (BLS12-381: 100 bytes of fields, 864 of points).
+ZKEY_HEADER_MAX = 1024
+
+
+def zkey_header(h: bytes | memoryview) -> ZkeyHeader:
+    """Section 2 parsed and checked field by field; raises FormatError naming the field."""
+    if len(h) < 4:
+        raise FormatError("Groth16 header is truncated")
+    (n8q,) = struct.unpack_from("<I", h, 0)
+    if n8q not in (32, 48):
+        raise FormatError(f"base field element size n8q = {n8q}; expected 32 (BN254) or 48 (BLS12-381)")
+    if len(h) < 4 + n8q + 4:
+        raise FormatError("Groth16 header is truncated")
+    c = curve_of(int.from_bytes(h[4 : 4 + n8q], "little"), "p", "base field prime q")
+    if n8q != 8 * c.fp_limbs:
+        raise FormatError(f"base field element size n8q = {n8q}; {c.name} needs {8 * c.fp_limbs}")
+    pos = 4 + n8q
+    (n8r,) = struct.unpack_from("<I", h, pos)
+    if n8r != 32:
+        raise FormatError(f"scalar field element size n8r = {n8r}; expected 32")
+    if len(h) < pos + 4 + n8r + 12:
+        raise FormatError("Groth16 header is truncated")
+    if int.from_bytes(h[pos + 4 : pos + 4 + n8r], "little") != c.r:
+        raise FormatError(f"scalar field prime r is not {c.name}'s")
+    pos += 4 + n8r
+    n_vars, n_public, domain_size = struct.unpack_from("<III", h, pos)
+    if n_vars < n_public + 1:
+        raise FormatError(f"nVars = {n_vars} cannot hold the constant one and nPublic = {n_public} public signals")
+    if domain_size < 1 or domain_size & (domain_size - 1):
+        raise FormatError(f"domain size {domain_size} is not a power of two")
+    if domain_size > 1 << c.two_adicity:
+        raise FormatError(f"domain size {domain_size} exceeds {c.name}'s largest, 2^{c.two_adicity}")
+    header = ZkeyHeader(curve=c.name, n8q=n8q, n8r=n8r, n_vars=n_vars, n_public=n_public,
+                        domain_size=domain_size, points_offset=pos + 12)
+    if len(h) != header.section_sizes(0)[2]:
+        raise FormatError(f"Groth16 header holds {len(h)} bytes; expected {header.section_sizes(0)[2]}")
+    return header
+
+
+def check_zkey_layout(header: ZkeyHeader, sizes: dict[int, int], n_coefficients: int) -> None:
+    """Every section present and exactly as large as the header says: checked before any
+    array of the header's sizes is allocated, so a small file cannot claim a large key."""
+    for sid, name in ZKEY_SECTION_NAMES.items():
+        if sid not in sizes:
+            raise FormatError(f"has no section {sid} ({name})")
+    for sid, expected in header.section_sizes(n_coefficients).items():
+        if sizes[sid] != expected:
+            raise FormatError(
+                f"section {sid} ({ZKEY_SECTION_NAMES[sid]}) holds {sizes[sid]} bytes; nVars = {header.n_vars}, "
+                f"nPublic = {header.n_public}, domain size = {header.domain_size} and "
+                f"{n_coefficients} coefficients need {expected}")
+
+
+def coefficient_count(sec4: bytes | memoryview) -> int:
+    if len(sec4) < 4:
+        raise FormatError("section 4 (coefficients) is truncated")
+    return int(struct.unpack_from("<I", sec4, 0)[0])
+
+
+def zkey_layout(fh: IO[bytes], table: dict[int, tuple[int, int]]) -> tuple[ZkeyHeader, int]:
+    """The header and coefficient count of an open zkey, its section sizes checked against them."""
+    header = zkey_header(read_section(fh, table, 2, ZKEY_HEADER_MAX))
+    if 4 not in table:
+        raise FormatError("has no section 4 (coefficients)")
+    offset, size = table[4]
+    fh.seek(offset)
+    n_coef = coefficient_count(fh.read(min(4, size)))
+    check_zkey_layout(header, {sid: span[1] for sid, span in table.items()}, n_coef)
+    return header, n_coef
+
+
+def inspect_zkey(path: str | os.PathLike[str]) -> tuple[ZkeyHeader, int]:
+    """What a zkey declares (header, coefficient count), reading only its section headers."""
+    with open(path, "rb") as fh:
+        return zkey_layout(fh, section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey"))
+
+
+def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
+    from engine.prover import native
+
+    name = Path(path).name
+    _, sec = read_binfile(path, b"zkey")
+    try:
+        (protocol,) = struct.unpack_from("<I", need(sec, 1, name), 0)
+        if protocol != 1:
+            raise FormatError(f"protocol {protocol} is not Groth16 (1)")
+        head = zkey_header(need(sec, 2, name))
+        n_coef = coefficient_count(need(sec, 4, name))
+        check_zkey_layout(head, {sid: len(v) for sid, v in sec.items()}, n_coef)
+    except (FormatError, struct.error) as exc:
+        raise FormatError(f"{name}: {exc}") from None
+    c = get_curve(head.curve)
+    L = c.fp_limbs
+    n_vars, n_public, domain_size = head.n_vars, head.n_public, head.domain_size
+    pts = u64_rows(need(sec, 2, name)[head.points_offset :], 1, 3 * 2 * L + 3 * 4 * L,
+                    f"{name} header points").reshape(-1)
+    o = 0
+    hdr: list[np.ndarray] = []
+    for width in (2 * L, 2 * L, 4 * L, 4 * L, 2 * L, 4 * L):  # alpha1 beta1 beta2 gamma2 delta1 delta2
+        hdr.append(pts[o : o + width].copy())
+        o += width
+    coef_sec = need(sec, 4, name)
+    ent = np.frombuffer(coef_sec, dtype=COEF_DTYPE, count=n_coef, offset=4)
+    mats = ent["m"]
+    if n_coef and (mats.max() > 1 or ent["c"].max() >= domain_size or ent["s"].max() >= n_vars):
+        raise FormatError(f"{name}: coefficient entry out of range")
+    vals = np.ascontiguousarray(ent["v"], dtype=np.uint64)
+    check_below(vals, c.r, f"{name} coefficients")
+    # stored as coef·R² mod r (snarkjs multiplies by R² so its Montgomery product with a plain
+    # witness value lands in Montgomery form); undo it once here, vectorised
+    rinv2 = pow(1 << 256, -2, c.r)
+    vals = native.fr_mul(c.name, vals, fr_const(rinv2, n_coef)) if n_coef else vals
+    a_sel, b_sel = mats == 0, mats == 1
+    rows = ent["c"].astype(np.int64)
+    cols = ent["s"].astype(np.int64)
+    a_m = _csr_from_entries(rows[a_sel], cols[a_sel], vals[a_sel], domain_size)
+    b_m = _csr_from_entries(rows[b_sel], cols[b_sel], vals[b_sel], domain_size)
+    # the public-input rows (signal i at row n_constraints + i) are A's last non-empty rows
+    a_rows = rows[a_sel]
+    n_constraints = int(a_rows.max()) + 1 - (n_public + 1) if a_rows.size else 0
+    n_constraints = max(n_constraints, 0)
+    csh = need(sec, 10, name)
+    return ProvingKey(
+        curve=c.name,
+        n_vars=n_vars,
+        n_public=n_public,
+        domain_size=domain_size,
+        n_constraints=n_constraints,
+        alpha1=hdr[0],
+        beta1=hdr[1],
+        beta2=hdr[2],
+        gamma2=hdr[3],
+        delta1=hdr[4],
+        delta2=hdr[5],
+        ic=u64_rows(need(sec, 3, name), 2 * L, n_public + 1, f"{name} section 3 (IC)"),
+        a_points=u64_rows(need(sec, 5, name), 2 * L, n_vars, f"{name} section 5 (A)"),
+        b1_points=u64_rows(need(sec, 6, name), 2 * L, n_vars, f"{name} section 6 (B1)"),
+        b2_points=u64_rows(need(sec, 7, name), 4 * L, n_vars, f"{name} section 7 (B2)"),
+        c_points=u64_rows(need(sec, 8, name), 2 * L, n_vars - n_public - 1, f"{name} section 8 (C)"),
+        h_points=u64_rows(need(sec, 9, name), 2 * L, domain_size, f"{name} section 9 (H)"),
+        a_matrix=a_m,
+        b_matrix=b_m,
+        cs_hash=bytes(csh[:64]),
+    )
+
+
+def _entries(m: SparseMatrix, which: int) -> np.ndarray:
+    e = np.empty(m.nnz, dtype=COEF_DTYPE)
+    e["m"] = which
+    e["c"] = np.repeat(np.arange(m.rows, dtype=np.uint32), np.diff(m.row_ptr))
+    e["s"] = m.cols
+    e["v"] = m.coeffs
+    return e
+
+
+def write_zkey(path: str | os.PathLike[str], pk: ProvingKey) -> None:
+    from engine.prover import native
+
+    c = get_curve(pk.curve)
+    L = c.fp_limbs
+    header = (
+        struct.pack("<I", 8 * L) + c.p.to_bytes(8 * L, "little")
+        + struct.pack("<I", 32) + c.r.to_bytes(32, "little")
+        + struct.pack("<III", pk.n_vars, pk.n_public, pk.domain_size)
+        + b"".join(a.astype("<u8").tobytes() for a in (pk.alpha1, pk.beta1, pk.beta2, pk.gamma2, pk.delta1, pk.delta2))
+    )
+    ent = np.concatenate([_entries(pk.a_matrix, 0), _entries(pk.b_matrix, 1)])
+    if ent.shape[0]:
+        r2 = pow(1 << 256, 2, c.r)
+        ent["v"] = native.fr_mul(c.name, np.ascontiguousarray(ent["v"]), fr_const(r2, ent.shape[0]))
+    coefs = struct.pack("<I", ent.shape[0]) + ent.tobytes()
+    mpc = pk.cs_hash[:64].ljust(64, b"\0") + struct.pack("<I", 0)  # no contributions recorded
+
+    def pts(a: np.ndarray) -> list[bytes]:
+        return [np.ascontiguousarray(a).astype("<u8").tobytes()]
+
+    write_binfile(
+        path,
+        b"zkey",
+        1,
+        [
+            (1, [struct.pack("<I", 1)]),
+            (2, [header]),
+            (3, pts(pk.ic)),
+            (4, [coefs]),
+            (5, pts(pk.a_points)),
+            (6, pts(pk.b1_points)),
+            (7, pts(pk.b2_points)),
+            (8, pts(pk.c_points)),
+            (9, pts(pk.h_points)),
+            (10, [mpc]),
+        ],
+    )
+
+
+def cs_hash_of(r1cs: R1CS) -> bytes:
+    """A 64-byte digest of the constraint system (our setup records it in section 10)."""
+    h = hashlib.blake2b(digest_size=64)
+    h.update(f"{r1cs.curve}:{r1cs.n_vars}:{r1cs.n_public}".encode())
+    for m in (r1cs.a, r1cs.b, r1cs.c):
+        for arr in (m.row_ptr, m.cols, m.coeffs):
+            h.update(np.ascontiguousarray(arr).tobytes())
+    return h.digest()
