@@ -21,6 +21,8 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import QuerySet
 
+from engine.status.read import snapshot_memo
+
 # Compilations kept per query: arguments that move with the clock (a window's start) are
 # rounded by the caller, so a handful of entries covers every live combination.
 MAX_ENTRIES = 16
@@ -89,7 +91,9 @@ class _Compiled:
 
 
 class Prepared:
-    """`make(*args)` builds a values_list() queryset; rows(*args) returns its tuples."""
+    """`make(*args)` builds a values_list() queryset; rows(*args) returns its tuples. Inside
+    one of ``one_snapshot()``'s own snapshots the same query is run once (callers must not
+    change the rows they get)."""
 
     def __init__(self, make: Callable[..., QuerySet[Any, Any]]) -> None:
         self.make = make
@@ -105,11 +109,17 @@ class Prepared:
             if len(self._compiled) >= MAX_ENTRIES:
                 self._compiled.clear()
             entry = self._compiled[key] = (connection, _Compiled(self.make(*args), connection))
+        memo = snapshot_memo(connection)
+        if memo is not None and (self, args) in memo:
+            return memo[self, args]  # type: ignore[return-value]
         compiled = entry[1]
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, compiled.params)
             fetched = cursor.fetchall()
-        return compiled.convert(fetched)
+        rows = compiled.convert(fetched)
+        if memo is not None:
+            memo[self, args] = rows
+        return rows
 
     def value(self, *args: Hashable, default: Any = None) -> Any:
         """The first column of the first row."""

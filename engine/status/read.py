@@ -51,6 +51,27 @@ def _sqlite_in_transaction(connection) -> bool:  # type: ignore[no-untyped-def]
     return connection.vendor == "sqlite" and bool(connection.connection.in_transaction)
 
 
+# Within one of its own snapshots a reader may keep what a query returned and answer the same
+# query again from it (the console's panels read the hosts five times a pass): the snapshot
+# cannot move, so the answer cannot either. A snapshot joined from a caller's transaction
+# keeps nothing, as the caller may write between two reads.
+_MEMO_ATTR = "provingsite_snapshot_memo"
+
+
+def snapshot_memo(connection) -> dict[object, object] | None:  # type: ignore[no-untyped-def]
+    """The current own snapshot's memo on this connection, or None outside one."""
+    return getattr(connection, _MEMO_ATTR, None)
+
+
+@contextmanager
+def _remembering(connection) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    setattr(connection, _MEMO_ATTR, {})
+    try:
+        yield
+    finally:
+        setattr(connection, _MEMO_ATTR, None)
+
+
 @contextmanager
 def one_snapshot(using: str = "default") -> Iterator[Snapshot]:
     """Run the enclosed reads in one read-only snapshot of the database."""
@@ -63,7 +84,8 @@ def one_snapshot(using: str = "default") -> Iterator[Snapshot]:
         with transaction.atomic(using=using):
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            yield Snapshot(exact=True)
+            with _remembering(connection):
+                yield Snapshot(exact=True)
         return
     if connection.vendor != "sqlite":
         yield Snapshot(exact=False)
@@ -71,11 +93,11 @@ def one_snapshot(using: str = "default") -> Iterator[Snapshot]:
     with connection.cursor() as cursor:
         cursor.execute("BEGIN DEFERRED")
     try:
-        yield Snapshot(exact=True)
+        with _remembering(connection):
+            yield Snapshot(exact=True)
     finally:
         with connection.cursor() as cursor:
             cursor.execute("COMMIT")
-
 
 
 # ---- the collector waits for a pass ------------------------------------------------------
