@@ -7,6 +7,7 @@ its read's context into units (engine.console.units) with stable DOM ids.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from html import escape as _esc
 from typing import Any
@@ -29,40 +30,117 @@ def templated(fragment: Fragment, context: dict[str, Any], now: datetime) -> lis
 
 
 # ---- pipelines: panel → row per job → head + cell per partition ------------------------
+#
+# A busy farm's pipelines panel holds a thousand cells and is rebuilt on nearly every flush,
+# while between two flushes only the few partitions that moved change. Each head and cell is
+# therefore made once per content (its row as read) and kept: a pass rebuilds only what moved,
+# and for a ticking phase only its duration's text, which is all that differs from the
+# previous pass's markup (and is left out of the digest anyway).
+
+_TICK = "\x00"  # where the ticking duration goes in a made unit's markup
 
 
-def _cell_unit(job_pk: int, job_id: str, part: tuple[Any, ...], now: datetime) -> Unit:
+@dataclass(frozen=True, slots=True)
+class _Made:
+    """A unit made once: `unit` as is when nothing in it ticks; otherwise its markup around
+    its one ticking duration, which `at(now)` fills in."""
+
+    unit: Unit
+    before: str = ""
+    after: str = ""
+    started: datetime | None = None
+    suffix: str = ""
+    css: str = "tick"
+
+    def at(self, now: datetime) -> Unit:
+        if self.started is None:
+            return self.unit
+        html = self.before + tick(self.started, now, self.suffix, self.css) + self.after
+        return Unit(self.unit.key, html, self.unit.digest, oob_at=self.unit.oob_at)
+
+
+def _made(key: str, dom_id: str, rest: str, ticking: tuple[datetime, str, str] | None, now: datetime) -> _Made:
+    """`rest` is a leaf's markup with _TICK where `ticking` (start, suffix, css) goes."""
+    if ticking is None:
+        return _Made(leaf(key, dom_id, rest))
+    started, suffix, css = ticking
+    before, _, after = rest.rpartition(_TICK)  # the duration comes after the job's id
+    # The digest leaves the ticking text out, so the markup of any moment gives the same one.
+    unit = leaf(key, dom_id, before + tick(started, now, suffix, css) + after)
+    return _Made(unit, f'<div id="{dom_id}"' + before, after, started, suffix, css)
+
+
+class _Memo:
+    """Made units by content. A full pass keeps only what it used (so rows of finished jobs
+    go); a partial pass adds to what is kept. Threads race harmlessly: a lost entry is made
+    again."""
+
+    LIMIT = 50_000
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[Any, ...], _Made] = {}
+
+    def pass_(self) -> tuple[dict[tuple[Any, ...], _Made], dict[tuple[Any, ...], _Made]]:
+        return self.kept, {}
+
+    def end(self, used: dict[tuple[Any, ...], _Made], everything: bool) -> None:
+        if everything or len(self.kept) + len(used) > self.LIMIT:
+            self.kept = used
+        else:
+            self.kept = {**self.kept, **used}
+
+
+_MEMO = _Memo()
+
+
+def _make_cell(job_pk: int, job_id: str, part: tuple[Any, ...], now: datetime) -> _Made:
     """One partition cell: finished phases with the server's final figures, the running phase
     with its authoritative start so the browser can tick it."""
     _, index, state, synth_started, synth_finished, gpu_started, gpu_finished = part
     lines: list[str] = []
+    ticking: tuple[datetime, str, str] | None = None
     for started, finished, live_state, suffix in (
             (synth_started, synth_finished, PartitionState.SYNTHESIZING, " synth"),
             (gpu_started, gpu_finished, PartitionState.GPU, " gpu")):
         if started and finished:
             lines.append(f'<span class="final">{fmt_ms(ms_between(started, finished))}{suffix}</span>')
         elif started and state == live_state:
-            lines.append(tick(started, now, suffix))
+            lines.append(_TICK)
+            ticking = (started, suffix, "tick")
     if not lines:
         lines.append(f"<span>{state}</span>")
-    return leaf(f"pipelines/{job_pk}/{index}", f"cell-{job_pk}-{index}",
+    return _made(f"pipelines/{job_pk}/{index}", f"cell-{job_pk}-{index}",
                  f' class="cell {state}" data-partition="{_esc(job_id)}#{index}" data-state="{state}" '
-                 f'data-version="{VERSION_TOKEN}" title="P{index} {state}"><b>P{index}</b>{"".join(lines)}</div>')
+                 f'data-version="{VERSION_TOKEN}" title="P{index} {state}"><b>P{index}</b>{"".join(lines)}</div>',
+                 ticking, now)
+
+
+def _make_head(pk: int, job_id: str, kind: str, state: str, since: datetime | None, done: int, total: int,
+               now: datetime) -> _Made:
+    return _made(f"pipelines/{pk}/head", f"job-{pk}-head",
+                 f' class="pipeline-head" data-version="{VERSION_TOKEN}">'
+                 f'<a class="job-id" href="{_esc(reverse("console-job", args=[job_id]))}">{_esc(job_id)}</a> '
+                 f'<span class="kind">{_esc(kind)}</span> <span class="state">{_esc(state)}</span> '
+                 f'{_TICK if since is not None else tick(None, now, css="elapsed tick")} '
+                 f'<span class="done">{done}/{total} done</span></div>',
+                 (since, "", "elapsed tick") if since is not None else None, now)
 
 
 def pipelines_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
     units: list[Unit] = []
     rows_html: list[str] = []
+    kept, used = _MEMO.pass_()
     for pk, job_id, kind, state, started, submitted, total in context["chosen"]:
         parts = context["parts"].get(pk, [])
-        cells = [_cell_unit(pk, job_id, part, now) for part in parts]
+        cells = []
+        for part in parts:
+            memo_key = (job_id, *part)
+            made = used[memo_key] = kept.get(memo_key) or _make_cell(pk, job_id, part, now)
+            cells.append(made.at(now))
         done = sum(part[2] == PartitionState.DONE for part in parts)
-        head = leaf(f"pipelines/{pk}/head", f"job-{pk}-head",
-                     f' class="pipeline-head" data-version="{VERSION_TOKEN}">'
-                     f'<a class="job-id" href="{_esc(reverse("console-job", args=[job_id]))}">{_esc(job_id)}</a> '
-                     f'<span class="kind">{_esc(kind)}</span> <span class="state">{_esc(state)}</span> '
-                     f'{tick(started or submitted, now, css="elapsed tick")} '
-                     f'<span class="done">{done}/{total or len(parts)} done</span></div>')
+        head_key = (pk, job_id, kind, state, started or submitted, done, total or len(parts))
+        made = used[head_key] = kept.get(head_key) or _make_head(*head_key, now)
+        head = made.at(now)
         key = f"pipelines/{pk}"
         html = (f'<div id="job-{pk}" class="pipeline" data-job="{_esc(job_id)}">{head.html}'
                 f'<div class="cells">{"".join(c.html or "" for c in cells)}</div></div>')
@@ -71,6 +149,7 @@ def pipelines_units(fragment: Fragment, context: dict[str, Any], now: datetime) 
         units.append(head)
         units.extend(cells)
         rows_html.append(html)
+    _MEMO.end(used, context["everything"])
     body = "".join(rows_html) if context["jobs"] else '<p class="empty">Nothing in flight.</p>'
     root = Unit(fragment.name,
                 (f'<section id="{fragment.dom_id}" class="panel pipelines"{OOB_ATTR} data-version="{VERSION_TOKEN}">'

@@ -14,14 +14,14 @@ from typing import Any
 
 from django.db.models import Count, Q
 
-from engine.console.prepared import Prepared
 from engine.console.style import level, owner_colour
 from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
-from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
+from engine.models import Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
-from engine.status.farm import keys_on_gpu, stale_after_seconds
+from engine.status.farm import HostRow, host_rows, keys_on_gpu, stale_after_seconds
 from engine.status.host_report import devices_of, keys_of
+from engine.status.prepared import Prepared
 
 TASK_STREAM_SECONDS = 300
 # The task stream's geometry moves with the clock alone; it is resent when a bar starts or
@@ -40,7 +40,7 @@ def current_version() -> int:
 def hosts_context(now: datetime) -> dict[str, Any]:
     stale_s = stale_after_seconds()
     rows = []
-    for host in EngineHost.objects.order_by("name"):
+    for host in host_rows():
         age = (now - host.heartbeat_at).total_seconds() if host.heartbeat_at else None
         rows.append({
             "host": host,
@@ -57,7 +57,7 @@ def hosts_context(now: datetime) -> dict[str, Any]:
 def memory_context(now: datetime) -> dict[str, Any]:
     hosts = []
     farm_used = farm_budget = 0
-    for host in EngineHost.objects.filter(stopped_at__isnull=True).order_by("name"):
+    for host in live_hosts():
         budget = host.memory_budget_bytes or 0
         used = host.memory_used_bytes or 0
         farm_used += used
@@ -77,7 +77,7 @@ def memory_context(now: datetime) -> dict[str, Any]:
 
 def devices_context(now: datetime) -> dict[str, Any]:
     devices = []
-    for host in EngineHost.objects.filter(stopped_at__isnull=True).order_by("name"):
+    for host in live_hosts():
         for report in devices_of(host.devices):
             total = report.memory_total_bytes
             if not total:  # the CPU backend's slot has no device memory to show
@@ -93,14 +93,21 @@ def devices_context(now: datetime) -> dict[str, Any]:
     return {"devices": devices}
 
 
+_SYNTHESIZING = Prepared(lambda: Partition.objects.filter(state=PartitionState.SYNTHESIZING,
+                                                         host__stopped_at__isnull=True)
+                         .values("host_id").annotate(n=Count("pk")).values_list("host_id", "n"))
+
+
+def live_hosts() -> list[HostRow]:
+    return [host for host in host_rows() if host.stopped_at is None]
+
+
 def synthesis_context(now: datetime) -> dict[str, Any]:
     # "Active" is counted from the partitions in `synthesizing`, the rows the cells show, in the
     # same snapshot: a host's own counter would lag its partitions and contradict the cells.
-    active = dict(Partition.objects.filter(state=PartitionState.SYNTHESIZING, host__stopped_at__isnull=True)
-                  .values("host_id").annotate(n=Count("pk")).values_list("host_id", "n"))
-    hosts = [{"name": name, "synthesis_active": active.get(pk, 0), "synthesis_max": most} for pk, name, most in
-             EngineHost.objects.filter(stopped_at__isnull=True).order_by("name")
-             .values_list("pk", "name", "synthesis_max")]
+    active = dict(_SYNTHESIZING.rows())
+    hosts = [{"name": h.name, "synthesis_active": active.get(h.pk, 0), "synthesis_max": h.synthesis_max}
+             for h in live_hosts()]
     return {"hosts": hosts, "active": sum(h["synthesis_active"] for h in hosts),
             "max": sum(h["synthesis_max"] for h in hosts)}
 
@@ -126,7 +133,7 @@ def counters_context(now: datetime) -> dict[str, Any]:
 def keys_context(now: datetime) -> dict[str, Any]:
     chips = []
     on_gpu = keys_on_gpu()
-    for host in EngineHost.objects.filter(stopped_at__isnull=True).order_by("name"):
+    for host in live_hosts():
         for key in keys_of(host.key_cache):
             # The engine's own pin count may lag its partitions: a key whose circuit is on the
             # GPU in this snapshot is in use, whatever the last heartbeat said.

@@ -17,7 +17,7 @@ from engine.console.reads import current_version
 from engine.console.units import OOB_ATTR, VERSION_TOKEN, Unit
 from engine.format import epoch_ms
 from engine.models import EngineHost, Partition, ProofJob
-from engine.status.read import one_snapshot
+from engine.status.read import collection_deferred, one_snapshot
 
 
 @dataclass
@@ -94,6 +94,11 @@ def render(want: Want | Iterable[str] = ALL, known: Mapping[str, str] | None = N
     the reads: the contexts hold evaluated rows. `known` holds the digests of the roots the
     caller last received, so a panel whose shape moved is read whole.
     """
+    with collection_deferred():
+        return _render(want, known, since)
+
+
+def _render(want: Want | Iterable[str], known: Mapping[str, str] | None, since: int | None) -> Rendered:
     if not isinstance(want, Want):
         want = Want(set(want), None)
     known = known or {}

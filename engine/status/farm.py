@@ -26,10 +26,13 @@ from engine.format import ms_between
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 from engine.status.host_report import DeviceReport, KeyReport, devices_of, keys_of
-from engine.status.read import one_snapshot
+from engine.status.prepared import Prepared
+from engine.status.read import collection_deferred, one_snapshot
 
 # Worker utilisation is measured over the same window the console's task stream shows.
 UTILISATION_WINDOW_SECONDS = 300
+# The window's start is rounded down to this step for its query (compiled once a step).
+UTILISATION_STEP_SECONDS = 5
 
 
 def stale_after_seconds() -> float:
@@ -51,7 +54,44 @@ def _int(value: Any) -> int:
 
 
 def _current_version() -> int:
-    return int(StatusClock.objects.order_by("pk").values_list("value", flat=True).first() or 0)
+    return int(_VERSION.value(default=0) or 0)
+
+
+# ---- the reads (compiled once: engine.status.prepared) ----------------------------------
+
+_VERSION = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("value")[:1])
+_HOSTS = Prepared(lambda: EngineHost.objects.order_by("name").values_list(
+    "pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes", "memory_used_bytes",
+    "memory_total_bytes", "memory_by_owner", "synthesis_max", "devices", "key_cache"))
+_LIVE_WORKERS = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True)
+                         .order_by("host__name", "device", "ordinal")
+                         .values_list("pk", "host__name", "device", "ordinal", "host__started_at"))
+_ACTIVE_JOBS = Prepared(lambda: ProofJob.objects.filter(state__in=JOB_ACTIVE).order_by("priority", "submitted_at", "pk")
+                        .values_list("pk", "job_id", "kind", "state", "priority", "started_at", "submitted_at",
+                                     "num_partitions"))
+# Partition columns /status shows, read as plain rows: model instances were most of a read's cost.
+_ACTIVE_PARTS = Prepared(lambda: Partition.objects.filter(job__state__in=JOB_ACTIVE).order_by("job_id", "index")
+                         .values_list("job_id", "index", "state", "synth_started_at", "synth_finished_at",
+                                      "gpu_started_at", "gpu_finished_at", "host__name", "worker__ordinal", "attempt"))
+# Derived state: the partitions in `gpu` that name a live worker, nothing else.
+_ON_GPU = Prepared(lambda: Partition.objects.filter(state=PartitionState.GPU, worker__host__stopped_at__isnull=True)
+                   .order_by("gpu_started_at", "pk")
+                   .values_list("worker_id", "index", "gpu_started_at", "job__job_id", "job__kind"))
+# GPU phases that ended in the window, from its start rounded down to a step (so the query is
+# compiled once a step); those that ended before the exact start are dropped when summed.
+_GPU_SPANS = Prepared(lambda since: Partition.objects.filter(
+    worker__host__stopped_at__isnull=True, gpu_started_at__isnull=False, gpu_finished_at__gte=since)
+    .values_list("gpu_started_at", "gpu_finished_at", "worker_id"))
+_KEYS_ON_GPU = Prepared(lambda: Partition.objects.filter(
+    state__in=(PartitionState.GPU, PartitionState.FINALIZING), host__isnull=False)
+    .values_list("host_id", "job__circuit_id").order_by().distinct())
+_SYNTHESIZING = Prepared(lambda: Partition.objects.filter(state=PartitionState.SYNTHESIZING)
+                         .values("host_id").annotate(n=Count("pk")).values_list("host_id", "n"))
+# The counters of the farm and of every host, from one grouped read each.
+_JOB_COUNTS = Prepared(lambda: ProofJob.objects.values("host_id", "kind", "state").annotate(n=Count("pk"))
+                       .values_list("host_id", "kind", "state", "n").order_by())
+_PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
+                    .values("job__host_id").annotate(n=Count("pk")).values_list("job__host_id", "n").order_by())
 
 
 # ---- pieces --------------------------------------------------------------------------
@@ -92,11 +132,28 @@ def _last_used_secs_ago(key: KeyReport, written_at: datetime | None, now: dateti
 
 def keys_on_gpu() -> set[tuple[int, str]]:
     """(host, circuit) of every partition whose proof is using its key (gpu or finalizing)."""
-    return set(Partition.objects.filter(state__in=(PartitionState.GPU, PartitionState.FINALIZING),
-                                        host__isnull=False).values_list("host_id", "job__circuit_id").distinct())
+    return set(_KEYS_ON_GPU.rows())
 
 
-def _allocations(hosts: Iterable[EngineHost], now: datetime,
+class HostRow:
+    """A host's row as the readers show it: plain values, not a model instance (the console's
+    templates read ``name`` and ``backend`` as they would a model's)."""
+
+    __slots__ = ("pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes",
+                 "memory_used_bytes", "memory_total_bytes", "memory_by_owner", "synthesis_max", "devices",
+                 "key_cache")
+
+    def __init__(self, row: tuple[Any, ...]) -> None:
+        for name, value in zip(self.__slots__, row, strict=True):
+            setattr(self, name, value)
+
+
+def host_rows() -> list[HostRow]:
+    """Every host, by name."""
+    return [HostRow(row) for row in _HOSTS.rows()]
+
+
+def _allocations(hosts: Iterable[HostRow], now: datetime,
                  on_gpu: set[tuple[int, str]]) -> dict[str, list[dict[str, Any]]]:
     srs: list[dict[str, Any]] = []
     for host in hosts:
@@ -116,49 +173,38 @@ def _allocations(hosts: Iterable[EngineHost], now: datetime,
     return {"srs": srs, "pce": []}
 
 
-# Partition columns /status shows, read as plain rows: model instances were most of a read's cost.
-_PART_COLUMNS = ("job_id", "index", "state", "synth_started_at", "synth_finished_at", "gpu_started_at",
-                 "gpu_finished_at", "host__name", "worker__ordinal", "attempt")
-_JOB_COLUMNS = ("pk", "job_id", "kind", "state", "priority", "started_at", "submitted_at", "num_partitions")
-
-
-def _partition_row(part: dict[str, Any], now: datetime) -> dict[str, Any]:
-    # A phase under way reports its time so far; a finished one its final figure.
-    synth_end = part["synth_finished_at"] or (now if part["state"] == PartitionState.SYNTHESIZING else None)
-    gpu_end = part["gpu_finished_at"] or (now if part["state"] == PartitionState.GPU else None)
-    ordinal = part["worker__ordinal"]
-    return {
-        "index": part["index"],
-        "state": part["state"],
-        "synth_ms": ms_between(part["synth_started_at"], synth_end),
-        "gpu_ms": ms_between(part["gpu_started_at"], gpu_end),
-        "host": part["host__name"],
-        "worker": f"W{ordinal}" if ordinal is not None else None,
-        "attempt": part["attempt"],
-    }
-
-
 def _pipelines(now: datetime) -> list[dict[str, Any]]:
-    jobs = list(ProofJob.objects.filter(state__in=JOB_ACTIVE).order_by("priority", "submitted_at", "pk")
-                .values(*_JOB_COLUMNS))
-    by_job: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for part in (Partition.objects.filter(job__state__in=JOB_ACTIVE).order_by("job_id", "index")
-                 .values(*_PART_COLUMNS)):
-        by_job[part["job_id"]].append(part)
+    by_job: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
+    for part in _ACTIVE_PARTS.rows():
+        by_job[part[0]].append(part)
+    synthesizing, gpu, done = PartitionState.SYNTHESIZING, PartitionState.GPU, PartitionState.DONE
     rows = []
-    for job in jobs:
-        parts = by_job.get(job["pk"], [])
-        since = job["started_at"] or job["submitted_at"]
+    for pk, job_id, kind, state, priority, started_at, submitted_at, num_partitions in _ACTIVE_JOBS.rows():
+        parts = by_job.get(pk, [])
+        cells = []
+        for _, index, p_state, synth_started, synth_finished, gpu_started, gpu_finished, host, ordinal, attempt in parts:
+            # A phase under way reports its time so far; a finished one its final figure.
+            synth_end = synth_finished or (now if p_state == synthesizing else None)
+            gpu_end = gpu_finished or (now if p_state == gpu else None)
+            cells.append({
+                "index": index,
+                "state": p_state,
+                "synth_ms": ms_between(synth_started, synth_end),
+                "gpu_ms": ms_between(gpu_started, gpu_end),
+                "host": host,
+                "worker": f"W{ordinal}" if ordinal is not None else None,
+                "attempt": attempt,
+            })
         rows.append({
-            "job_id": job["job_id"],
-            "proof_kind": job["kind"],
-            "state": job["state"],
-            "priority": job["priority"],
-            "started_secs_ago": _secs(since, now) or 0.0,
-            "total_partitions": job["num_partitions"] or len(parts),
-            "partitions_done": sum(p["state"] == PartitionState.DONE for p in parts),
-            "partitions": [_partition_row(p, now) for p in parts],
-            "hosts": sorted({p["host__name"] for p in parts if p["host__name"]}),
+            "job_id": job_id,
+            "proof_kind": kind,
+            "state": state,
+            "priority": priority,
+            "started_secs_ago": _secs(started_at or submitted_at, now) or 0.0,
+            "total_partitions": num_partitions or len(parts),
+            "partitions_done": sum(p[2] == done for p in parts),
+            "partitions": cells,
+            "hosts": sorted({p[7] for p in parts if p[7]}),
         })
     return rows
 
@@ -168,53 +214,51 @@ def _gpu_ordinal(device: str) -> int | None:
     return int(tail) if head == "cuda" and tail.isdigit() else None
 
 
-def _workers(workers: list[Worker], now: datetime) -> list[dict[str, Any]]:
+def _window_step(window_start: datetime) -> datetime:
+    return window_start.replace(second=window_start.second // UTILISATION_STEP_SECONDS * UTILISATION_STEP_SECONDS,
+                                microsecond=0)
+
+
+def _workers(workers: list[tuple[Any, ...]], now: datetime) -> list[dict[str, Any]]:
     window_start = now - timedelta(seconds=UTILISATION_WINDOW_SECONDS)
-    on_gpu: dict[int, list[Partition]] = defaultdict(list)
+    on_gpu: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
     spans: dict[int, list[tuple[datetime, datetime]]] = defaultdict(list)
-    ids = [w.pk for w in workers]
-    # Derived state: the partitions in `gpu` that name the worker, nothing else.
-    for part in (Partition.objects.filter(worker_id__in=ids, state=PartitionState.GPU)
-                 .select_related("job").order_by("gpu_started_at", "pk")):
-        on_gpu[part.worker_id].append(part)
-        if part.gpu_started_at:  # time spent so far on the GPU counts towards utilisation too
-            spans[part.worker_id].append((part.gpu_started_at, now))
-    for start, end, worker_id in (Partition.objects.filter(worker_id__in=ids, gpu_started_at__isnull=False,
-                                                           gpu_finished_at__gte=window_start)
-                                  .values_list("gpu_started_at", "gpu_finished_at", "worker_id")):
-        spans[worker_id].append((start, end))
+    for part in _ON_GPU.rows():
+        worker_id, _, gpu_started = part[0], part[1], part[2]
+        on_gpu[worker_id].append(part)
+        if gpu_started:  # time spent so far on the GPU counts towards utilisation too
+            spans[worker_id].append((gpu_started, now))
+    for start, end, worker_id in _GPU_SPANS.rows(_window_step(window_start)):
+        if end >= window_start:
+            spans[worker_id].append((start, end))
     rows = []
-    for worker in workers:
-        parts = on_gpu.get(worker.pk, [])
+    for pk, host, device, ordinal, host_started in workers:
+        parts = on_gpu.get(pk)
         current = parts[0] if parts else None
-        busy_now = _secs(current.gpu_started_at, now) if current else None
+        busy_now = _secs(current[2], now) if current else None
         # Busy time and the time observed start together: work from before the host's restart
         # is not divided by the uptime since it.
-        up_since = max(worker.host.started_at or window_start, window_start)
+        up_since = max(host_started or window_start, window_start)
         observed = max((now - up_since).total_seconds(), 1e-9)
-        busy = sum(max(0.0, (end - max(start, up_since)).total_seconds()) for start, end in spans[worker.pk])
+        busy = sum(max(0.0, (end - max(start, up_since)).total_seconds()) for start, end in spans[pk])
         rows.append({
-            "worker_id": f"{worker.host.name}/{worker.device}/{worker.label}",
-            "host": worker.host.name,
-            "label": worker.label,
-            "ordinal": worker.ordinal,
-            "device": worker.device,
-            "gpu_ordinal": _gpu_ordinal(worker.device),
+            "worker_id": f"{host}/{device}/W{ordinal}",
+            "host": host,
+            "label": f"W{ordinal}",
+            "ordinal": ordinal,
+            "device": device,
+            "gpu_ordinal": _gpu_ordinal(device),
             "state": "proving" if current else "idle",
-            "current_job": current.job.job_id if current else None,
-            "current_kind": current.job.kind if current else None,
-            "current_partition": current.index if current else None,
+            "current_job": current[3] if current else None,
+            "current_kind": current[4] if current else None,
+            "current_partition": current[1] if current else None,
             "busy_secs": busy_now or 0.0,
             "utilisation": round(min(1.0, busy / observed), 4),
         })
     return rows
 
 
-def _counters(job_filter: dict[str, Any]) -> dict[str, Any]:
-    by_kind_state: dict[str, dict[str, int]] = defaultdict(dict)
-    for row in ProofJob.objects.filter(**job_filter).values("kind", "state").annotate(n=Count("pk")):
-        by_kind_state[row["kind"]][row["state"]] = row["n"]
-
+def _counters(by_kind_state: dict[str, dict[str, int]], pending: int) -> dict[str, Any]:
     def by_kind(state: str) -> dict[str, int]:
         return {kind: states[state] for kind, states in sorted(by_kind_state.items()) if states.get(state)}
 
@@ -227,10 +271,26 @@ def _counters(job_filter: dict[str, Any]) -> dict[str, Any]:
         "failed_by_kind": failed,
         "queue_depth": by_state[JobState.QUEUED],
         "by_state": by_state,
-        "pending_partitions": Partition.objects.filter(
-            state=PartitionState.PENDING, job__state__in=JOB_ACTIVE,
-            **{f"job__{k}": v for k, v in job_filter.items()}).count(),
+        "pending_partitions": pending,
     }
+
+
+def _counts() -> tuple[dict[int | None, dict[str, dict[str, int]]], dict[int | None, int]]:
+    """Jobs by host, kind and state, and pending partitions of active jobs by their job's host:
+    one grouped read each, split here for the farm and for every host."""
+    jobs: dict[int | None, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
+    for host_id, kind, state, n in _JOB_COUNTS.rows():
+        jobs[host_id][kind][state] = n
+    return jobs, dict(_PENDING.rows())
+
+
+def _farm_counts(jobs: dict[int | None, dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
+    total: dict[str, dict[str, int]] = defaultdict(dict)
+    for by_kind in jobs.values():
+        for kind, states in by_kind.items():
+            for state, n in states.items():
+                total[kind][state] = total[kind].get(state, 0) + n
+    return total
 
 
 # ---- the whole picture ---------------------------------------------------------------
@@ -238,22 +298,20 @@ def _counters(job_filter: dict[str, Any]) -> dict[str, Any]:
 
 def _read(now: datetime) -> dict[str, Any]:
     stale_s = stale_after_seconds()
-    hosts = list(EngineHost.objects.order_by("name"))
+    hosts = host_rows()
     live = [h for h in hosts if h.stopped_at is None]
-    workers = list(Worker.objects.select_related("host").filter(host__stopped_at__isnull=True)
-                   .order_by("host__name", "device", "ordinal"))
     pipelines = _pipelines(now)
     on_gpu = keys_on_gpu()
     # Counted from the partition rows in this snapshot, never from a host's own counter.
-    synthesizing = dict(Partition.objects.filter(state=PartitionState.SYNTHESIZING).values("host_id")
-                        .annotate(n=Count("pk")).values_list("host_id", "n"))
-    gpu_workers = _workers(workers, now)
+    synthesizing = dict(_SYNTHESIZING.rows())
+    gpu_workers = _workers(_LIVE_WORKERS.rows(), now)
+    job_counts, pending = _counts()
 
-    host_rows = []
+    per_host = []
     for host in hosts:
         age = _secs(host.heartbeat_at, now)
         stopped = host.stopped_at is not None
-        host_rows.append({
+        per_host.append({
             "name": host.name,
             "backend": host.backend,
             "stopped": stopped,
@@ -268,7 +326,7 @@ def _read(now: datetime) -> dict[str, Any]:
             "pipelines": [p for p in pipelines if host.name in p["hosts"]],
             "gpu_workers": [w for w in gpu_workers if w["host"] == host.name],
             "allocations": _allocations([host], now, on_gpu),
-            "counters": _counters({"host": host}),
+            "counters": _counters(job_counts.get(host.pk, {}), pending.get(host.pk, 0)),
         })
 
     by_owner: dict[str, int] = defaultdict(int)
@@ -286,14 +344,14 @@ def _read(now: datetime) -> dict[str, Any]:
         "pipelines": pipelines,
         "gpu_workers": gpu_workers,
         "allocations": _allocations(live, now, on_gpu),
-        "counters": _counters({}),
-        "hosts": host_rows,
+        "counters": _counters(_farm_counts(job_counts), sum(pending.values())),
+        "hosts": per_host,
     }
 
 
 def farm_snapshot() -> dict[str, Any]:
     """The status of every host, read in one snapshot at one status version."""
-    with one_snapshot() as snap:
+    with collection_deferred(), one_snapshot() as snap:
         version = _current_version()
         body = _read(timezone.now())
     return {"version": version, "consistent": snap.exact, **body}

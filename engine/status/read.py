@@ -18,6 +18,9 @@ retry-until-stable loop anywhere: a snapshot cannot move under its reader.
 
 from __future__ import annotations
 
+import gc
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,6 +51,27 @@ def _sqlite_in_transaction(connection) -> bool:  # type: ignore[no-untyped-def]
     return connection.vendor == "sqlite" and bool(connection.connection.in_transaction)
 
 
+# Within one of its own snapshots a reader may keep what a query returned and answer the same
+# query again from it (the console's panels read the hosts five times a pass): the snapshot
+# cannot move, so the answer cannot either. A snapshot joined from a caller's transaction
+# keeps nothing, as the caller may write between two reads.
+_MEMO_ATTR = "provingsite_snapshot_memo"
+
+
+def snapshot_memo(connection) -> dict[object, object] | None:  # type: ignore[no-untyped-def]
+    """The current own snapshot's memo on this connection, or None outside one."""
+    return getattr(connection, _MEMO_ATTR, None)
+
+
+@contextmanager
+def _remembering(connection) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    setattr(connection, _MEMO_ATTR, {})
+    try:
+        yield
+    finally:
+        setattr(connection, _MEMO_ATTR, None)
+
+
 @contextmanager
 def one_snapshot(using: str = "default") -> Iterator[Snapshot]:
     """Run the enclosed reads in one read-only snapshot of the database."""
@@ -60,7 +84,8 @@ def one_snapshot(using: str = "default") -> Iterator[Snapshot]:
         with transaction.atomic(using=using):
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            yield Snapshot(exact=True)
+            with _remembering(connection):
+                yield Snapshot(exact=True)
         return
     if connection.vendor != "sqlite":
         yield Snapshot(exact=False)
@@ -68,8 +93,51 @@ def one_snapshot(using: str = "default") -> Iterator[Snapshot]:
     with connection.cursor() as cursor:
         cursor.execute("BEGIN DEFERRED")
     try:
-        yield Snapshot(exact=True)
+        with _remembering(connection):
+            yield Snapshot(exact=True)
     finally:
         with connection.cursor() as cursor:
             cursor.execute("COMMIT")
 
+
+# ---- the collector waits for a pass ------------------------------------------------------
+
+# A pass over a busy farm makes tens of thousands of short-lived objects (rows, dicts, units)
+# that all die when it returns. Left to run, the cyclic collector finds them alive mid-pass,
+# promotes them to older generations, and every few passes runs a full collection over the
+# whole process heap inside one: profiled on the bench's farm (bench/status.py), that was the
+# slowest percent of /status and console passes (a render pass: 148 ms at worst, 34 ms with
+# the collector waiting). Deferred to the end of the pass, the collector finds those objects
+# already freed by their reference counts. Passes that overlap share one deferral; should
+# they overlap for longer than MAX_DEFERRAL_S the pass that notices collects at once, so
+# cyclic garbage never waits long.
+MAX_DEFERRAL_S = 2.0
+
+_gc_lock = threading.Lock()
+_gc_holders = 0
+_gc_was_enabled = False
+_gc_since = 0.0
+
+
+@contextmanager
+def collection_deferred() -> Iterator[None]:
+    """Hold the cyclic garbage collector off for the enclosed pass (see above)."""
+    global _gc_holders, _gc_was_enabled, _gc_since
+    with _gc_lock:
+        if _gc_holders == 0:
+            _gc_was_enabled, _gc_since = gc.isenabled(), time.monotonic()
+            gc.disable()
+        _gc_holders += 1
+    try:
+        yield
+    finally:
+        overdue = False
+        with _gc_lock:
+            _gc_holders -= 1
+            if _gc_holders == 0:
+                if _gc_was_enabled:
+                    gc.enable()
+            elif _gc_was_enabled and time.monotonic() - _gc_since > MAX_DEFERRAL_S:
+                overdue, _gc_since = True, time.monotonic()
+        if overdue:
+            gc.collect()
