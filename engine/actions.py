@@ -13,7 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from engine.models import Partition, ProofJob
+from engine.models import EngineHost, Partition, ProofJob
 from engine.record import next_version, publish_hint, settle_job
 from engine.states import JOB_ACTIVE, PARTITION_TERMINAL, JobState, PartitionState
 
@@ -75,3 +75,15 @@ def retry_job(job: ProofJob) -> None:
             row.save(update_fields=["state"])
             settle_job(row, version, max_attempts=1)
     publish_hint(job=job.job_id, version=version)
+
+
+def set_draining(host: EngineHost, draining: bool) -> bool:
+    """Drain a host (it claims nothing new and finishes what it holds) or resume it; False when
+    it already was. The engine reads the flag at its next heartbeat."""
+    with transaction.atomic():
+        version = next_version()  # the clock first, as in cancel_job
+        if not EngineHost.objects.filter(pk=host.pk).exclude(draining=draining).update(draining=draining, version=version):
+            transaction.set_rollback(True)
+            return False
+    publish_hint(host=host.name, version=version)
+    return True

@@ -113,6 +113,7 @@ class Engine:
         self.stopping = threading.Event()
         self.wake = threading.Event()
         self.queue_empty = threading.Event()
+        self.draining = threading.Event()  # an operator's drain, read from the host row at each beat
         self.inflight: dict[int, WorkItem] = {}
         self._inflight_lock = threading.Lock()
         self.stats = Stats()
@@ -304,7 +305,7 @@ class Engine:
     def host_fields(self) -> dict[str, Any]:
         snap = self.memory.snapshot()
         return {"heartbeat_at": timezone.now(), "memory_used_bytes": snap["used"],
-                "memory_budget_bytes": snap["budget"], "memory_by_owner": snap["by_owner"],
+                "memory_budget_bytes": snap["budget"], "memory_by_owner": snap["by_owner"], "memory_waiting": snap["waiting"],
                 "synthesis_active": self.synthesis.active, "synthesis_max": self.config.synthesis,
                 "devices": devices_mod.device_report(self.devices), "key_cache": self.keycache.snapshot()}
 
@@ -314,6 +315,9 @@ class Engine:
         with self.writer.lock:
             renew_leases(self.host.pk, claims)
         self.writer.update_host(**self.host_fields())
+        if EngineHost.objects.filter(pk=self.host.pk, draining=True).exists() != self.draining.is_set():
+            (self.draining.clear if self.draining.is_set() else self.draining.set)()
+            log.info("engine %s %s", self.host.name, "draining: claims nothing new" if self.draining.is_set() else "resumed")
         self.writer.requeue_lapsed()
 
     def _heartbeat_forever(self) -> None:

@@ -126,6 +126,10 @@ class Synthesis:
     def dispatch_forever(self) -> None:
         engine = self.engine
         while not engine.stopping.is_set():
+            if engine.draining.is_set():  # drained from the console: finish what is held, claim nothing
+                engine.queue_empty.set()
+                engine.stopping.wait(self.idle_poll)
+                continue
             if not self._wait_for_room():
                 continue
             try:
