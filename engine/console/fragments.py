@@ -39,8 +39,9 @@ REGISTRY: dict[str, Fragment] = {f.name: f for f in [
     # Memory and devices are host rows, written only by the host's own update (a host hint).
     _fragment("memory", _plain(reads.memory_context), HOST),
     _fragment("devices", _plain(reads.devices_context), HOST),
-    # Synthesis counts partitions in `synthesizing`: a partition's transition moves it.
-    _fragment("synthesis", _plain(reads.synthesis_context), HOST, PARTITION),
+    # Synthesis counts partitions in `synthesizing`: a partition's transition moves it; its
+    # pending count and throttling reason move with a job's submission too.
+    _fragment("synthesis", _plain(reads.synthesis_reasons_context), HOST, JOB, PARTITION),
     _fragment("counters", _plain(reads.counters_context), JOB, PARTITION),
     _fragment("pipelines", reads.pipelines_context, JOB, PARTITION, build=pipelines_units),
     _fragment("workers", reads.workers_context, HOST, PARTITION, build=workers_units),
