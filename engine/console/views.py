@@ -24,6 +24,7 @@ from engine.api.jobs import snarkjs_files
 from engine.console import fragments
 from engine.console.render import clock_html
 from engine.console.render import render as render_pass
+from engine.console.style import legend
 from engine.format import fmt_ms, ms_between
 from engine.models import ProofJob
 from engine.states import JobState
@@ -76,6 +77,7 @@ def console(request: HttpRequest) -> HttpResponse:
         "f": {name: rendered.html(name) for name in names},
         "clock": clock_html(rendered),
         "events_url": "/events/",
+        "legend": legend(),
     })
 
 
