@@ -28,3 +28,7 @@ def test_the_console_legend_gives_each_kind_s_bar_colour_and_the_running_outline
         assert f'<li data-legend-kind="{kind}"><i class="swatch bar" style="background: {owner_colour(kind)}">' in legend
     assert "swatch bar running" in legend
 
+
+def test_the_job_page_legend_lists_every_partition_state(staff: Client, farm: Farm) -> None:
+    legend = legend_of(staff.get(f"/jobs/{SNAP_ID}").content.decode())
+    assert all(f'data-legend-state="{state}"' in legend for state in PartitionState)
