@@ -131,6 +131,10 @@ class EngineHost(models.Model):
     synthesis_active = models.PositiveIntegerField(default=0)
     devices = models.JSONField(default=list, blank=True, help_text="Per device: name, memory total/free/pool.")
     key_cache = models.JSONField(default=list, blank=True, help_text="Loaded proving keys.")
+    # An operator's drain (from the console): the host claims nothing new and finishes what it
+    # holds, until resumed. It outlives a restart of the engine, as the operator's intent does.
+    draining = models.BooleanField(default=False, help_text="Claims no new partitions while set (console: drain).")
+    memory_waiting = models.PositiveIntegerField(default=0, help_text="Reservations waiting for memory at the last heartbeat.")
     version = models.BigIntegerField(default=0)
 
     def __str__(self) -> str:

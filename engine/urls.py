@@ -5,7 +5,7 @@ from django.urls import path
 from engine.api import api
 from engine.api.metrics import metrics
 from engine.api.status import status
-from engine.console import history, jobs_page
+from engine.console import drain, history, jobs_page
 from engine.console import views as console
 
 urlpatterns = [
@@ -23,4 +23,6 @@ urlpatterns = [
     path("jobs/<path:job_id>/cancel", jobs_page.cancel, name="console-job-cancel"),
     path("jobs/<path:job_id>/retry", jobs_page.retry, name="console-job-retry"),
     path("jobs/<path:job_id>", console.job_detail, name="console-job"),
+    path("hosts/<path:name>/drain", drain.drain, name="console-host-drain"),
+    path("hosts/<path:name>/resume", drain.resume, name="console-host-resume"),
 ]

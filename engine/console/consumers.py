@@ -1,5 +1,8 @@
 """/events/: the console's server-sent event stream.
 
+(Over 400 lines on purpose: the Hub, its fan-out and the consumer share one lifecycle —
+join, pass, deliver, leave — and reading them apart would hide the ordering they depend on.)
+
 On connect: every fragment as an out-of-band swap. Then, for each "status.changed" hint from
 the engine's writer, the units that hint can affect are marked for reading; the process's one
 flusher re-reads them from the records at most a few times per second and sends each open
@@ -12,13 +15,19 @@ frame once; fifty consoles in step (nearly always all of them) get the same byte
 interval is a throttle: a change after a quiet spell goes out at once, a burst goes out in
 frames one interval apart. Every few seconds a full pass re-reads everything, which moves the
 sliding task stream and the stale flags and repairs anything a dropped hint left behind.
+
+A job's page opens /events/?job=<job_id>: every pass then also reads that job's fragment
+("job:<job_id>", engine.console.job_markup) in the same snapshot, and that stream is sent
+that fragment's units only; the console's streams never see it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from typing import Any
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.exceptions import StopConsumer
@@ -27,7 +36,7 @@ from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from engine.console import render as rendering
-from engine.console.fragments import Want
+from engine.console.fragments import ALL, Want, detail_name
 from engine.console.render import Rendered
 from engine.console.views import can_view
 from engine.format import epoch_ms
@@ -58,10 +67,11 @@ class Resync(Exception):
     """A stream lacks a unit's shape that this pass did not read in full."""
 
 
-def changed_units(sent: dict[str, str], rendered: Rendered) -> list[str]:
+def changed_units(sent: dict[str, str], rendered: Rendered, roots: Iterable[str] | None = None) -> list[str]:
     """The units of a pass that a stream must be sent, parents before children. A unit whose
     digest differs is sent whole (its children inside it); otherwise its children are looked
-    at one by one. Units the pass did not read are assumed unchanged: no hint pointed there."""
+    at one by one. Units the pass did not read are assumed unchanged: no hint pointed there.
+    `roots` are the fragments the stream shows (default: every root of the pass)."""
     out: list[str] = []
 
     def visit(key: str) -> None:
@@ -76,7 +86,7 @@ def changed_units(sent: dict[str, str], rendered: Rendered) -> list[str]:
         for child in unit.children:
             visit(child)
 
-    for root in rendered.roots:
+    for root in rendered.roots if roots is None else roots:
         visit(root)
     return out
 
@@ -271,9 +281,17 @@ class Hub:
                 log.exception("console flush failed; retrying")
                 await asyncio.sleep(max(self._interval(), 1.0))
 
+    def watched(self) -> set[str]:
+        """The detail fragments of the jobs whose pages are open."""
+        return {detail_name(s.job) for s in self.streams if s.job is not None}
+
     async def flush(self) -> None:
         loop = asyncio.get_running_loop()
         want, self.want = self.want, Want()
+        # An open job page's fragment is read in every pass, in the same snapshot as the
+        # panels: one job's rows cost little, and a hint-driven subset could miss a change
+        # the pass's version covers.
+        want.names |= self.watched()
         hinted = self.hinted
         self.last_start = loop.time()
         try:
@@ -288,7 +306,8 @@ class Hub:
         if want.full:
             self.last_full = self.last_start
         for root in rendered.roots:
-            self.known[root] = rendered.digest(root)
+            if root in ALL:  # a job page's fragment is read whole every pass: nothing to remember
+                self.known[root] = rendered.digest(root)
         if not rendered.consistent:  # read again at the next interval, when the farm has settled
             self.want.merge(want)
         # Every hinted change up to `hinted` has been re-read; a full pass, or one that read
@@ -311,7 +330,7 @@ class Hub:
             if not stream.started and not rendered.full:
                 continue  # its snapshot is the full pass already asked for
             try:
-                keys = changed_units(stream.sent, rendered)
+                keys = changed_units(stream.sent, rendered, stream.roots(rendered))
             except Resync:
                 stream.sent.clear()
                 stream.started = False
@@ -372,6 +391,14 @@ class EventStreamConsumer(AsyncHttpConsumer):
         self.tasks: list[asyncio.Task[None]] = []
         self.sent: dict[str, str] = {}  # unit key → digest of what this browser holds
         self.flushes = 0
+        # ?job=<job_id>: the stream of that job's page, which shows its detail fragment only.
+        self.job: str | None = None
+
+    def roots(self, rendered: Rendered) -> list[str]:
+        """The fragments of a pass this stream shows."""
+        if self.job is not None:
+            return [detail_name(self.job)]
+        return [root for root in rendered.roots if root in ALL]
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
@@ -408,6 +435,8 @@ class EventStreamConsumer(AsyncHttpConsumer):
             (b"x-accel-buffering", b"no"),  # no proxy buffering of the stream
         ])
         self.streaming = True
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.job = query["job"][0] if query.get("job") else None
         # Joined before its snapshot is read, so a change committed meanwhile is not missed.
         await HUB.join(self)
         self.joined = True

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.console import reads
+from engine.console.job_markup import job_detail_units
 from engine.console.markup import pipelines_units, taskstream_units, templated, workers_units
 from engine.console.units import Fragment, Reader, Unit
 
@@ -34,13 +35,40 @@ def _fragment(name: str, read: Reader, *scopes: str,
     return Fragment(name, f"frag-{name}", read, build, frozenset(scopes))
 
 
-REGISTRY: dict[str, Fragment] = {f.name: f for f in [
+# A job's own page shows one fragment more, named for the job: "job:<job_id>".
+DETAIL = "job:"
+
+
+def detail_name(job_id: str) -> str:
+    return f"{DETAIL}{job_id}"
+
+
+def _detail(job_id: str) -> Fragment:
+    def read(now: datetime, jobs: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
+        return reads.job_detail_context(job_id, now)
+    # One per page, so one DOM id; a job's rows and head move with its job and partition hints.
+    return Fragment(detail_name(job_id), "frag-job", read, job_detail_units, frozenset({JOB, PARTITION}))
+
+
+class Registry(dict[str, Fragment]):
+    """The console's panels, by name. Iterating yields the panels only; looking up a job's
+    detail name ("job:<job_id>") gives that job's fragment, so a render pass reads a job page's
+    fragment in the same snapshot as the panels, by the same lookup."""
+
+    def __missing__(self, name: str) -> Fragment:
+        if name.startswith(DETAIL):
+            return _detail(name[len(DETAIL):])
+        raise KeyError(name)
+
+
+REGISTRY: Registry = Registry({f.name: f for f in [
     _fragment("hosts", _plain(reads.hosts_context), HOST),
     # Memory and devices are host rows, written only by the host's own update (a host hint).
     _fragment("memory", _plain(reads.memory_context), HOST),
     _fragment("devices", _plain(reads.devices_context), HOST),
-    # Synthesis counts partitions in `synthesizing`: a partition's transition moves it.
-    _fragment("synthesis", _plain(reads.synthesis_context), HOST, PARTITION),
+    # Synthesis counts partitions in `synthesizing`: a partition's transition moves it; its
+    # pending count and throttling reason move with a job's submission too.
+    _fragment("synthesis", _plain(reads.synthesis_reasons_context), HOST, JOB, PARTITION),
     _fragment("counters", _plain(reads.counters_context), JOB, PARTITION),
     _fragment("pipelines", reads.pipelines_context, JOB, PARTITION, build=pipelines_units),
     _fragment("workers", reads.workers_context, HOST, PARTITION, build=workers_units),
@@ -48,7 +76,7 @@ REGISTRY: dict[str, Fragment] = {f.name: f for f in [
     _fragment("failures", _plain(reads.failures_context), JOB, PARTITION),
     # Hosts and workers come and go rarely; the stream's periodic full pass picks them up.
     _fragment("taskstream", reads.taskstream_context, PARTITION, build=taskstream_units),
-]}
+]})
 ALL = frozenset(REGISTRY)
 
 

@@ -17,7 +17,7 @@ from django.db.models import Count, Q
 from engine.console.style import level, owner_colour
 from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
-from engine.models import Partition, ProofJob, StatusClock, Worker
+from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 from engine.status.farm import HostRow, host_rows, keys_on_gpu, stale_after_seconds
 from engine.status.host_report import devices_of, keys_of
@@ -225,3 +225,68 @@ def taskstream_context(now: datetime, jobs_wanted: set[str] | None, known: Mappi
         by_worker.setdefault(row[0], []).append(row)
     return {"workers": _LIVE_WORKERS.rows(), "bars": by_worker}
 
+
+
+# ---- why synthesis is not running more ----------------------------------------------------
+
+
+def throttle_reason(host: dict[str, Any], unclaimed: int) -> str:
+    """Why a live host's synthesis is not busier, from its rows in this snapshot: its claimed
+    partitions not yet started (blocked on memory when its last beat said a reservation
+    waits), its synthesized ones queued for the GPU (the engine's pacer stops claiming at
+    synthesis slots + two per GPU worker), the operator's drain, or an empty queue."""
+    active, most = host["synthesis_active"], host["synthesis_max"]
+    if host["draining"]:
+        return "draining: claims nothing new"
+    if most and active >= most:
+        return ""  # every slot is synthesizing: not throttled
+    if host["claimed"] and host["memory_waiting"]:
+        return f"waiting for memory ({host['memory']} reserved)"
+    if host["claimed"]:
+        return f"preparing {host['claimed']} claimed"
+    if host["synth_done"] and active + host["synth_done"] >= most + 2 * host["workers"]:
+        return f"paced: {host['synth_done']} synthesized partition{'s' * (host['synth_done'] != 1)} wait for the GPU"
+    if not unclaimed:
+        return "idle: nothing pending" if not active else "nothing more pending"
+    return ""
+
+
+def synthesis_reasons_context(now: datetime) -> dict[str, Any]:
+    """The synthesis panel: synthesis_context's counts, the partitions waiting to be claimed,
+    and each host's reason for not synthesizing more, all read in the pass's one snapshot."""
+    context = synthesis_context(now)
+    held: dict[tuple[int, str], int] = {
+        (host_id, state): n for host_id, state, n in
+        Partition.objects.filter(host__stopped_at__isnull=True, state__in=(PartitionState.PENDING, PartitionState.SYNTH_DONE))
+        .values("host_id", "state").annotate(n=Count("pk")).values_list("host_id", "state", "n")}
+    unclaimed = Partition.objects.filter(state=PartitionState.PENDING, host__isnull=True,
+                                         job__state__in=JOB_ACTIVE).count()
+    rows = (EngineHost.objects.filter(stopped_at__isnull=True).order_by("name").annotate(n_workers=Count("workers"))
+            .values_list("pk", "name", "draining", "memory_waiting", "memory_used_bytes", "memory_budget_bytes",
+                         "n_workers"))
+    facts = {name: {"pk": pk, "draining": draining, "memory_waiting": waiting, "workers": workers,
+                    "memory": f"{fmt_bytes(used)} of {fmt_bytes(budget)}"}
+             for pk, name, draining, waiting, used, budget, workers in rows}
+    for host in context["hosts"]:
+        fact = facts.get(host["name"])
+        if fact is None:  # cannot happen inside one snapshot; a row without facts gives no reason
+            host["reason"] = ""
+            continue
+        host.update(fact, claimed=held.get((fact["pk"], PartitionState.PENDING), 0),
+                    synth_done=held.get((fact["pk"], PartitionState.SYNTH_DONE), 0))
+        host["reason"] = throttle_reason(host, unclaimed)
+    reasons = list(dict.fromkeys(h["reason"] for h in context["hosts"] if h["reason"]))
+    if not context["hosts"]:
+        reasons = ["no engine running"] if unclaimed else ["idle: nothing pending"]
+    context.update(pending=unclaimed, reason="; ".join(reasons))
+    return context
+
+
+# ---- one job's page ---------------------------------------------------------------------
+
+
+def job_detail_context(job_id: str, now: datetime) -> dict[str, Any]:
+    """A job and every partition of it, for its own page (/jobs/<id>) and that page's stream."""
+    job = ProofJob.objects.select_related("host").filter(job_id=job_id).first()
+    parts = list(job.partitions.select_related("worker", "host", "job").order_by("index")) if job else []
+    return {"job_id": job_id, "job": job, "parts": parts}

@@ -17,3 +17,25 @@ def owner_colour(owner: str) -> str:
 
 def device_slot(device: str, backend: str) -> str:
     return "CPU" if device == "cpu" or backend == "cpu" else device
+
+
+# What each partition state's colour means, in the legend under the cells.
+STATE_MEANING = {
+    "pending": "waiting to be claimed and started",
+    "synthesizing": "witness synthesis on the CPU",
+    "synth_done": "synthesized, waiting for a GPU worker",
+    "gpu": "proving on a GPU worker",
+    "finalizing": "assembling and verifying the proof",
+    "done": "proved",
+    "failed": "failed (see its errors)",
+    "cancelled": "cancelled with its job",
+}
+
+
+def legend() -> dict[str, list[dict[str, str]]]:
+    """The colour legend: every partition state's cell colour, and the task stream's bar
+    colour per kind (the owner hue the bars are drawn with)."""
+    from engine.states import PartitionState, ProofKind
+
+    return {"states": [{"state": str(s), "meaning": STATE_MEANING.get(str(s), str(s.label))} for s in PartitionState],
+            "kinds": [{"kind": str(k), "colour": owner_colour(str(k))} for k in ProofKind]}

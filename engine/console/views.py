@@ -8,7 +8,7 @@ the admin's user page, or `manage.py ensureoperator --operator NAME` makes one.
 from __future__ import annotations
 
 import json
-from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import AuthenticationForm
@@ -18,14 +18,13 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
-from django.utils import timezone
 
 from engine.api.auth import OPERATOR_GROUP, can_view
 from engine.api.job_out import snarkjs_files
 from engine.console import fragments
 from engine.console.render import clock_html
 from engine.console.render import render as render_pass
-from engine.format import fmt_ms, ms_between
+from engine.console.style import legend
 from engine.models import ProofJob
 from engine.states import JobState
 from engine.status.read import one_snapshot
@@ -69,44 +68,24 @@ def console(request: HttpRequest) -> HttpResponse:
         "f": {name: rendered.html(name) for name in names},
         "clock": clock_html(rendered),
         "events_url": "/events/",
+        "legend": legend(),
     })
 
 
 @login_required
 def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
+    """The job's live page: its fragment as the stream sends it, then kept current over
+    /events/?job=<job_id> (durations tick, the final state and proof links arrive on their own)."""
     _require_viewer(request)
-    with one_snapshot():  # the job and its partitions at one moment
-        job = get_object_or_404(ProofJob.objects.select_related("host"), job_id=job_id)
-        now = timezone.now()
-        rows: list[dict[str, Any]] = []
-        for part in job.partitions.select_related("worker", "host", "job").order_by("index"):
-            rows.append({
-                "part": part,
-                "queue": fmt_ms(part.queue_ms),
-                "synth": fmt_ms(part.synth_ms),
-                "gpu": fmt_ms(part.gpu_ms if part.gpu_finished_at else
-                                        ms_between(part.gpu_started_at, now)),
-                "finalize": fmt_ms(part.finalize_ms),
-                "errors": [attempt_line(e) for e in (part.errors or []) if not e.get("retry")],
-            })
+    job = get_object_or_404(ProofJob, job_id=job_id)
+    name = fragments.detail_name(job_id)
+    rendered = render_pass(fragments.Want({name}, set()))
     return render(request, "console/job.html", {
-        "job": job, "rows": rows,
-        "queue_time": fmt_ms(job.queue_time.total_seconds() * 1000 if job.queue_time else None),
-        "total_time": fmt_ms(job.total_time.total_seconds() * 1000 if job.total_time else None),
+        "job": job, "fragment": rendered.html(name), "clock": clock_html(rendered),
+        "events_url": f"/events/?{urlencode({'job': job_id})}",
         "admin_url": reverse("admin:engine_proofjob_change", args=[job.pk]) if request.user.is_staff else None,
-        "snarkjs_ready": job.state == JobState.DONE,
-        "has_proofs": job.proof is not None or any(r["part"].proof is not None for r in rows),
+        "legend": legend(),
     })
-
-
-def attempt_line(entry: dict[str, Any] | Any) -> str:
-    """One failed attempt as an operator reads it, not as a Python dict."""
-    if not isinstance(entry, dict):
-        return str(entry)
-    where = f" on {entry['host']}" if entry.get("host") else ""
-    when = f" at {entry['at'][:19].replace('T', ' ')}" if isinstance(entry.get("at"), str) else ""
-    note = " (handed back)" if entry.get("handed_back") else ""
-    return f"attempt {entry.get('attempt', '?')}{where}{when}{note}: {entry.get('reason', '')}".rstrip(": ")
 
 
 @login_required

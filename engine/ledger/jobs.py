@@ -20,7 +20,7 @@ from engine.ledger.claims import release_claim
 from engine.ledger.clock import next_version
 from engine.ledger.hints import publish_hint
 from engine.ledger.settle import settle_job
-from engine.models import ApiToken, Partition, ProofJob
+from engine.models import ApiToken, EngineHost, Partition, ProofJob
 from engine.states import JOB_ACTIVE, KIND_PRIORITY, PARTITION_TERMINAL, Curve, JobState, PartitionState, ProofKind
 
 P = PartitionState
@@ -145,3 +145,15 @@ def retry_job(job: ProofJob) -> None:
             row.save(update_fields=["state"])
             settle_job(row, version, max_attempts=1)
     publish_hint(job=job.job_id, version=version)
+
+
+def set_draining(host: EngineHost, draining: bool) -> bool:
+    """Drain a host (it claims nothing new and finishes what it holds) or resume it; False when
+    it already was. The engine reads the flag at its next heartbeat."""
+    with transaction.atomic():
+        version = next_version()  # the clock first, as in cancel_job
+        if not EngineHost.objects.filter(pk=host.pk).exclude(draining=draining).update(draining=draining, version=version):
+            transaction.set_rollback(True)
+            return False
+    publish_hint(host=host.name, version=version)
+    return True

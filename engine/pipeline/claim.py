@@ -38,6 +38,10 @@ class Dispatcher:
     def run(self) -> None:
         signals = self.signals
         while not signals.stopping.is_set():
+            if signals.draining.is_set():  # drained from the console: finish what is held, claim nothing
+                signals.queue_empty.set()
+                signals.stopping.wait(self.idle_poll)
+                continue
             if not self.synthesis.has_room(len(self.proof_queue), self.pace_target):
                 continue
             try:

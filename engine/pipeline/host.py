@@ -233,7 +233,7 @@ class Engine:
     def host_fields(self) -> dict[str, Any]:
         snap = self.memory.snapshot()
         return {"heartbeat_at": timezone.now(), "memory_used_bytes": snap["used"],
-                "memory_budget_bytes": snap["budget"], "memory_by_owner": snap["by_owner"],
+                "memory_budget_bytes": snap["budget"], "memory_by_owner": snap["by_owner"], "memory_waiting": snap["waiting"],
                 "synthesis_active": self.synthesis.active, "synthesis_max": self.config.synthesis,
                 "devices": devices_mod.device_report(self.devices), "key_cache": self.keycache.snapshot()}
 
@@ -243,6 +243,10 @@ class Engine:
         with self.writer.lock:
             renew_leases(self.host.pk, claims)
         self.writer.update_host(**self.host_fields())
+        draining = self.signals.draining
+        if EngineHost.objects.filter(pk=self.host.pk, draining=True).exists() != draining.is_set():
+            (draining.clear if draining.is_set() else draining.set)()
+            log.info("engine %s %s", self.host.name, "draining: claims nothing new" if draining.is_set() else "resumed")
         self.writer.requeue_lapsed()
 
     def _heartbeat_forever(self) -> None:

@@ -40,6 +40,8 @@ class Signals:
     stopping: threading.Event = field(default_factory=threading.Event)
     wake: threading.Event = field(default_factory=threading.Event)
     queue_empty: threading.Event = field(default_factory=threading.Event)
+    # An operator's drain, read from the host row at each heartbeat: claim nothing new.
+    draining: threading.Event = field(default_factory=threading.Event)
 
 
 class InFlight:

@@ -62,7 +62,7 @@ def _current_version() -> int:
 _VERSION = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("value")[:1])
 _HOSTS = Prepared(lambda: EngineHost.objects.order_by("name").values_list(
     "pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes", "memory_used_bytes",
-    "memory_total_bytes", "memory_by_owner", "synthesis_max", "devices", "key_cache"))
+    "memory_total_bytes", "memory_by_owner", "synthesis_max", "devices", "key_cache", "draining", "memory_waiting"))
 _LIVE_WORKERS = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True)
                          .order_by("host__name", "device", "ordinal")
                          .values_list("pk", "host__name", "device", "ordinal", "host__started_at"))
@@ -141,7 +141,7 @@ class HostRow:
 
     __slots__ = ("pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes",
                  "memory_used_bytes", "memory_total_bytes", "memory_by_owner", "synthesis_max", "devices",
-                 "key_cache")
+                 "key_cache", "draining", "memory_waiting")
 
     def __init__(self, row: tuple[Any, ...]) -> None:
         for name, value in zip(self.__slots__, row, strict=True):

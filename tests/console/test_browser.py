@@ -263,3 +263,57 @@ def compare_with_records(samples: list[dict[str, Any]],
 def seen_enough(samples: list[dict[str, Any]], poller: RecordsPoller) -> bool:
     return (len(samples) > 20 and worker_went_proving_then_idle(samples)
             and compare_with_records(samples, dict(poller.states))[0] >= 10)
+
+
+# What the job page says: its head's state and links, each row's state, the ticking durations,
+# and whether the page is still the one first loaded (a reload would drop the marker).
+JOB_PAGE_JS = """() => {
+  const head = document.getElementById('job-detail-head');
+  return {state: head ? head.dataset.state : null, links: head ? head.querySelector('.links').innerHTML : '',
+          rows: [...document.querySelectorAll('#frag-job .prow[data-partition]')].map(r => r.dataset.state),
+          ticks: [...document.querySelectorAll('#frag-job [data-started-at]')].map(t => t.textContent),
+          same_page: window.__firstLoad === true, live: document.body.classList.contains('live')};
+}"""
+
+NEXT_QUEUED = """
+SELECT job_id FROM engine_proofjob WHERE state IN ('queued', 'running')
+ORDER BY state = 'running', priority, submitted_at, id LIMIT 1
+"""
+
+
+def test_the_job_page_goes_live_and_shows_the_proof_links_when_done_without_a_reload(
+        embedded_server: dict[str, Any]) -> None:
+    require_service(Path(CHROMIUM).exists(), "Debian's chromium is not installed (apt-get install chromium)")
+    from urllib.parse import quote
+
+    from playwright.sync_api import sync_playwright
+
+    with sqlite3.connect(f"file:{embedded_server['database']}?mode=ro", uri=True, timeout=5) as db:
+        row = db.execute(NEXT_QUEUED).fetchone()
+    assert row, "the demo jobs were all proved before the page could be opened"
+    samples: list[dict[str, Any]] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1440, "height": 900})
+            context.add_cookies([{"name": "sessionid", "value": embedded_server["session"],
+                                  "url": embedded_server["url"]}])
+            page = context.new_page()
+            page.goto(f"{embedded_server['url']}jobs/{quote(row[0])}")
+            page.wait_for_function("document.body.classList.contains('live')", timeout=30_000)
+            page.evaluate("() => { window.__firstLoad = true; }")
+            deadline = time.monotonic() + 150
+            while time.monotonic() < deadline:
+                samples.append(page.evaluate(JOB_PAGE_JS))
+                if samples[-1]["state"] in ("done", "failed"):
+                    break
+                time.sleep(0.1)
+        finally:
+            browser.close()
+
+    final = samples[-1]
+    assert final["state"] == "done", f"the job page never showed the job done: {final}"
+    assert final["same_page"] and all(s["live"] for s in samples), "the page reloaded or the stream dropped"
+    assert set(final["rows"]) == {"done"} and "snarkjs.json" in final["links"] and "proofs.json" in final["links"]
+    assert any(s["state"] != "done" for s in samples), "the job was never seen before it was done"
+    assert "snarkjs.json" not in samples[0]["links"]

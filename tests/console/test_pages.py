@@ -119,7 +119,8 @@ def test_the_job_page_lists_partitions_with_phases_and_links(staff: Client, farm
     html = response.content.decode()
     assert response.status_code == 200
     assert f"/admin/engine/proofjob/{farm.snap.pk}/change/" in html
-    assert "<td>P15</td>" in html and "587ms" in html and "5.2s" in html
+    assert 'id="jobpart-15"' in html and '<span role="cell">P15</span>' in html
+    assert "587ms" in html and "5.2s" in html
 
 
 def test_the_job_page_offers_the_proofs_as_json(staff: Client, farm: Farm) -> None:

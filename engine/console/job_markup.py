@@ -1,0 +1,111 @@
+"""One job's live page (/jobs/<id>): its markup as units, so its stream swaps what changed.
+
+The page and its stream (/events/?job=<id>) show one fragment, ``job:<id>``: a head (state,
+times, the proof links once there are proofs) and a row per partition, each a unit with a
+stable id. A transition resends one row; the job ending resends the head with its final
+figures and links. Running phases carry their start (data-started-at), so the browser ticks
+them between flushes. The markup is shared by every viewer of the job: nothing in it may
+depend on who looks (the admin link stays on the page, outside the fragment).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from html import escape as _esc
+from typing import Any
+
+from django.urls import reverse
+
+from engine.console.units import OOB_ATTR, VERSION_TOKEN, Fragment, Unit, digest, leaf, tick
+from engine.format import fmt_ms, ms_between
+from engine.models import Partition, ProofJob
+from engine.states import JOB_ACTIVE, JobState, PartitionState
+
+COLUMNS = ("P", "state", "attempt", "host", "worker", "queue", "synth", "gpu", "finalize", "errors")
+
+
+def attempt_line(entry: dict[str, Any] | Any) -> str:
+    """One failed attempt as an operator reads it, not as a Python dict."""
+    if not isinstance(entry, dict):
+        return str(entry)
+    where = f" on {entry['host']}" if entry.get("host") else ""
+    when = f" at {entry['at'][:19].replace('T', ' ')}" if isinstance(entry.get("at"), str) else ""
+    note = " (handed back)" if entry.get("handed_back") else ""
+    return f"attempt {entry.get('attempt', '?')}{where}{when}{note}: {entry.get('reason', '')}".rstrip(": ")
+
+
+def _phase(started: datetime | None, finished: datetime | None, running: bool, now: datetime) -> str:
+    """A finished phase's final figure; the running one ticking from its recorded start."""
+    if started and finished:
+        return f'<span class="final">{fmt_ms(ms_between(started, finished))}</span>'
+    if started and running:
+        return tick(started, now)
+    return "<span>—</span>"
+
+
+def _row(key: str, part: Partition, now: datetime) -> Unit:
+    state = part.state
+    worker = f"{part.worker.label} {part.worker.device}" if part.worker else "—"
+    errors = "".join(f'<div class="reason old">{_esc(attempt_line(e))}</div>'
+                     for e in (part.errors or []) if not (isinstance(e, dict) and e.get("retry")))
+    if part.error:
+        errors = f'<div class="reason">{_esc(part.error)}</div>{errors}'
+    finalizing = state == PartitionState.FINALIZING
+    cells = [
+        f"P{part.index}", _esc(state), str(part.attempt), _esc(part.host.name if part.host else "—"), _esc(worker),
+        fmt_ms(part.queue_ms),
+        _phase(part.synth_started_at, part.synth_finished_at, state == PartitionState.SYNTHESIZING, now),
+        _phase(part.gpu_started_at, part.gpu_finished_at, state == PartitionState.GPU, now),
+        _phase(part.gpu_finished_at, part.finished_at, finalizing, now),
+        errors,
+    ]
+    return leaf(f"{key}/{part.index}", f"jobpart-{part.index}",
+                f' class="prow {_esc(state)}" role="row" data-partition="{_esc(part.job.job_id)}#{part.index}" '
+                f'data-state="{_esc(state)}" data-version="{VERSION_TOKEN}">'
+                + "".join(f'<span role="cell">{c}</span>' for c in cells) + "</div>")
+
+
+def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime) -> Unit:
+    running = job.state in JOB_ACTIVE
+    queued = (fmt_ms(ms_between(job.submitted_at, job.started_at)) if job.started_at
+              else tick(job.submitted_at, now) if running else "—")
+    total = (fmt_ms(ms_between(job.submitted_at, job.finished_at)) if job.finished_at
+             else tick(job.submitted_at, now) if running else "—")
+    facts = [f'<span class="kind">{_esc(job.kind)}</span>', f'<span class="state {_esc(job.state)}">{_esc(job.state)}</span>',
+             f"priority {_esc(job.get_priority_display())}", _esc(job.get_curve_display())]
+    if job.circuit_id:
+        facts.append(_esc(job.circuit_id))
+    facts.append(f"host {_esc(job.host.name if job.host else '—')}")
+    if job.verified:
+        facts.append("verified")
+    done = sum(p.state == PartitionState.DONE for p in parts)
+    links = []
+    if job.proof is not None or any(p.proof is not None for p in parts):
+        links.append(f'<a href="{_esc(reverse("console-job-proofs", args=[job.job_id]))}">download proofs (JSON)</a>')
+    if job.state == JobState.DONE:
+        links.append(f'<a href="{_esc(reverse("console-job-snarkjs", args=[job.job_id]))}">'
+                     "snarkjs proof.json + public.json</a>")
+    error = f'<p class="reason">{_esc(job.error)}</p>' if job.error else ""
+    return leaf(f"{key}/head", "job-detail-head",
+                f' class="job-head" data-state="{_esc(job.state)}" data-version="{VERSION_TOKEN}">'
+                f'<h1 class="job-id">{_esc(job.job_id)}</h1><p>{" · ".join(facts)}</p>'
+                f'<p>submitted {job.submitted_at:%Y-%m-%d %H:%M:%S} · queued {queued} · total {total}'
+                f' · <span class="done">{done}/{job.num_partitions or len(parts)} done</span></p>{error}'
+                f'<p class="links">{" · ".join(links)}</p></div>')
+
+
+def job_detail_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
+    key = fragment.name
+    job: ProofJob | None = context["job"]
+    opening = f'<section id="{fragment.dom_id}" class="panel job"{OOB_ATTR} data-version="{VERSION_TOKEN}">'
+    if job is None:
+        html = f'{opening}<p class="empty">No job {_esc(context["job_id"])}.</p></section>'
+        return [Unit(key, html, digest(html))]
+    parts: list[Partition] = context["parts"]
+    head = _head(key, job, parts, now)
+    rows = [_row(key, part, now) for part in parts]
+    header = "".join(f'<span role="columnheader">{c}</span>' for c in COLUMNS)
+    html = (f'{opening}{head.html}<div class="partitions" role="table"><div class="prow head" role="row">{header}</div>'
+            f'{"".join(r.html or "" for r in rows)}</div></section>')
+    shape = digest(repr((job.job_id, [p.index for p in parts])))
+    return [Unit(key, html, shape, (head.key, *(r.key for r in rows))), head, *rows]
