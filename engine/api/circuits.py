@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
+from django.urls import reverse
 from ninja import Router, Schema, Status
 from pydantic import Field
 
@@ -66,10 +67,12 @@ def circuits_dir() -> Path:
 
 
 def _out(circuit: Circuit) -> dict[str, Any]:
-    base = f"/api/v1/circuits/{circuit.pk}"
-    links = {"self": base, "verification_key": f"{base}/{VK_NAME}"}
+    def url(view: str) -> str:
+        return reverse(f"api-v1:{view}", kwargs={"circuit_id": circuit.pk})
+
+    links = {"self": url("get_circuit"), "verification_key": url("get_verification_key")}
     if circuit.curve == "bn128":
-        links["verifier"] = f"{base}/verifier.sol"
+        links["verifier"] = url("get_verifier")
     return {"id": circuit.pk, "name": circuit.name, "curve": circuit.curve, "n_public": circuit.n_public,
             "n_vars": circuit.n_vars, "domain_size": circuit.domain_size, "zkey_bytes": circuit.zkey_bytes,
             "wasm_bytes": circuit.wasm_bytes, "r1cs_bytes": circuit.r1cs_bytes,

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.urls import reverse
+
 from engine.models import Partition, ProofJob
 from engine.states import JobState, PartitionState, Priority
 
 
 def _links(job: ProofJob) -> dict[str, str]:
-    base = f"/api/v1/jobs/{job.job_id}"
-    return {"self": base, "proof": f"{base}/proof", "proof_bytes": f"{base}/proof?format=bytes",
-            "snarkjs": f"{base}/proof/snarkjs", "verification_key": f"{base}/verification_key.json",
-            "cancel": f"{base}/cancel", "retry": f"{base}/retry"}
+    def url(view: str) -> str:
+        return reverse(f"api-v1:{view}", kwargs={"job_id": job.job_id})
+
+    return {"self": url("get_job"), "proof": url("get_proof"), "proof_bytes": url("get_proof") + "?format=bytes",
+            "snarkjs": url("get_snarkjs_proof"), "verification_key": url("get_job_key"),
+            "cancel": url("cancel"), "retry": url("retry")}
 
 
 def _summary(job: ProofJob, parts: list[Partition] | None = None) -> dict[str, Any]:
