@@ -275,9 +275,11 @@ JOB_PAGE_JS = """() => {
           same_page: window.__firstLoad === true, live: document.body.classList.contains('live')};
 }"""
 
-NEXT_QUEUED = """
+# The job the engine will serve last (claim order reversed), so it is still queued when the
+# page, opened after Chromium starts on a loaded machine, first goes live.
+LAST_QUEUED = """
 SELECT job_id FROM engine_proofjob WHERE state IN ('queued', 'running')
-ORDER BY state = 'running', priority, submitted_at, id LIMIT 1
+ORDER BY state = 'queued' DESC, priority DESC, submitted_at DESC, id DESC LIMIT 1
 """
 
 
@@ -289,7 +291,7 @@ def test_the_job_page_goes_live_and_shows_the_proof_links_when_done_without_a_re
     from playwright.sync_api import sync_playwright
 
     with sqlite3.connect(f"file:{embedded_server['database']}?mode=ro", uri=True, timeout=5) as db:
-        row = db.execute(NEXT_QUEUED).fetchone()
+        row = db.execute(LAST_QUEUED).fetchone()
     assert row, "the demo jobs were all proved before the page could be opened"
     samples: list[dict[str, Any]] = []
     with sync_playwright() as pw:
