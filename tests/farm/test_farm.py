@@ -125,15 +125,22 @@ def _host_item(page: str, host_name: str) -> dict[str, Any]:
 
 def test_a_paused_host_that_resumes_after_its_lease_lapsed_cannot_overwrite_the_reassigned_result(farm: Farm) -> None:
     sleeper, other = farm.start_engines("fence-a", "fence-b")
-    jobs = farm.submit(batch("fence", {"window-post": 1}, window_partitions=4))
+    jobs: list[str] = []
+
+    def keep_work_queued() -> None:
+        """A fresh round of jobs whenever the last round is finished, so fence-a always has work to own."""
+        if not jobs or all(j["state"] in ("done", "failed", "cancelled") for j in farm.jobs(jobs)):
+            jobs.extend(farm.submit(batch(f"fence{len(jobs)}", {"window-post": 2}, window_partitions=8)))
 
     def owned_late() -> dict[str, Any] | None:
+        keep_work_queued()
         live = farm.live_partitions_of("fence-a")
         late = [p for p in live if p["state"] in ("gpu", "finalizing")]
         return (late or live or [None])[0]
 
-    # Tiny partitions finish in ~100 ms, so the partition seen live may be done by the time the
-    # host is frozen: pick the target from what the frozen host still owns, else thaw and retry.
+    # Tiny partitions finish in ~100 ms and a whole job in under a second, so the partition seen live
+    # may be done by the time the host is frozen: pick the target from what the frozen host still
+    # owns, else thaw, queue more work if the last round is done, and retry.
     target: dict[str, Any] | None = None
     for _ in range(20):
         wait_for(owned_late, 90, "fence-a to own a live partition", interval=0.05, on_timeout=sleeper.tail)
