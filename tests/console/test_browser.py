@@ -10,6 +10,7 @@ was proving at that version (never idle while one of its partitions is in gpu).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -171,21 +172,30 @@ def embedded_server(tmp_path: Path) -> Iterator[dict[str, Any]]:
             server.wait()
 
 
-def test_the_console_goes_live_and_agrees_with_the_records(embedded_server: dict[str, Any]) -> None:
+@contextlib.contextmanager
+def signed_in_page(server: dict[str, Any], path: str = "") -> Iterator[Any]:
+    """A Chromium page, signed in as the staff user the fixture made, opened at ``path``."""
     require_service(Path(CHROMIUM).exists(), "Debian's chromium is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    poller = RecordsPoller(embedded_server["database"])
-    poller.start()
-    samples: list[dict[str, Any]] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             context = browser.new_context(viewport={"width": 1440, "height": 900})
-            context.add_cookies([{"name": "sessionid", "value": embedded_server["session"],
-                                  "url": embedded_server["url"]}])
+            context.add_cookies([{"name": "sessionid", "value": server["session"], "url": server["url"]}])
             page = context.new_page()
-            page.goto(embedded_server["url"])
+            page.goto(server["url"] + path)
+            yield page
+        finally:
+            browser.close()
+
+
+def test_the_console_goes_live_and_agrees_with_the_records(embedded_server: dict[str, Any]) -> None:
+    poller = RecordsPoller(embedded_server["database"])
+    samples: list[dict[str, Any]] = []
+    with signed_in_page(embedded_server) as page:
+        poller.start()
+        try:
             page.wait_for_function("document.body.classList.contains('live')", timeout=30_000)
             page.evaluate(FRAME_WATCH_JS)
             deadline = time.monotonic() + 120
@@ -202,7 +212,6 @@ def test_the_console_goes_live_and_agrees_with_the_records(embedded_server: dict
             if not screenshot_taken:
                 shoot(page)
         finally:
-            browser.close()
             poller.stop.set()
             poller.join(5)
 
@@ -221,13 +230,13 @@ def test_the_console_goes_live_and_agrees_with_the_records(embedded_server: dict
     assert compared >= 3, f"only {compared} worker cards could be compared with a read at the same version"
 
 
-def shoot(page: Any) -> None:
+def shoot(page: Any, name: str = "console.png", *, full_page: bool = True) -> None:
     artifacts = ROOT / "artifacts"
     artifacts.mkdir(exist_ok=True)
-    page.screenshot(path=str(artifacts / "console.png"), full_page=True)
-    # The README's screenshot is refreshed on request only, so a test run leaves the tree clean.
+    page.screenshot(path=str(artifacts / name), full_page=full_page)
+    # The README's screenshots are refreshed on request only, so a test run leaves the tree clean.
     if os.environ.get("PROVINGSITE_REFRESH_SCREENSHOT") == "1":
-        shutil.copyfile(artifacts / "console.png", ROOT / "docs" / "console.png")
+        shutil.copyfile(artifacts / name, ROOT / "docs" / name)
 
 
 def worker_went_proving_then_idle(samples: list[dict[str, Any]]) -> bool:
@@ -285,33 +294,21 @@ ORDER BY state = 'queued' DESC, priority DESC, submitted_at DESC, id DESC LIMIT 
 
 def test_the_job_page_goes_live_and_shows_the_proof_links_when_done_without_a_reload(
         embedded_server: dict[str, Any]) -> None:
-    require_service(Path(CHROMIUM).exists(), "Debian's chromium is not installed (apt-get install chromium)")
     from urllib.parse import quote
-
-    from playwright.sync_api import sync_playwright
 
     with sqlite3.connect(f"file:{embedded_server['database']}?mode=ro", uri=True, timeout=5) as db:
         row = db.execute(LAST_QUEUED).fetchone()
     assert row, "the demo jobs were all proved before the page could be opened"
     samples: list[dict[str, Any]] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1440, "height": 900})
-            context.add_cookies([{"name": "sessionid", "value": embedded_server["session"],
-                                  "url": embedded_server["url"]}])
-            page = context.new_page()
-            page.goto(f"{embedded_server['url']}jobs/{quote(row[0])}")
-            page.wait_for_function("document.body.classList.contains('live')", timeout=30_000)
-            page.evaluate("() => { window.__firstLoad = true; }")
-            deadline = time.monotonic() + 150
-            while time.monotonic() < deadline:
-                samples.append(page.evaluate(JOB_PAGE_JS))
-                if samples[-1]["state"] in ("done", "failed"):
-                    break
-                time.sleep(0.1)
-        finally:
-            browser.close()
+    with signed_in_page(embedded_server, f"jobs/{quote(row[0])}") as page:
+        page.wait_for_function("document.body.classList.contains('live')", timeout=30_000)
+        page.evaluate("() => { window.__firstLoad = true; }")
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:
+            samples.append(page.evaluate(JOB_PAGE_JS))
+            if samples[-1]["state"] in ("done", "failed"):
+                break
+            time.sleep(0.1)
 
     final = samples[-1]
     assert final["state"] == "done", f"the job page never showed the job done: {final}"
@@ -319,3 +316,20 @@ def test_the_job_page_goes_live_and_shows_the_proof_links_when_done_without_a_re
     assert set(final["rows"]) == {"done"} and "snarkjs.json" in final["links"] and "proofs.json" in final["links"]
     assert any(s["state"] != "done" for s in samples), "the job was never seen before it was done"
     assert "snarkjs.json" not in samples[0]["links"]
+
+
+JOBS_ROWS_JS = """() => [...document.querySelectorAll('#jobs-page table.jobs tbody tr[id^="job-row-"]')].map(
+    tr => ({kind: tr.children[1].textContent.trim(), state: tr.className}))"""
+
+
+def test_the_jobs_page_lists_the_demo_jobs_and_narrows_them_by_kind(embedded_server: dict[str, Any]) -> None:
+    with signed_in_page(embedded_server, "jobs/") as page:
+        every = page.evaluate(JOBS_ROWS_JS)
+        assert len({r["kind"] for r in every}) > 1, f"the jobs page did not list the demo jobs of every kind: {every}"
+        shoot(page, "jobs.png", full_page=False)
+        page.select_option("#jobs-page select[name=kind]", "window-post")
+        with page.expect_navigation():
+            page.click("#jobs-page form.filters button[type=submit]")
+        narrowed = page.evaluate(JOBS_ROWS_JS)
+        assert "kind=window-post" in page.url
+    assert narrowed and {r["kind"] for r in narrowed} == {"window-post"}, f"the kind filter let through {narrowed}"

@@ -178,3 +178,16 @@ def test_swaps_change_state_and_text_together_with_no_settle_step(staff: Client,
     config = re.search(r"<meta name=\"htmx-config\" content='([^']+)'>", page(staff))
     assert config is not None
     assert json.loads(config.group(1)) == {"attributesToSettle": [], "defaultSettleDelay": 0}
+
+
+@pytest.mark.parametrize("path", ["/", f"/jobs/{SNAP_ID}", "/jobs/", "/history/"])
+def test_no_template_comment_leaks_into_a_page(staff: Client, farm: Farm, path: str) -> None:
+    html = staff.get(path).content.decode()
+    assert "{#" not in html and "#}" not in html and "{%" not in html
+
+
+def test_only_pages_that_stream_carry_the_live_indicator(staff: Client, farm: Farm) -> None:
+    streamed = re.compile(r'<body class="streamed">')
+    assert streamed.search(staff.get("/").content.decode())
+    assert streamed.search(staff.get(f"/jobs/{SNAP_ID}").content.decode())
+    assert not streamed.search(staff.get("/jobs/").content.decode())
