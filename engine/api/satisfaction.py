@@ -23,7 +23,7 @@ import numpy as np
 
 from engine.api.uploads import CURVES, BadCircuitFile
 from engine.prover import native
-from engine.prover.groth16 import first_mismatch
+from engine.prover.satisfied import first_unsatisfied as first_failing_row
 from engine.prover.snarkjs import FormatError, check_below, read_section, section_table
 
 BLOCK_BYTES = 1 << 20
@@ -169,7 +169,7 @@ def first_unsatisfied(fh: IO[bytes], head: R1csHeader, w: np.ndarray | None) -> 
         matrices = [_matrix(rows, m, head.n_wires, r) for m in range(3)]
         if w is not None:
             a, b, c = (native.sparse_matvec(head.curve, *m, w) for m in matrices)
-            bad = first_mismatch(native.fr_mul(head.curve, a, b), c)
+            bad = first_failing_row(head.curve, a, b, c)
             if bad is not None:
                 return done + bad
         done += len(rows)

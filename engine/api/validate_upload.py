@@ -41,6 +41,7 @@ import numpy as np
 from engine.api.satisfaction import CircuitShape, check_satisfied
 from engine.api.uploads import BadCircuitFile
 from engine.prover.curves import get_curve
+from engine.prover.satisfied import starts_with_one
 from engine.prover.snarkjs import (
     COEF_DTYPE,
     FormatError,
@@ -187,7 +188,7 @@ def _check_wtns(fh: IO[bytes], size: int, zkey: ZkeyHeader) -> WtnsHeader:
     first = True
     for block in section_blocks(fh, table[2], np.dtype(("<u8", (4,)))):
         _reduced(block, get_curve(zkey.curve).r, "a witness value")
-        if first and not (block[0, 0] == 1 and not block[0, 1:].any()):
+        if first and not starts_with_one(block):
             raise FormatError("witness[0] must be 1 (the constant signal)")
         first = False
     return head

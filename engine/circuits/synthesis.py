@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.circuits.cs import WitnessCS, limbs_to_ints
+from engine.circuits.cs import WitnessCS
 from engine.circuits.kinds import CircuitShape, PartitionData, parse_circuit_id, validate_inputs
 from engine.prover import native
-from engine.prover.datatypes import UnsatisfiedConstraint  # one exception type for the whole prover
 from engine.prover.r1cs import R1CS, Assignment, SparseMatrix
+from engine.prover.satisfied import check_satisfied as rows_satisfied
+from engine.prover.satisfied import starts_with_one
 
 # Threads of the native sparse products in this process; None = every core. A pool of N
 # synthesis processes should give each one thread (see ``configure_worker``).
@@ -39,22 +40,14 @@ def matvec(curve: str, m: SparseMatrix, witness: np.ndarray) -> np.ndarray:
     return native.sparse_matvec(curve, m.row_ptr, m.cols, m.coeffs, witness, threads=_PRODUCT_THREADS)
 
 
-def first_unsatisfied(curve: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> int | None:
-    """Index of the first row with a·b ≠ c, or None."""
-    bad = np.flatnonzero(np.any(native.fr_mul(curve, a, b) != c, axis=1))
-    return int(bad[0]) if bad.size else None
-
-
 def check_satisfied(r1cs: R1CS, assignment: Assignment) -> None:
     """Recompute A·w, B·w, C·w from the matrices and raise on the first failing constraint."""
     if assignment.witness.shape[0] != r1cs.n_vars:
         raise ValueError(f"witness has {assignment.witness.shape[0]} values, the circuit {r1cs.n_vars}")
-    if limbs_to_ints(assignment.witness[:1]) != [1]:
+    if not starts_with_one(assignment.witness):
         raise ValueError("witness[0] is not 1")
     a, b, c = (matvec(r1cs.curve, m, assignment.witness) for m in (r1cs.a, r1cs.b, r1cs.c))
-    row = first_unsatisfied(r1cs.curve, a, b, c)
-    if row is not None:
-        raise UnsatisfiedConstraint(row)
+    rows_satisfied(r1cs.curve, a, b, c)
 
 
 @dataclass
@@ -79,9 +72,7 @@ def synthesize(shape: CircuitShape, data: PartitionData, *, check: bool = True, 
         timing.witness_s += t1 - t0
         timing.products_s += t2 - t1
     if check:
-        row = first_unsatisfied(r1cs.curve, a, b, c)
-        if row is not None:
-            raise UnsatisfiedConstraint(row)
+        rows_satisfied(r1cs.curve, a, b, c)
     return Assignment(curve=r1cs.curve, witness=witness, a=a, b=b, c=c, n_public=r1cs.n_public)
 
 

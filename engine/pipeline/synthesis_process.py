@@ -79,12 +79,14 @@ def synthesize_circom(upload_dir: str) -> tuple[Any, float]:
     """A circom circuit's assignment from its snarkjs witness (no circuit code to run)."""
     from pathlib import Path
 
-    from engine.prover import assignment_from_witness, read_wtns, read_zkey
+    from engine.prover import assignment_from_witness, read_wtns
+    from engine.prover.snarkjs import read_zkey_constraints
 
     started = time.perf_counter()
-    pk = read_zkey(Path(upload_dir) / "circuit.zkey")
-    witness = read_wtns(Path(upload_dir) / "witness.wtns", pk.curve)
-    return assignment_from_witness(pk, witness), time.perf_counter() - started
+    # Only the matrices: the points are the prover's, read once per job in reserve.
+    constraints = read_zkey_constraints(Path(upload_dir) / "circuit.zkey")
+    witness = read_wtns(Path(upload_dir) / "witness.wtns", constraints.curve)
+    return assignment_from_witness(constraints, witness), time.perf_counter() - started
 
 
 def nothing() -> None:

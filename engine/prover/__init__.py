@@ -14,11 +14,11 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from engine.prover.datatypes import UnsatisfiedConstraint
     from engine.prover.groth16 import (
         PendingProof,
         Proof,
         ProofAborted,
-        UnsatisfiedConstraint,
         assignment_from_r1cs,
         assignment_from_witness,
         gpu_prove_finish,
@@ -41,10 +41,11 @@ if TYPE_CHECKING:
 
 _HOMES = {
     **dict.fromkeys(
-        ("PendingProof", "Proof", "ProofAborted", "UnsatisfiedConstraint", "assignment_from_r1cs",
+        ("PendingProof", "Proof", "ProofAborted", "assignment_from_r1cs",
          "assignment_from_witness", "gpu_prove_finish", "gpu_prove_start", "prepare_key", "prepared_nbytes", "prove"),
         "engine.prover.groth16",
     ),
+    "UnsatisfiedConstraint": "engine.prover.datatypes",
     **dict.fromkeys(("ProvingKey", "VerifyingKey"), "engine.prover.keys"),
     **dict.fromkeys(("DEV_SETUP_NOTICE", "setup"), "engine.prover.setup"),
     **dict.fromkeys(("FormatError", "read_r1cs", "read_wtns", "read_zkey", "write_wtns", "write_zkey"),

@@ -110,6 +110,7 @@ def _check_against_r1cs(pk: ProvingKey, witness: np.ndarray, r1cs_path: Path) ->
 def _prove(pk: ProvingKey, witness: np.ndarray, device: str, r1cs_path: Path | None) -> tuple[Proof, list[int], float]:
     """(proof, public inputs, seconds spent proving)."""
     from engine.prover import groth16
+    from engine.prover.datatypes import UnsatisfiedConstraint
     from engine.prover.snarkjs import FormatError
 
     try:
@@ -119,7 +120,7 @@ def _prove(pk: ProvingKey, witness: np.ndarray, device: str, r1cs_path: Path | N
         started = time.perf_counter()
         proof = groth16.prove(pk, assignment, device=device)
         seconds = time.perf_counter() - started
-    except groth16.UnsatisfiedConstraint as e:
+    except UnsatisfiedConstraint as e:
         raise ProveError(f"the witness does not satisfy the circuit: {e}") from None
     except FormatError as e:
         raise ProveError(f"bad input file: {e}") from None

@@ -17,14 +17,18 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from engine.prover import native
 from engine.prover.curves import g1_from_mont, g2_from_mont, get_curve, limbs_to_ints
-from engine.prover.datatypes import Proof, ProofAborted, ProvingKey, UnsatisfiedConstraint
+from engine.prover.datatypes import Proof, ProofAborted, ProvingKey
 from engine.prover.r1cs import R1CS, Assignment
+from engine.prover.satisfied import check_satisfied, starts_with_one
+
+if TYPE_CHECKING:
+    from engine.prover.snarkjs_zkey import ZkeyConstraints
 
 Abort = Callable[[], bool] | None
 
@@ -47,30 +51,16 @@ def _fr_vec(values: np.ndarray, name: str, rows: int | None = None) -> np.ndarra
     return np.ascontiguousarray(a)
 
 
-def first_mismatch(x: np.ndarray, y: np.ndarray) -> int | None:
-    ne = np.any(x != y, axis=1)
-    return int(np.argmax(ne)) if ne.any() else None
-
-
-def check_satisfied(curve: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
-    """Raise UnsatisfiedConstraint for the first row with a·b != c (vectorised, native)."""
-    if a.shape[0] == 0:
-        return
-    bad = first_mismatch(native.fr_mul(curve, a, b), c)
-    if bad is not None:
-        raise UnsatisfiedConstraint(bad)
-
-
 def assignment_from_r1cs(r1cs: R1CS, witness: np.ndarray) -> Assignment:
     """A·w, B·w, C·w with the native sparse mat-vec (prove() then checks a·b == c)."""
     w = _fr_vec(witness, "witness", r1cs.n_vars)
-    if not (w[0, 0] == 1 and not w[0, 1:].any()):
+    if not starts_with_one(w):
         raise ValueError("witness[0] must be 1")
     ev = [native.sparse_matvec(r1cs.curve, m.row_ptr, m.cols, m.coeffs, w) for m in (r1cs.a, r1cs.b, r1cs.c)]
     return Assignment(curve=r1cs.curve, witness=w, a=ev[0], b=ev[1], c=ev[2], n_public=r1cs.n_public)
 
 
-def assignment_from_witness(pk: ProvingKey, witness: np.ndarray) -> Assignment:
+def assignment_from_witness(pk: ProvingKey | ZkeyConstraints, witness: np.ndarray) -> Assignment:
     """For a snarkjs circuit known only by its .zkey: a, b from section 4, c = a·b.
 
     The zkey has no C matrix, so this cannot tell whether the witness satisfies the circuit;
@@ -79,7 +69,7 @@ def assignment_from_witness(pk: ProvingKey, witness: np.ndarray) -> Assignment:
     w = _fr_vec(witness, "witness")
     if w.shape[0] != pk.n_vars:
         raise ValueError(f"witness has {w.shape[0]} values, the proving key expects {pk.n_vars}")
-    if not (w[0, 0] == 1 and not w[0, 1:].any()):
+    if not starts_with_one(w):
         raise ValueError("witness[0] must be 1")
     n = pk.n_constraints
     ev = []
@@ -174,7 +164,7 @@ def _validate(pk: ProvingKey, asg: Assignment) -> None:
     for name in ("a", "b", "c"):
         _fr_vec(getattr(asg, name), name, pk.n_constraints)
     w = asg.witness
-    if not (w[0, 0] == 1 and not w[0, 1:].any()):
+    if not starts_with_one(w):
         raise ValueError("witness[0] must be 1")
     check_satisfied(pk.curve, asg.a, asg.b, asg.c)
 

@@ -15,6 +15,7 @@ import numpy as np
 from engine.prover.curves import get_curve
 from engine.prover.datatypes import FormatError
 from engine.prover.r1cs import R1CS, SparseMatrix
+from engine.prover.satisfied import starts_with_one
 from engine.prover.snarkjs_binfile import (
     check_below,
     curve_by_prime,
@@ -76,7 +77,7 @@ def read_wtns_with_curve(path: str | os.PathLike[str]) -> tuple[str, np.ndarray]
     curve = get_curve(head.curve)
     w = u64_rows(values, 4, head.count, f"{name} section 2")
     check_below(w, curve.r, name)
-    if head.count == 0 or not (w[0, 0] == 1 and not w[0, 1:].any()):
+    if not starts_with_one(w):
         raise FormatError(f"{name}: witness[0] must be 1")
     return curve.name, w
 

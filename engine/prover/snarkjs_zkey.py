@@ -16,7 +16,7 @@ from typing import IO
 
 import numpy as np
 
-from engine.prover.curves import get_curve
+from engine.prover.curves import CurveParams, get_curve
 from engine.prover.datatypes import FormatError, ProvingKey
 from engine.prover.r1cs import R1CS, SparseMatrix
 from engine.prover.snarkjs_binfile import (
@@ -166,8 +166,6 @@ def inspect_zkey(path: str | os.PathLike[str]) -> tuple[ZkeyHeader, int]:
 
 
 def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
-    from engine.prover import native
-
     name = Path(path).name
     _, sec = read_binfile(path, b"zkey")
     try:
@@ -189,26 +187,7 @@ def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
     for width in (2 * L, 2 * L, 4 * L, 4 * L, 2 * L, 4 * L):  # alpha1 beta1 beta2 gamma2 delta1 delta2
         hdr.append(pts[o : o + width].copy())
         o += width
-    coef_sec = need(sec, 4, name)
-    ent = np.frombuffer(coef_sec, dtype=COEF_DTYPE, count=n_coef, offset=4)
-    mats = ent["m"]
-    if n_coef and (mats.max() > 1 or ent["c"].max() >= domain_size or ent["s"].max() >= n_vars):
-        raise FormatError(f"{name}: coefficient entry out of range")
-    vals = np.ascontiguousarray(ent["v"], dtype=np.uint64)
-    check_below(vals, c.r, f"{name} coefficients")
-    # stored as coef·R² mod r (snarkjs multiplies by R² so its Montgomery product with a plain
-    # witness value lands in Montgomery form); undo it once here, vectorised
-    rinv2 = pow(1 << 256, -2, c.r)
-    vals = native.fr_mul(c.name, vals, fr_const(rinv2, n_coef)) if n_coef else vals
-    a_sel, b_sel = mats == 0, mats == 1
-    rows = ent["c"].astype(np.int64)
-    cols = ent["s"].astype(np.int64)
-    a_m = _csr_from_entries(rows[a_sel], cols[a_sel], vals[a_sel], domain_size)
-    b_m = _csr_from_entries(rows[b_sel], cols[b_sel], vals[b_sel], domain_size)
-    # the public-input rows (signal i at row n_constraints + i) are A's last non-empty rows
-    a_rows = rows[a_sel]
-    n_constraints = int(a_rows.max()) + 1 - (n_public + 1) if a_rows.size else 0
-    n_constraints = max(n_constraints, 0)
+    a_m, b_m, n_constraints = _constraint_matrices(c, head, need(sec, 4, name), n_coef, name)
     csh = need(sec, 10, name)
     return ProvingKey(
         curve=c.name,
@@ -232,6 +211,67 @@ def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
         b_matrix=b_m,
         cs_hash=bytes(csh[:64]),
     )
+
+
+def _constraint_matrices(c: CurveParams, head: ZkeyHeader, coef_sec: bytes | memoryview, n_coef: int,
+                         name: str) -> tuple[SparseMatrix, SparseMatrix, int]:
+    """Section 4's entries as the A and B matrices (CSR, standard form) and the constraint count."""
+    from engine.prover import native
+
+    n_vars, n_public, domain_size = head.n_vars, head.n_public, head.domain_size
+    ent = np.frombuffer(coef_sec, dtype=COEF_DTYPE, count=n_coef, offset=4)
+    mats = ent["m"]
+    if n_coef and (mats.max() > 1 or ent["c"].max() >= domain_size or ent["s"].max() >= n_vars):
+        raise FormatError(f"{name}: coefficient entry out of range")
+    vals = np.ascontiguousarray(ent["v"], dtype=np.uint64)
+    check_below(vals, c.r, f"{name} coefficients")
+    # stored as coef·R² mod r (snarkjs multiplies by R² so its Montgomery product with a plain
+    # witness value lands in Montgomery form); undo it once here, vectorised
+    rinv2 = pow(1 << 256, -2, c.r)
+    vals = native.fr_mul(c.name, vals, fr_const(rinv2, n_coef)) if n_coef else vals
+    a_sel, b_sel = mats == 0, mats == 1
+    rows = ent["c"].astype(np.int64)
+    cols = ent["s"].astype(np.int64)
+    a_m = _csr_from_entries(rows[a_sel], cols[a_sel], vals[a_sel], domain_size)
+    b_m = _csr_from_entries(rows[b_sel], cols[b_sel], vals[b_sel], domain_size)
+    # the public-input rows (signal i at row n_constraints + i) are A's last non-empty rows
+    a_rows = rows[a_sel]
+    n_constraints = int(a_rows.max()) + 1 - (n_public + 1) if a_rows.size else 0
+    n_constraints = max(n_constraints, 0)
+    return a_m, b_m, n_constraints
+
+
+@dataclass(frozen=True)
+class ZkeyConstraints:
+    """What synthesis from a snarkjs witness needs of a zkey: its A and B matrices, not its points."""
+
+    curve: str
+    n_vars: int
+    n_public: int
+    n_constraints: int
+    a_matrix: SparseMatrix
+    b_matrix: SparseMatrix
+
+
+def read_zkey_constraints(path: str | os.PathLike[str]) -> ZkeyConstraints:
+    """The zkey's header and coefficients only (sections 1, 2 and 4): a fraction of the file."""
+    name = Path(path).name
+    with open(path, "rb") as fh:
+        try:
+            table = section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey")
+            (protocol,) = struct.unpack_from("<I", read_section(fh, table, 1, 64), 0)
+            if protocol != 1:
+                raise FormatError(f"protocol {protocol} is not Groth16 (1)")
+            head, n_coef = zkey_layout(fh, table)
+            offset, size = table[4]
+            fh.seek(offset)
+            coef_sec = fh.read(size)
+        except (FormatError, struct.error) as exc:
+            raise FormatError(f"{name}: {exc}") from None
+    c = get_curve(head.curve)
+    a_m, b_m, n_constraints = _constraint_matrices(c, head, coef_sec, n_coef, name)
+    return ZkeyConstraints(curve=c.name, n_vars=head.n_vars, n_public=head.n_public,
+                           n_constraints=n_constraints, a_matrix=a_m, b_matrix=b_m)
 
 
 def _entries(m: SparseMatrix, which: int) -> np.ndarray:

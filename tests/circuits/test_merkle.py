@@ -8,7 +8,8 @@ from engine.circuits.cs import ShapeCS, WitnessCS
 from engine.circuits.gadgets import alloc_bits, enforce_packing
 from engine.circuits.merkle import SectorTree, merkle_root_gadget, root_from_path
 from engine.circuits.poseidon import hash2
-from engine.circuits.synthesis import UnsatisfiedConstraint, check_satisfied, matvec
+from engine.circuits.synthesis import check_satisfied, matvec
+from engine.prover.datatypes import UnsatisfiedConstraint
 from engine.prover.r1cs import Assignment
 
 

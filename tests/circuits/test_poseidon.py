@@ -9,7 +9,8 @@ import pytest
 from engine.circuits import grain, poseidon
 from engine.circuits.cs import ShapeCS, WitnessCS
 from engine.circuits.poseidon import HASH_CONSTRAINTS, hash2, hash2_gadget, permute
-from engine.circuits.synthesis import UnsatisfiedConstraint, check_satisfied, matvec
+from engine.circuits.synthesis import check_satisfied, matvec
+from engine.prover.datatypes import UnsatisfiedConstraint
 from engine.prover.r1cs import Assignment
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from engine.circuits.kinds import SIZES, circuit_for
-from engine.circuits.synthesis import UnsatisfiedConstraint, synthesize, synthesize_partition
+from engine.circuits.synthesis import synthesize, synthesize_partition
+from engine.prover.datatypes import UnsatisfiedConstraint
 from tests.circuits.test_kinds import inputs_for
 from tests.conftest import require_service
 
@@ -97,12 +98,11 @@ def test_a_wrong_leaf_yields_no_proof() -> None:
 
 
 def test_the_prover_itself_refuses_an_unsatisfied_assignment() -> None:
-    from engine.prover.groth16 import UnsatisfiedConstraint as ProverUnsatisfied
     from engine.prover.groth16 import prove
 
     shape = circuit_for("winning-post", "tiny")
     data = shape.partition_data(inputs_for("winning-post"), 0)
     assignment = synthesize(shape, dataclasses.replace(data, roots=[data.roots[0] + 1]), check=False)
     pk, _ = keys(shape.circuit_id)
-    with pytest.raises(ProverUnsatisfied, match=r"constraint \d+ not satisfied"):
+    with pytest.raises(UnsatisfiedConstraint, match=r"constraint \d+ not satisfied"):
         prove(pk, assignment)

@@ -11,7 +11,8 @@ import pytest
 
 from engine.circuits.cs import limbs_to_ints
 from engine.circuits.kinds import SIZES, circuit_for
-from engine.circuits.synthesis import UnsatisfiedConstraint, check_satisfied, synthesize, synthesize_partition
+from engine.circuits.synthesis import check_satisfied, synthesize, synthesize_partition
+from engine.prover.datatypes import UnsatisfiedConstraint
 from tests.circuits.test_kinds import inputs_for
 
 KINDS = list(SIZES)

@@ -14,9 +14,9 @@ import pytest
 
 from engine.prover import gpu_prove_finish, gpu_prove_start, select_device
 from engine.prover.curves import get_curve
+from engine.prover.datatypes import UnsatisfiedConstraint
 from engine.prover.groth16 import (
     ProofAborted,
-    UnsatisfiedConstraint,
     assignment_from_r1cs,
     assignment_from_witness,
     prepare_key,

@@ -119,3 +119,17 @@ def test_malformed_files_are_format_errors(tmp_path: Path) -> None:
     (tmp_path / "p.json").write_text('{"pi_a": ["1", "x", "1"], "curve": "bn128"}')
     with pytest.raises(FormatError, match="pi_a"):
         read_proof_json(tmp_path / "p.json")
+
+
+
+@pytest.mark.parametrize("curve", CURVES)
+def test_the_constraints_alone_read_from_a_zkey_are_the_full_keys_matrices(curve: str) -> None:
+    from engine.prover.snarkjs import read_zkey_constraints
+
+    full, only = read_zkey(FIXTURES / curve / "circuit.zkey"), read_zkey_constraints(FIXTURES / curve / "circuit.zkey")
+    assert (only.curve, only.n_vars, only.n_public, only.n_constraints) == (
+        full.curve, full.n_vars, full.n_public, full.n_constraints)
+    for name in ("a_matrix", "b_matrix"):
+        mine, theirs = getattr(only, name), getattr(full, name)
+        assert np.array_equal(mine.row_ptr, theirs.row_ptr) and np.array_equal(mine.cols, theirs.cols)
+        assert np.array_equal(mine.coeffs, theirs.coeffs)
