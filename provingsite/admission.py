@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from provingsite.bodylimit import is_upload
+from provingsite.paths import EVENTS_PATH
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -31,7 +32,7 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # A page's stylesheet and scripts arrive together right after the page and cost little to
 # serve: refusing them would break a page that was itself admitted.
-EXEMPT_PREFIXES = ("/events/", "/static/", "/favicon.ico")
+EXEMPT_PREFIXES = (EVENTS_PATH, "/static/", "/favicon.ico")
 _BUSY_BODY = json.dumps({"error": "overloaded", "field": None,
                          "detail": "the server is at capacity; retry after the time in Retry-After"}).encode()
 

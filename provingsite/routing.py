@@ -6,10 +6,12 @@ from typing import Any
 
 from django.urls import path, re_path
 
+from provingsite.paths import EVENTS_PATH
+
 
 def http_routes(django_app: Any) -> list[Any]:
     from channels.auth import AuthMiddlewareStack
 
     from engine.console.consumers import EventStreamConsumer
 
-    return [path("events/", AuthMiddlewareStack(EventStreamConsumer.as_asgi())), re_path(r"", django_app)]
+    return [path(EVENTS_PATH.lstrip("/"), AuthMiddlewareStack(EventStreamConsumer.as_asgi())), re_path(r"", django_app)]

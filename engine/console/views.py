@@ -28,6 +28,7 @@ from engine.console.style import legend
 from engine.models import ProofJob
 from engine.states import JobState
 from engine.status.read import one_snapshot
+from provingsite.paths import EVENTS_PATH
 
 
 def operator_group() -> Group:
@@ -67,7 +68,7 @@ def console(request: HttpRequest) -> HttpResponse:
     return render(request, "console/page.html", {
         "f": {name: rendered.html(name) for name in names},
         "clock": clock_html(rendered),
-        "events_url": "/events/",
+        "events_url": EVENTS_PATH,
         "legend": legend(),
     })
 
@@ -82,7 +83,7 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
     rendered = render_pass(fragments.Want({name}, set()))
     return render(request, "console/job.html", {
         "job": job, "fragment": rendered.html(name), "clock": clock_html(rendered),
-        "events_url": f"/events/?{urlencode({'job': job_id})}",
+        "events_url": f"{EVENTS_PATH}?{urlencode({'job': job_id})}",
         "admin_url": reverse("admin:engine_proofjob_change", args=[job.pk]) if request.user.is_staff else None,
         "legend": legend(),
     })
