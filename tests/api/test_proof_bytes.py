@@ -123,25 +123,21 @@ def get_bytes(client: Client, job_id: str) -> bytes:
     return response.content
 
 
-def test_a_bls12_381_proof_is_192_bytes_that_arkworks_decodes_to_the_json_proof(operator_api: Client) -> None:
-    proof = fixture_proof(Curve.BLS12_381)
-    done_job("bls-1", Curve.BLS12_381, [proof])
-    data = get_bytes(operator_api, "bls-1")
-    assert len(data) == 48 + 96 + 48
-    assert arkworks_g1(data[:48]) == g1_ints(proof["pi_a"])
-    assert arkworks_g2(data[48:144]) == g2_ints(proof["pi_b"])
-    assert arkworks_g1(data[144:]) == g1_ints(proof["pi_c"])
+# Per curve: the G1 and G2 decoders and the compressed sizes (x only, flags in the top bits).
+DECODERS = {Curve.BLS12_381: (arkworks_g1, arkworks_g2, 48, 96), Curve.BN254: (bn_g1, bn_g2, 32, 64)}
 
 
-def test_a_bn254_proof_is_128_bytes_in_arkworks_convention_that_decode_to_the_json_proof(
-        operator_api: Client) -> None:
-    proof = fixture_proof(Curve.BN254)
-    done_job("bn-1", Curve.BN254, [proof])
-    data = get_bytes(operator_api, "bn-1")
-    assert len(data) == 32 + 64 + 32
-    assert bn_g1(data[:32]) == g1_ints(proof["pi_a"])
-    assert bn_g2(data[32:96]) == g2_ints(proof["pi_b"])
-    assert bn_g1(data[96:]) == g1_ints(proof["pi_c"])
+@pytest.mark.parametrize("curve", [Curve.BLS12_381, Curve.BN254])
+def test_a_proof_is_its_compressed_points_an_independent_decoder_reads_back_to_the_json_proof(
+        operator_api: Client, curve: str) -> None:
+    g1, g2, g1_size, g2_size = DECODERS[curve]
+    proof = fixture_proof(curve)
+    done_job("one", curve, [proof])
+    data = get_bytes(operator_api, "one")
+    assert len(data) == g1_size + g2_size + g1_size  # A‖B‖C: 192 bytes on BLS12-381, 128 on BN254
+    assert g1(data[:g1_size]) == g1_ints(proof["pi_a"])
+    assert g2(data[g1_size:g1_size + g2_size]) == g2_ints(proof["pi_b"])
+    assert g1(data[g1_size + g2_size:]) == g1_ints(proof["pi_c"])
 
 
 @pytest.mark.parametrize("curve", [Curve.BLS12_381, Curve.BN254])
@@ -152,8 +148,7 @@ def test_the_sign_flag_tells_the_two_roots_apart(operator_api: Client, curve: st
     done_job("two-roots", curve, [proof, negated_a(proof, p)])
     data = get_bytes(operator_api, "two-roots")
     size = len(data) // 2
-    decode = arkworks_g1 if curve == Curve.BLS12_381 else bn_g1
-    g1_size = 48 if curve == Curve.BLS12_381 else 32
+    decode, _, g1_size, _ = DECODERS[curve]
     first, second = data[:size], data[size:]
     assert first[g1_size:] == second[g1_size:]  # B and C are the same
     assert decode(second[:g1_size]) == g1_ints(negated_a(proof, p)["pi_a"])  # partition order, the other root

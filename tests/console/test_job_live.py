@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from channels.testing import ApplicationCommunicator
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.test import Client
@@ -19,23 +17,14 @@ from engine.console import fragments
 from engine.models import Partition, ProofJob
 from engine.states import JobState, PartitionState
 from tests.console.conftest import SNAP_ID, Farm, bump_version, move
-from tests.console.test_stream import Fast, Stream, connected, db, hint, run, scope
+from tests.console.test_stream import Stream, connected, db, hint, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@asynccontextmanager
-async def job_page_stream(user: Any, job_id: str) -> AsyncIterator[Stream]:
+def job_page_stream(user: Any, job_id: str) -> AbstractAsyncContextManager[Stream]:
     """The stream a job's page opens: /events/?job=<job_id>."""
-    query = urlencode({"job": job_id}).encode()
-    communicator = ApplicationCommunicator(Fast.as_asgi(), {**scope(user), "query_string": query})
-    await communicator.send_input({"type": "http.request", "body": b""})
-    stream = Stream(communicator)
-    try:
-        yield stream
-    finally:
-        await communicator.send_input({"type": "http.disconnect"})
-        await communicator.wait(timeout=2)
+    return connected(user, query=urlencode({"job": job_id}).encode())
 
 
 def finish_the_job() -> int:

@@ -94,8 +94,8 @@ def scope(user: Any) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def connected(user: Any, consumer: type[EventStreamConsumer] = Fast) -> AsyncIterator[Stream]:
-    communicator = ApplicationCommunicator(consumer.as_asgi(), scope(user))
+async def connected(user: Any, consumer: type[EventStreamConsumer] = Fast, query: bytes = b"") -> AsyncIterator[Stream]:
+    communicator = ApplicationCommunicator(consumer.as_asgi(), {**scope(user), "query_string": query})
     await communicator.send_input({"type": "http.request", "body": b""})
     stream = Stream(communicator)
     try:
