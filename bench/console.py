@@ -125,12 +125,17 @@ def _burst(data_dir: Path, loop_box: dict[str, asyncio.AbstractEventLoop], trans
     step = {p: 0 for p in parts}
     interval = 1.0 / rate
     start = time.monotonic()
+    on_gpu: dict[int, tuple[str, int]] = {}  # worker pk → the one partition it proves (a database invariant)
+    cursor = 0
     for n in range(transitions):
-        job_id, index = parts[n % len(parts)] if n < len(parts) * len(STATES) else parts[n % len(parts)]
-        stage = step[(job_id, index)]
-        if stage >= len(STATES):
-            # Start the partition over so the burst can run as long as asked.
-            stage = 0
+        # Round robin over the partitions, passing over one that would enter gpu while every
+        # worker is busy: it waits in synth_done, as it would for the engine.
+        while True:
+            job_id, index = parts[cursor % len(parts)]
+            cursor += 1
+            stage = step[(job_id, index)] % len(STATES)  # start over so the burst runs as long as asked
+            if STATES[stage] != "gpu" or len(on_gpu) < len(workers):
+                break
         state = STATES[stage]
         step[(job_id, index)] = stage + 1
         now = timezone.now()
@@ -140,9 +145,12 @@ def _burst(data_dir: Path, loop_box: dict[str, asyncio.AbstractEventLoop], trans
         elif state == "synth_done":
             fields["synth_finished_at"] = now
         elif state == "gpu":
-            fields.update(gpu_started_at=now, worker=workers[n % len(workers)])
+            worker = next(w for w in workers if w.pk not in on_gpu)
+            on_gpu[worker.pk] = (job_id, index)
+            fields.update(gpu_started_at=now, worker=worker)
         elif state == "finalizing":
             fields["gpu_finished_at"] = now
+            on_gpu = {pk: p for pk, p in on_gpu.items() if p != (job_id, index)}
         else:
             fields["finished_at"] = now
         with transaction.atomic():
