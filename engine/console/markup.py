@@ -171,10 +171,12 @@ def workers_units(fragment: Fragment, context: dict[str, Any], now: datetime) ->
             f'<span class="kind">{_esc(kind)}</span></div><div class="busy">busy {tick(started, now)}</div>'
             for _, index, job_id, kind, started in parts) or '<div class="doing">idle</div>'
         attr = _esc(" ".join(f"{job_id}#{index}" for _, index, job_id, _, _ in parts))
+        kinds = _esc(" ".join(sorted({kind for _, _, _, kind, _ in parts})))
         cards.append(leaf(
             f"workers/{pk}", f"worker-{pk}",
             f' class="card {state}" data-worker="{_esc(f"{host}/{device}/W{ordinal}")}" data-state="{state}" '
-            f'data-partition="{attr}" data-version="{VERSION_TOKEN}"><div class="card-head"><strong>W{ordinal}</strong> '
+            f'data-partition="{attr}" data-version="{VERSION_TOKEN}" data-kinds="{kinds}" data-host="{_esc(host)}">'
+            f'<div class="card-head"><strong>W{ordinal}</strong> '
             f'<span class="device">{_esc(device_slot(device, backend))}</span> <span class="host">{_esc(host)}</span>'
             f"</div>{doing}</div>"))
     body = "".join(c.html or "" for c in cards) or '<p class="empty">No workers registered.</p>'

@@ -19,7 +19,7 @@ from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
-from engine.status.farm import HostRow, host_rows, keys_on_gpu, stale_after_seconds
+from engine.status.farm import HostRow, host_rows, key_in_use, keys_on_gpu, stale_after_seconds
 from engine.status.host_report import devices_of, keys_of
 from engine.status.prepared import Prepared
 
@@ -137,7 +137,7 @@ def keys_context(now: datetime) -> dict[str, Any]:
         for key in keys_of(host.key_cache):
             # The engine's own pin count may lag its partitions: a key whose circuit is on the
             # GPU in this snapshot is in use, whatever the last heartbeat said.
-            in_use = key.in_use > 0 or (host.pk, key.circuit_id) in on_gpu
+            in_use = key.in_use > 0 or key_in_use(on_gpu, host.pk, key.circuit_id)
             chips.append({"host": host.name, "circuit": key.circuit_id, "size": fmt_bytes(key.bytes),
                           "state": "in use" if in_use else "evictable" if key.evictable else "loaded",
                           "idle": key.last_used_secs_ago})

@@ -94,7 +94,7 @@ class Engine:
         self.devices = devices_mod.discover(self.config.devices)
         self.backend = devices_mod.backend_of(self.devices)
         self.memory = MemoryManager(budget_bytes(self.config.budget, self.config.margin))
-        self.keycache = KeyCache(self.memory, key_loader)
+        self.keycache = KeyCache(self.memory, key_loader, on_change=self._report_keys)
         self.proof_queue = ProofQueue()
         self.signals = Signals()
         self.threads: list[threading.Thread] = []
@@ -236,6 +236,10 @@ class Engine:
                 "memory_budget_bytes": snap["budget"], "memory_by_owner": snap["by_owner"], "memory_waiting": snap["waiting"],
                 "synthesis_active": self.synthesis.active, "synthesis_max": self.config.synthesis,
                 "devices": devices_mod.device_report(self.devices), "key_cache": self.keycache.snapshot()}
+
+    def _report_keys(self) -> None:
+        if self.host is not None and hasattr(self, "writer"):
+            self.writer.update_host(key_cache=self.keycache.snapshot())
 
     def beat(self) -> None:
         assert self.host is not None

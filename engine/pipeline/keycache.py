@@ -33,9 +33,14 @@ class _Entry:
 
 
 class KeyCache:
-    def __init__(self, memory: MemoryManager, loader: Loader) -> None:
+    """``on_change`` runs after a key is loaded or evicted, outside the cache's locks: the engine
+    writes the new list to its host row then, so that by the time a partition proves with a key,
+    every reader already sees that key loaded (a heartbeat would be up to a beat late)."""
+
+    def __init__(self, memory: MemoryManager, loader: Loader, on_change: Callable[[], None] | None = None) -> None:
         self.memory = memory
         self.loader = loader
+        self.on_change = on_change
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self.evictions = 0
@@ -44,13 +49,27 @@ class KeyCache:
 
     def checkout(self, circuit_id: str, nbytes: int, priority: int = 2) -> Any:
         """The key, loaded if needed (its bytes reserved first); pinned until check_in."""
+        key, loaded = self._checkout(circuit_id, nbytes, priority)
+        if loaded:
+            self._changed()
+        return key
+
+    def _changed(self) -> None:
+        if self.on_change is None:
+            return
+        try:
+            self.on_change()
+        except Exception:  # the next heartbeat writes the list anyway
+            log.exception("could not report the key cache")
+
+    def _checkout(self, circuit_id: str, nbytes: int, priority: int) -> tuple[Any, bool]:
         with self._loading:
             with self._lock:
                 entry = self._entries.get(circuit_id)
                 if entry is not None:
                     entry.users += 1
                     entry.last_used = time.monotonic()
-                    return entry.key
+                    return entry.key, False
             reservation = self.memory.acquire(f"key:{circuit_id}", nbytes, priority)
             try:
                 key = self.loader(circuit_id)
@@ -59,7 +78,7 @@ class KeyCache:
                 raise
             with self._lock:
                 self._entries[circuit_id] = _Entry(circuit_id, key, reservation, 1, time.monotonic())
-            return key
+            return key, True
 
     def check_in(self, circuit_id: str) -> None:
         with self._lock:
@@ -84,6 +103,8 @@ class KeyCache:
         for entry in dropped:  # release outside our lock: the manager notifies its waiters
             log.info("evicted idle proving key %s (%d bytes)", entry.circuit_id, entry.reservation.nbytes)
             entry.reservation.release()
+        if dropped:
+            self._changed()
         return freed
 
     def clear(self) -> None:

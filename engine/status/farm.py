@@ -84,7 +84,7 @@ _GPU_SPANS = Prepared(lambda since: Partition.objects.filter(
     .values_list("gpu_started_at", "gpu_finished_at", "worker_id"))
 _KEYS_ON_GPU = Prepared(lambda: Partition.objects.filter(
     state__in=(PartitionState.GPU, PartitionState.FINALIZING), host__isnull=False)
-    .values_list("host_id", "job__circuit_id").order_by().distinct())
+    .values_list("host_id", "job__circuit_id", "job__kind").order_by().distinct())
 _SYNTHESIZING = Prepared(lambda: Partition.objects.filter(state=PartitionState.SYNTHESIZING)
                          .values("host_id").annotate(n=Count("pk")).values_list("host_id", "n"))
 # The counters of the farm and of every host, from one grouped read each.
@@ -131,8 +131,16 @@ def _last_used_secs_ago(key: KeyReport, written_at: datetime | None, now: dateti
 
 
 def keys_on_gpu() -> set[tuple[int, str]]:
-    """(host, circuit) of every partition whose proof is using its key (gpu or finalizing)."""
-    return set(_KEYS_ON_GPU.rows())
+    """(host, circuit) of every partition whose proof is using its key (gpu or finalizing).
+
+    A built-in job names no circuit: its host proves it at the host's one scale, so on that
+    host its kind names the key ("porep-c2" for "porep-c2/tiny"); see key_in_use."""
+    return {(host, circuit_id or kind) for host, circuit_id, kind in _KEYS_ON_GPU.rows()}
+
+
+def key_in_use(on_gpu: set[tuple[int, str]], host_pk: int, circuit_id: str) -> bool:
+    """Whether a partition on ``host_pk`` is proving with key ``circuit_id`` (from keys_on_gpu)."""
+    return (host_pk, circuit_id) in on_gpu or (host_pk, circuit_id.split("/", 1)[0]) in on_gpu
 
 
 class HostRow:
@@ -159,7 +167,7 @@ def _allocations(hosts: Iterable[HostRow], now: datetime,
     for host in hosts:
         for key in keys_of(host.key_cache):
             # A key whose circuit is proving in this snapshot is in use, whatever the heartbeat said.
-            in_use = max(key.in_use, int((host.pk, key.circuit_id) in on_gpu))
+            in_use = max(key.in_use, int(key_in_use(on_gpu, host.pk, key.circuit_id)))
             srs.append({
                 "host": host.name,
                 "circuit_id": key.circuit_id,

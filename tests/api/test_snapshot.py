@@ -124,11 +124,14 @@ def test_utilisation_after_a_restart_counts_only_busy_time_since_it(host: Engine
     assert worker["utilisation"] == 0.0
 
 
-def test_a_key_whose_circuit_is_on_the_gpu_is_in_use_whatever_the_heartbeat_said(host: EngineHost) -> None:
+# A built-in job names no circuit (its host's scale decides it); a registered circuit's job does.
+@pytest.mark.parametrize("job_circuit", ["", "window-post/tiny"])
+def test_a_key_whose_circuit_is_on_the_gpu_is_in_use_whatever_the_heartbeat_said(host: EngineHost,
+                                                                                   job_circuit: str) -> None:
     EngineHost.objects.filter(pk=host.pk).update(key_cache=[
         {"circuit_id": "window-post/tiny", "bytes": 50, "in_use": 0, "evictable": True}])
     w0 = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
-    job, _ = submit_job(kind="window-post", job_id="wp-1", inputs={}, num_partitions=1, circuit_id="window-post/tiny")
+    job, _ = submit_job(kind="window-post", job_id="wp-1", inputs={}, num_partitions=1, circuit_id=job_circuit)
     Partition.objects.filter(job=job).update(state=PartitionState.GPU, worker=w0, host=host,
                                              gpu_started_at=timezone.now())
     (key,) = farm_snapshot()["allocations"]["srs"]

@@ -75,6 +75,16 @@ FRAME_WATCH_JS = """() => {
     Object.entries(cells).forEach(([p, state]) => {
       if (state === 'gpu' && !proving.has(p) && window.__torn.length < 20) window.__torn.push(['cell', p, 'no card']);
     });
+    // A worker proving a kind holds that kind's key: its host's chip for it says "in use".
+    document.querySelectorAll('#frag-workers [data-worker][data-state="proving"]').forEach(card => {
+      card.dataset.kinds.split(' ').filter(Boolean).forEach(kind => {
+        const chips = [...document.querySelectorAll('#frag-keys .chip[data-circuit]')].filter(
+            c => c.dataset.host === card.dataset.host && c.dataset.circuit.split('/')[0] === kind);
+        if (!chips.some(c => c.dataset.state === 'in use') && window.__torn.length < 20) {
+          window.__torn.push(['key', card.dataset.worker, kind, chips.map(c => c.dataset.state).join(',')]);
+        }
+      });
+    });
     const active = document.querySelector('[data-synthesis-active]');
     const synthesizing = Object.values(cells).filter(s => s === 'synthesizing').length;
     if (active && Number(active.textContent) !== synthesizing && window.__torn.length < 20) {
