@@ -178,7 +178,7 @@ def bench_circuit(c: Circuit, tools: dict[str, Argv], repeat: int, work: Path, e
     for name, (proof, public) in outs.items():
         # groth16py writes no public.json: it proves the same witness, so ours is its public
         signals = read_public_json(outs[CLI][1] if name == GROTH16PY else public)
-        row.valid[name] = verify(c.vk, read_proof_json(proof), signals)
+        row.valid[name] = verify(c.vk, read_proof_json(proof, c.vk.curve), signals)
     return row
 
 

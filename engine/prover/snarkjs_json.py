@@ -72,12 +72,17 @@ def proof_to_json(proof: Proof) -> dict[str, Any]:
     }
 
 
-def proof_from_json(obj: Any) -> Proof:
+def proof_from_json(obj: Any, curve: str | None = None) -> Proof:
+    """``curve`` is the verifying key's, for a proof that names none: rapidsnark writes no
+    "curve" field, and snarkjs takes the curve from the key too."""
     if not isinstance(obj, dict):
         raise FormatError("proof: expected a JSON object")
     if obj.get("protocol", "groth16") != "groth16":
         raise FormatError(f"proof: protocol {obj.get('protocol')!r} is not groth16")
-    curve = obj.get("curve")
+    named = obj.get("curve")
+    if named is not None and curve is not None and named != curve:
+        raise FormatError(f"proof: curve {named!r}, but the key is over {curve!r}")
+    curve = named if named is not None else curve
     if curve not in CURVES:
         raise FormatError(f"proof: unknown curve {curve!r}")
     return Proof(
@@ -98,8 +103,8 @@ def write_proof_json(path: str | os.PathLike[str], proof: Proof) -> None:
     _dump(path, proof_to_json(proof))
 
 
-def read_proof_json(path: str | os.PathLike[str]) -> Proof:
-    return proof_from_json(_load(path))
+def read_proof_json(path: str | os.PathLike[str], curve: str | None = None) -> Proof:
+    return proof_from_json(_load(path), curve)
 
 
 def public_to_json(public_inputs: Sequence[int] | np.ndarray) -> list[str]:

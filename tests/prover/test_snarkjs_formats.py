@@ -133,3 +133,15 @@ def test_the_constraints_alone_read_from_a_zkey_are_the_full_keys_matrices(curve
         mine, theirs = getattr(only, name), getattr(full, name)
         assert np.array_equal(mine.row_ptr, theirs.row_ptr) and np.array_equal(mine.cols, theirs.cols)
         assert np.array_equal(mine.coeffs, theirs.coeffs)
+
+
+def test_a_proof_that_names_no_curve_reads_with_the_keys_curve_as_snarkjs_does() -> None:
+    from engine.prover.snarkjs import proof_from_json
+
+    written = json.loads((FIXTURES / "bn128" / "proof.json").read_text())
+    del written["curve"]  # what rapidsnark writes
+    assert proof_from_json(written, "bn128").curve == "bn128"
+    with pytest.raises(FormatError, match="unknown curve"):
+        proof_from_json(written)
+    with pytest.raises(FormatError, match="the key is over"):
+        proof_from_json({**written, "curve": "bn128"}, "bls12381")
