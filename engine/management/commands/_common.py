@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
 
-from engine.models import EngineHost
+from engine.models import EngineHost, ProofJob
 from engine.status.farm import stale_after_seconds
 
 START_ENGINE = "`manage.py runengine` (or `bin/run`: the console and an engine in one process)"
@@ -28,6 +28,16 @@ def no_engine_hint() -> str | None:
     if live_hosts():
         return None
     return f"no engine is running: start one with {START_ENGINE}"
+
+
+def jobs_named(job_ids: list[str], refused: list[str]) -> Iterator[ProofJob]:
+    """Each job named on the command line, in order; a name no job has goes into ``refused``."""
+    for job_id in job_ids:
+        job = ProofJob.objects.filter(job_id=job_id).first()
+        if job is None:
+            refused.append(f"no job with id {job_id!r}")
+            continue
+        yield job
 
 
 def with_progress[T](out: Any, what: str, work: Callable[[], T], *, announce_after: float = 1.0,

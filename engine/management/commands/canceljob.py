@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from engine.ledger.jobs import cancel_job
-from engine.models import ProofJob
+from engine.management.commands._common import jobs_named
 from engine.states import JOB_ACTIVE
 
 
@@ -22,17 +22,13 @@ class Command(BaseCommand):
         parser.add_argument("job_ids", nargs="+", metavar="job_id", help="the jobs to cancel")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        refused = []
-        for job_id in opts["job_ids"]:
-            job = ProofJob.objects.filter(job_id=job_id).first()
-            if job is None:
-                refused.append(f"no job with id {job_id!r}")
-                continue
+        refused: list[str] = []
+        for job in jobs_named(opts["job_ids"], refused):
             if job.state not in JOB_ACTIVE:
-                refused.append(f"{job_id} is already {job.state}")
+                refused.append(f"{job.job_id} is already {job.state}")
                 continue
             cancel_job(job)
             job.refresh_from_db()
-            self.stdout.write(f"cancelled {job_id} (it is {job.state})")
+            self.stdout.write(f"cancelled {job.job_id} (it is {job.state})")
         if refused:
             raise CommandError("not cancelled: " + "; ".join(refused))

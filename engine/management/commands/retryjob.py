@@ -11,8 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from engine.ledger.jobs import retry_job
-from engine.management.commands._common import no_engine_hint
-from engine.models import ProofJob
+from engine.management.commands._common import jobs_named, no_engine_hint
 from engine.states import JobState
 
 
@@ -23,20 +22,16 @@ class Command(BaseCommand):
         parser.add_argument("job_ids", nargs="+", metavar="job_id", help="the jobs to retry")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        refused = []
+        refused: list[str] = []
         retried = 0
-        for job_id in opts["job_ids"]:
-            job = ProofJob.objects.filter(job_id=job_id).first()
-            if job is None:
-                refused.append(f"no job with id {job_id!r}")
-                continue
+        for job in jobs_named(opts["job_ids"], refused):
             if job.state not in (JobState.FAILED, JobState.CANCELLED):
-                refused.append(f"{job_id} is {job.state} (only failed or cancelled jobs are retried)")
+                refused.append(f"{job.job_id} is {job.state} (only failed or cancelled jobs are retried)")
                 continue
             retry_job(job)
             job.refresh_from_db()
             retried += 1
-            self.stdout.write(f"requeued {job_id} (it is {job.state})")
+            self.stdout.write(f"requeued {job.job_id} (it is {job.state})")
         hint = no_engine_hint() if retried else None
         if hint:
             self.stderr.write(f"{hint}; requeued jobs wait until then")
