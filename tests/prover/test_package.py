@@ -18,7 +18,7 @@ print(prover.verify is sys.modules["engine.prover.verify"].verify, prover.setup 
 
 
 def run(code: str) -> str:
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "OPENBLAS_NUM_THREADS")}
     res = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True, cwd=REPO,
                          env=env, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -31,3 +31,9 @@ def test_verify_and_setup_stay_functions_after_their_modules_are_imported() -> N
 
 def test_importing_the_package_loads_no_numpy() -> None:
     assert run("import engine.prover\nprint('numpy' in sys.modules)") == "False"
+
+
+def test_numpy_loaded_after_the_prover_starts_no_blas_threads_to_compete_with_the_kernels() -> None:
+    # the interpreter's own threads (the main one) are all that /proc lists
+    code = "import engine.prover, numpy, os\nprint(len(os.listdir('/proc/self/task')))"
+    assert run(code) == "1"

@@ -25,45 +25,30 @@ DEVICE INLINE void FN(one)(FT *r) { const u64 o[NL] = FONE; for (int i = 0; i < 
 /* r = a - p if a >= p (a < 2p, with an optional carry-out bit from the addition). */
 DEVICE INLINE void FN(reduce_once)(FT *r, const FT *a, u64 hi) {
     const u64 p[NL] = FMOD;
-    u64 t[NL], borrow = 0;
-    UNROLL for (int i = 0; i < NL; i++) {
-        u64 x = a->v[i], y = p[i] + borrow;
-        u64 nb = (y < borrow) | (x < y);
-        t[i] = x - y;
-        borrow = nb;
-    }
+    u64 t[NL];
+    unsigned char borrow = 0;
+    UNROLL for (int i = 0; i < NL; i++) t[i] = ps_sbb(a->v[i], p[i], &borrow);
     /* keep a when it was smaller than p (borrow and no carry-out) */
     int keep = borrow > hi;
     UNROLL for (int i = 0; i < NL; i++) r->v[i] = keep ? a->v[i] : t[i];
 }
 
 DEVICE INLINE void FN(add)(FT *r, const FT *a, const FT *b) {
-    FT s; u64 c = 0;
-    UNROLL for (int i = 0; i < NL; i++) {
-        u64 x = a->v[i] + c; u64 c1 = x < c;
-        u64 y = x + b->v[i]; c = c1 | (y < x);
-        s.v[i] = y;
-    }
+    FT s;
+    unsigned char c = 0;
+    UNROLL for (int i = 0; i < NL; i++) s.v[i] = ps_adc(a->v[i], b->v[i], &c);
     FN(reduce_once)(r, &s, c);
 }
 DEVICE INLINE void FN(dbl)(FT *r, const FT *a) { FN(add)(r, a, a); }
 
 DEVICE INLINE void FN(sub)(FT *r, const FT *a, const FT *b) {
     const u64 p[NL] = FMOD;
-    u64 t[NL], borrow = 0;
-    UNROLL for (int i = 0; i < NL; i++) {
-        u64 x = a->v[i], y = b->v[i] + borrow;
-        u64 nb = (y < borrow) | (x < y);
-        t[i] = x - y; borrow = nb;
-    }
-    /* add p back when it went negative; mask keeps it branch-free */
-    u64 mask = 0 - borrow, c = 0;
-    UNROLL for (int i = 0; i < NL; i++) {
-        u64 q = p[i] & mask;
-        u64 x = t[i] + c; u64 c1 = x < c;
-        u64 y = x + q; c = c1 | (y < x);
-        r->v[i] = y;
-    }
+    u64 t[NL];
+    unsigned char borrow = 0, c = 0;
+    UNROLL for (int i = 0; i < NL; i++) t[i] = ps_sbb(a->v[i], b->v[i], &borrow);
+    /* add p back when it went negative; the mask keeps it branch-free */
+    u64 mask = 0 - (u64)borrow;
+    UNROLL for (int i = 0; i < NL; i++) r->v[i] = ps_adc(t[i], p[i] & mask, &c);
 }
 DEVICE INLINE void FN(neg)(FT *r, const FT *a) { FT z; FN(zero)(&z); FN(sub)(r, &z, a); }
 

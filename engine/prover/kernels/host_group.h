@@ -77,10 +77,12 @@ static XZ CN(window_xyzz)(const AFF *bases, const int32_t *d, size_t n, size_t h
 /* Batch-affine accumulation (the method of gnark and of Aztec's barretenberg): buckets are
  * kept affine, and up to `batch` pending additions, each into a different bucket, share one
  * inversion by Montgomery's trick, so an addition costs 5M + 1S plus 1/batch of an
- * inversion instead of a mixed XYZZ addition's 8M + 2S. An addition the batch cannot take
- * (its bucket already waits in this batch, or it has the bucket's x: a doubling or a
- * cancellation) goes to a second, XYZZ bucket by the general mixed formula, which handles
- * every case; bucket j is the sum of both. */
+ * inversion instead of a mixed XYZZ addition's 8M + 2S. An addition whose bucket already
+ * waits in this batch is deferred to the next one (a random digit hits a waiting bucket about
+ * one time in ten, so falling back to XYZZ there cost a fifth of the window); only what the
+ * batch cannot take at all (the bucket's x: a doubling or a cancellation), a full deferral
+ * queue or the last few stragglers go to a second, XYZZ bucket by the general mixed
+ * formula, which handles every case. Bucket j is the sum of both. */
 typedef struct { uint32_t b; int32_t i; } CN(pending);   /* bucket, base index (< 0: negated) */
 
 static void CN(flush_batch)(AFF *ab, const AFF *bases, const CN(pending) *pd, ET *den, ET *pref, int np) {
@@ -111,51 +113,106 @@ static void CN(flush_batch)(AFF *ab, const AFF *bases, const CN(pending) *pd, ET
     }
 }
 
+/* One window's buckets while they fill: affine ab[] (occ: holds a point), XYZZ xb[], the
+ * batch pd[np] (stamp[b] == cur: bucket b waits in it) and the deferred additions dq[nd]. */
+typedef struct {
+    const AFF *bases;
+    AFF *ab; XZ *xb; unsigned char *occ; uint32_t *stamp;
+    CN(pending) *pd, *dq; ET *den, *pref;
+    uint32_t cur; int np, nd, batch;
+} CN(buckets);
+
+static void CN(add_xyzz_bucket)(CN(buckets) *s, CN(pending) e) {
+    const AFF *q = &s->bases[e.i < 0 ? -e.i - 1 : e.i];
+    if (e.i < 0) CN(sub_affine)(&s->xb[e.b], &s->xb[e.b], q);
+    else CN(add_affine)(&s->xb[e.b], &s->xb[e.b], q);
+}
+
+/* Into the batch if the bucket is free in it and the affine formula applies; 0 if it waits. */
+static int CN(try_batch)(CN(buckets) *s, CN(pending) e) {
+    if (s->stamp[e.b] == s->cur) return 0;
+    if (FF(eq)(&s->ab[e.b].x, &s->bases[e.i < 0 ? -e.i - 1 : e.i].x)) { CN(add_xyzz_bucket)(s, e); return 1; }
+    s->stamp[e.b] = s->cur;
+    s->pd[s->np++] = e;
+    return 1;
+}
+
+/* Apply the full batch, open the next and move the deferred additions into it. */
+static void CN(next_batch)(CN(buckets) *s) {
+    while (s->np == s->batch) {
+        CN(flush_batch)(s->ab, s->bases, s->pd, s->den, s->pref, s->np);
+        s->np = 0; s->cur++;
+        int keep = 0;
+        for (int k = 0; k < s->nd; k++)
+            if (!CN(try_batch)(s, s->dq[k])) s->dq[keep++] = s->dq[k];
+        s->nd = keep;
+    }
+}
+
+static void CN(add_to_bucket)(CN(buckets) *s, CN(pending) e) {
+    if (!s->occ[e.b]) {
+        const AFF *q = &s->bases[e.i < 0 ? -e.i - 1 : e.i];
+        if (e.i < 0) CN(affine_neg)(&s->ab[e.b], q); else s->ab[e.b] = *q;
+        s->occ[e.b] = 1;
+    } else if (!CN(try_batch)(s, e)) {
+        if (s->nd < s->batch) s->dq[s->nd++] = e; else CN(add_xyzz_bucket)(s, e);
+    } else if (s->np == s->batch) {
+        CN(next_batch)(s);
+    }
+}
+
+/* The last batches: flush while they are big enough to pay for their inversion, then the
+ * stragglers go to XYZZ. */
+static void CN(drain_buckets)(CN(buckets) *s) {
+    while (s->np >= 32) {
+        CN(flush_batch)(s->ab, s->bases, s->pd, s->den, s->pref, s->np);
+        s->np = 0; s->cur++;
+        int keep = 0;
+        for (int k = 0; k < s->nd; k++) {
+            if (s->np == s->batch || !CN(try_batch)(s, s->dq[k])) s->dq[keep++] = s->dq[k];
+        }
+        s->nd = keep;
+    }
+    for (int k = 0; k < s->np; k++) CN(add_xyzz_bucket)(s, s->pd[k]);
+    for (int k = 0; k < s->nd; k++) CN(add_xyzz_bucket)(s, s->dq[k]);
+    s->np = s->nd = 0;
+}
+
 static XZ CN(window_batch_affine)(const AFF *bases, const int32_t *d, size_t n, size_t half, int batch) {
-    AFF *ab = (AFF *)malloc(sizeof(AFF) * half);
-    XZ *xb = (XZ *)malloc(sizeof(XZ) * half);
-    unsigned char *occ = (unsigned char *)calloc(half, 1);
-    uint32_t *stamp = (uint32_t *)calloc(half, sizeof(uint32_t));   /* batch a bucket waits in */
-    CN(pending) *pd = (CN(pending) *)malloc(sizeof(CN(pending)) * batch);
-    ET *den = (ET *)malloc(sizeof(ET) * batch), *pref = (ET *)malloc(sizeof(ET) * batch);
-    for (size_t j = 0; j < half; j++) CN(set_inf)(&xb[j]);
-    uint32_t cur = 1;
-    int np = 0;
+    CN(buckets) s = {
+        .bases = bases,
+        .ab = (AFF *)malloc(sizeof(AFF) * half), .xb = (XZ *)malloc(sizeof(XZ) * half),
+        .occ = (unsigned char *)calloc(half, 1), .stamp = (uint32_t *)calloc(half, sizeof(uint32_t)),
+        .pd = (CN(pending) *)malloc(sizeof(CN(pending)) * batch),
+        .dq = (CN(pending) *)malloc(sizeof(CN(pending)) * batch),
+        .den = (ET *)malloc(sizeof(ET) * batch), .pref = (ET *)malloc(sizeof(ET) * batch),
+        .cur = 1, .np = 0, .nd = 0, .batch = batch,
+    };
+    for (size_t j = 0; j < half; j++) CN(set_inf)(&s.xb[j]);
     for (size_t i = 0; i < n; i++) {
         if (i + 8 < n) {
             int32_t y = d[i + 8];
-            if (y) __builtin_prefetch(&ab[(y > 0 ? y : -y) - 1], 1);
+            if (y) __builtin_prefetch(&s.ab[(y > 0 ? y : -y) - 1], 1);
             __builtin_prefetch(&bases[i + 8]);
         }
         int32_t x = d[i];
         if (x == 0 || CN(affine_is_inf)(&bases[i])) continue;
-        uint32_t b = (uint32_t)(x > 0 ? x : -x) - 1;
-        if (!occ[b]) {
-            if (x > 0) ab[b] = bases[i]; else CN(affine_neg)(&ab[b], &bases[i]);
-            occ[b] = 1;
-        } else if (stamp[b] == cur || FF(eq)(&ab[b].x, &bases[i].x)) {
-            if (x > 0) CN(add_affine)(&xb[b], &xb[b], &bases[i]);
-            else CN(sub_affine)(&xb[b], &xb[b], &bases[i]);
-        } else {
-            stamp[b] = cur;
-            pd[np].b = b;
-            pd[np].i = x > 0 ? (int32_t)i : -(int32_t)i - 1;
-            if (++np == batch) { CN(flush_batch)(ab, bases, pd, den, pref, np); np = 0; cur++; }
-        }
+        CN(pending) e = { (uint32_t)(x > 0 ? x : -x) - 1, x > 0 ? (int32_t)i : -(int32_t)i - 1 };
+        CN(add_to_bucket)(&s, e);
     }
-    if (np) CN(flush_batch)(ab, bases, pd, den, pref, np);
+    CN(drain_buckets)(&s);
     /* sum_j (j+1) * bucket_j by running sums from the top bucket down */
     XZ run, acc; CN(set_inf)(&run); CN(set_inf)(&acc);
     for (size_t j = half; j-- > 0;) {
-        if (CN(is_inf)(&xb[j])) {
-            if (occ[j]) CN(add_affine)(&run, &run, &ab[j]);
+        if (CN(is_inf)(&s.xb[j])) {
+            if (s.occ[j]) CN(add_affine)(&run, &run, &s.ab[j]);
         } else {
-            if (occ[j]) CN(add_affine)(&xb[j], &xb[j], &ab[j]);
-            CN(add)(&run, &run, &xb[j]);
+            if (s.occ[j]) CN(add_affine)(&s.xb[j], &s.xb[j], &s.ab[j]);
+            CN(add)(&run, &run, &s.xb[j]);
         }
         CN(add)(&acc, &acc, &run);
     }
-    free(ab); free(xb); free(occ); free(stamp); free(pd); free(den); free(pref);
+    free(s.ab); free(s.xb); free(s.occ); free(s.stamp); free(s.pd); free(s.dq); free(s.den); free(s.pref);
     return acc;
 }
 
