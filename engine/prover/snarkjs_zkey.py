@@ -2,7 +2,7 @@
 layout) without loading the points.
 
 Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x). zkey points are already affine
-Montgomery limbs, our in-memory layout, so the big sections are viewed straight into numpy.
+Montgomery limbs, our in-memory layout, so the big sections are read straight into numpy arrays.
 """
 
 from __future__ import annotations
@@ -23,11 +23,9 @@ from engine.prover.snarkjs_binfile import (
     check_below,
     curve_of,
     fr_const,
-    need,
-    read_binfile,
     read_section,
+    read_u64_rows,
     section_table,
-    u64_rows,
     write_binfile,
 )
 
@@ -166,50 +164,43 @@ def inspect_zkey(path: str | os.PathLike[str]) -> tuple[ZkeyHeader, int]:
 
 
 def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
+    """The whole Groth16 key: its layout checked against the header first, then each point
+    section read into its own array."""
     name = Path(path).name
-    _, sec = read_binfile(path, b"zkey")
-    try:
-        (protocol,) = struct.unpack_from("<I", need(sec, 1, name), 0)
-        if protocol != 1:
-            raise FormatError(f"protocol {protocol} is not Groth16 (1)")
-        head = zkey_header(need(sec, 2, name))
-        n_coef = coefficient_count(need(sec, 4, name))
-        check_zkey_layout(head, {sid: len(v) for sid, v in sec.items()}, n_coef)
-    except (FormatError, struct.error) as exc:
-        raise FormatError(f"{name}: {exc}") from None
-    c = get_curve(head.curve)
-    L = c.fp_limbs
-    n_vars, n_public, domain_size = head.n_vars, head.n_public, head.domain_size
-    pts = u64_rows(need(sec, 2, name)[head.points_offset :], 1, 3 * 2 * L + 3 * 4 * L,
-                    f"{name} header points").reshape(-1)
+    with open(path, "rb") as fh:
+        try:
+            table = section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey")
+            (protocol,) = struct.unpack_from("<I", read_section(fh, table, 1, 64), 0)
+            if protocol != 1:
+                raise FormatError(f"protocol {protocol} is not Groth16 (1)")
+            head, n_coef = zkey_layout(fh, table)
+            c = get_curve(head.curve)
+            L, n_vars, n_public = c.fp_limbs, head.n_vars, head.n_public
+
+            def rows(sid: int, width: int, count: int) -> np.ndarray:
+                return read_u64_rows(fh, table[sid], width, count, f"section {sid} ({ZKEY_SECTION_NAMES[sid]})")
+
+            header_points = np.frombuffer(read_section(fh, table, 2, ZKEY_HEADER_MAX)[head.points_offset :],
+                                          dtype="<u8").astype(np.uint64)
+            points = {"ic": rows(3, 2 * L, n_public + 1), "a_points": rows(5, 2 * L, n_vars),
+                      "b1_points": rows(6, 2 * L, n_vars), "b2_points": rows(7, 4 * L, n_vars),
+                      "c_points": rows(8, 2 * L, n_vars - n_public - 1), "h_points": rows(9, 2 * L, head.domain_size)}
+            fh.seek(table[4][0])
+            coef_sec = fh.read(table[4][1])
+            fh.seek(table[10][0])
+            cs_hash = fh.read(min(64, table[10][1]))
+        except (FormatError, struct.error) as exc:
+            raise FormatError(f"{name}: {exc}") from None
     o = 0
     hdr: list[np.ndarray] = []
     for width in (2 * L, 2 * L, 4 * L, 4 * L, 2 * L, 4 * L):  # alpha1 beta1 beta2 gamma2 delta1 delta2
-        hdr.append(pts[o : o + width].copy())
+        hdr.append(header_points[o : o + width].copy())
         o += width
-    a_m, b_m, n_constraints = _constraint_matrices(c, head, need(sec, 4, name), n_coef, name)
-    csh = need(sec, 10, name)
+    a_m, b_m, n_constraints = _constraint_matrices(c, head, coef_sec, n_coef, name)
     return ProvingKey(
-        curve=c.name,
-        n_vars=n_vars,
-        n_public=n_public,
-        domain_size=domain_size,
-        n_constraints=n_constraints,
-        alpha1=hdr[0],
-        beta1=hdr[1],
-        beta2=hdr[2],
-        gamma2=hdr[3],
-        delta1=hdr[4],
-        delta2=hdr[5],
-        ic=u64_rows(need(sec, 3, name), 2 * L, n_public + 1, f"{name} section 3 (IC)"),
-        a_points=u64_rows(need(sec, 5, name), 2 * L, n_vars, f"{name} section 5 (A)"),
-        b1_points=u64_rows(need(sec, 6, name), 2 * L, n_vars, f"{name} section 6 (B1)"),
-        b2_points=u64_rows(need(sec, 7, name), 4 * L, n_vars, f"{name} section 7 (B2)"),
-        c_points=u64_rows(need(sec, 8, name), 2 * L, n_vars - n_public - 1, f"{name} section 8 (C)"),
-        h_points=u64_rows(need(sec, 9, name), 2 * L, domain_size, f"{name} section 9 (H)"),
-        a_matrix=a_m,
-        b_matrix=b_m,
-        cs_hash=bytes(csh[:64]),
+        curve=c.name, n_vars=n_vars, n_public=n_public, domain_size=head.domain_size, n_constraints=n_constraints,
+        alpha1=hdr[0], beta1=hdr[1], beta2=hdr[2], gamma2=hdr[3], delta1=hdr[4], delta2=hdr[5],
+        a_matrix=a_m, b_matrix=b_m, cs_hash=cs_hash, **points,
     )
 
 

@@ -60,7 +60,7 @@ def test_a_bad_input_exits_1_with_the_reason_and_no_traceback(tmp_path: Path) ->
     d = FIXTURES / "bls12381"
     res = run_cli(d / "witness.wtns", d / "witness.wtns", tmp_path / "p.json", tmp_path / "q.json")
     assert res.returncode == 1
-    assert "error: bad input file" in res.stderr and "not a zkey file" in res.stderr
+    assert "error: bad input file" in res.stderr and "not a snarkjs .zkey file" in res.stderr
     assert "Traceback" not in res.stderr and not (tmp_path / "p.json").exists()
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from engine.prover import native
@@ -72,7 +72,8 @@ def test_pairing_is_bilinear(curve: str, a: int, b: int) -> None:
 @settings(max_examples=10, deadline=None)
 @given(a=scalars, b=scalars)
 def test_pairing_check_accepts_exactly_the_balanced_products(curve: str, a: int, b: int) -> None:
-    # e(aP, bQ) e(-abP, Q) = 1, and not with ab + 1
+    # e(aP, bQ) e(-abP, Q) = 1, and not with ab + 1 (which is no point when ab = -1)
+    assume((a * b + 1) % CURVES[curve].r != 0)
     assert pairing_check(curve, [(g1(curve, a), g2(curve, b)), (neg1(curve, g1(curve, a * b)), g2(curve, 1))])
     assert not pairing_check(curve, [(g1(curve, a), g2(curve, b)), (neg1(curve, g1(curve, a * b + 1)), g2(curve, 1))])
 

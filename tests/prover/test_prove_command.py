@@ -74,4 +74,4 @@ def test_exit_status_from_the_shell(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     assert (tmp_path / "p.json").exists() and "verified" in ok.stderr
     bad = prove_in_a_shell(d / "witness.wtns", d / "witness.wtns", tmp_path / "x.json", tmp_path / "y.json")
-    assert bad.returncode != 0 and "not a zkey file" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode != 0 and "not a snarkjs .zkey file" in bad.stderr and "Traceback" not in bad.stderr

@@ -104,7 +104,7 @@ def test_malformed_files_are_format_errors(tmp_path: Path) -> None:
     (tmp_path / "trunc.zkey").write_bytes(data[: len(data) // 2])
     with pytest.raises(FormatError, match="section"):
         read_zkey(tmp_path / "trunc.zkey")
-    with pytest.raises(FormatError, match="not a zkey file"):
+    with pytest.raises(FormatError, match="not a snarkjs .zkey file"):
         read_zkey(d / "witness.wtns")
     with pytest.raises(FormatError, match="too short"):
         (tmp_path / "empty.wtns").write_bytes(b"")
