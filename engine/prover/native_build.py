@@ -48,6 +48,7 @@ KERNEL_FILES = (
     "host_field.h",
     "host_fr.h",
     "host_group.h",
+    "glv.h",
     "fp12.h",
     "pairing.h",
     "pairing_instances.h",
@@ -96,10 +97,11 @@ def params_prelude() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _pairing_prelude() -> str:
+def _derived_prelude() -> str:
+    from engine.prover.glv_params import glv_prelude
     from engine.prover.pairing_params import pairing_prelude
 
-    return pairing_prelude()
+    return pairing_prelude() + glv_prelude()
 
 
 def _cdef() -> str:
@@ -182,9 +184,10 @@ def source_hash(isa: str = "generic") -> str:
         h.update((KERNEL_DIR / name).read_bytes())
     h.update(params_prelude().encode())
     h.update(mulx_prelude().encode())
-    # the pairing prelude takes ~30 ms to derive, too long for every start: hash what
-    # determines it (its generator and the curves) and derive it only to compile
-    h.update((Path(__file__).resolve().parent / "pairing.py").read_bytes())
+    # the pairing and GLV preludes take ~30 ms to derive, too long for every start: hash what
+    # determines them (their generators and the curves) and derive them only to compile
+    for generator in ("pairing_params.py", "glv_params.py"):
+        h.update((Path(__file__).resolve().parent / generator).read_bytes())
     h.update(repr(sorted(CURVES.items())).encode())
     h.update(_cdef().encode())
     h.update(repr((COMPILE_ARGS, ISA_FLAGS[isa], LINK_ARGS, sys.version_info[:2], sys.platform)).encode())
@@ -269,7 +272,7 @@ def build_isa(isa: str) -> tuple[Any, Any]:
                 if not found:
                     ffi = cffi.FFI()
                     ffi.cdef(_cdef())
-                    ffi.set_source(modname, params_prelude() + mulx_prelude() + _pairing_prelude() + '#include "host.c"\n')
+                    ffi.set_source(modname, params_prelude() + mulx_prelude() + _derived_prelude() + '#include "host.c"\n')
                     _compile(ffi, out_dir, modname, isa)
                     found = sorted(out_dir.glob(f"{modname}*.so"))
                     if not found:

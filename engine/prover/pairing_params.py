@@ -53,7 +53,7 @@ def _fp2_inv(a: tuple[int, int], p: int) -> tuple[int, int]:
     return (a[0] * n % p, -a[1] * n % p)
 
 
-def _g1_mul(c: CurveParams, pt: tuple[int, int] | None, k: int) -> tuple[int, int] | None:
+def g1_mul(c: CurveParams, pt: tuple[int, int] | None, k: int) -> tuple[int, int] | None:
     """k pt on y^2 = x^3 + b by affine double-and-add (prelude-time only)."""
 
     def add(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -80,7 +80,7 @@ def g1_endomorphism_beta(curve: str) -> int:
     """For BLS12: the cube root of unity beta with phi(x, y) = (beta x, y) acting on G1 as
     -u^2 (Bowe, "Faster subgroup checks for BLS12-381", 2019: P is in G1 iff phi(P) = -[u^2]P)."""
     c, u = CURVES[curve], PAIRING_PARAMS[curve].u
-    k = _g1_mul(c, c.g1, u * u)
+    k = g1_mul(c, c.g1, u * u)
     assert k is not None
     target = (k[0], -k[1] % c.p)
     g = 2

@@ -4,7 +4,8 @@
  * A template sees
  *   CURVE, F   the group's prefix and its coordinate field's (e.g. bls12381_g2, bls12381_fp2)
  *   CN(x)      CURVE_x, a name of this group        FF(x)  F_x, a coordinate-field function
- *   ET         the coordinate field's element type  AFF, XZ  affine and XYZZ point types */
+ *   ET         the coordinate field's element type  AFF, XZ  affine and XYZZ point types
+ *   GLV_TAG    G1 only: the prefix of its endomorphism's constants (glv.h) */
 #include "port.h"
 
 #define CN(x) PS_CAT3(CURVE, _, x)
@@ -15,9 +16,11 @@
 
 #define CURVE bn128_g1
 #define F bn128_fp
+#define GLV_TAG PS_BN128_GLV   /* G1 has the endomorphism of glv.h */
 #include PS_TEMPLATE
 #undef CURVE
 #undef F
+#undef GLV_TAG
 
 #define CURVE bn128_g2
 #define F bn128_fp2
@@ -27,9 +30,11 @@
 
 #define CURVE bls12381_g1
 #define F bls12381_fp
+#define GLV_TAG PS_BLS12381_GLV   /* G1 has the endomorphism of glv.h */
 #include PS_TEMPLATE
 #undef CURVE
 #undef F
+#undef GLV_TAG
 
 #define CURVE bls12381_g2
 #define F bls12381_fp2

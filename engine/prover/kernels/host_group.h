@@ -225,12 +225,10 @@ static int CN(msm_batch)(size_t half) {
     return b < 128 ? 0 : (b > 1024 ? 1024 : (int)b);
 }
 
-/* sum_i scalars[i] * bases[i]; out: one affine point. threads <= 0 means OpenMP's default. */
-void CN(msm)(u64 *out, const u64 *bases_, const u64 *scalars, size_t n, int threads) {
-    const AFF *bases = (const AFF *)bases_;
-    if (threads <= 0) threads = 1;
+/* sum_i scalars[i] * bases[i] for scalars below 2^bits; out: one affine point. */
+static void CN(msm_bits)(u64 *out, const AFF *bases, const u64 *scalars, size_t n, int bits, int threads) {
     int c = CN(msm_window)(n);
-    int nwin = (256 + c) / c;   /* ceil(257 / c) */
+    int nwin = (bits + c) / c;   /* ceil((bits + 1) / c): the last window takes the final carry */
     size_t half = (size_t)1 << (c - 1);
     int batch = CN(msm_batch)(half);
     int32_t *digits = (int32_t *)malloc(sizeof(int32_t) * (size_t)nwin * (n ? n : 1));
@@ -249,6 +247,39 @@ void CN(msm)(u64 *out, const u64 *bases_, const u64 *scalars, size_t n, int thre
     AFF a; CN(to_affine)(&a, &r);
     memcpy(out, &a, sizeof(AFF));
     free(wins); free(digits);
+}
+
+#ifdef GLV_TAG
+#include "glv.h"
+/* G1 through its endomorphism (glv.h): sum k_i P_i = sum (k1_i P_i + k2_i phi(P_i)), an MSM
+ * over 2n points whose scalars are half as long, so it has half the windows: the same bucket
+ * additions, half the bucket reductions and doublings (at 2^16 points a sixth of the time). */
+static void CN(msm_glv)(u64 *out, const AFF *bases, const u64 *scalars, size_t n, int threads) {
+    static const ps_glv_lattice lattice = PS_CAT(GLV_TAG, _LATTICE);
+    static const ET beta = { PS_CAT(GLV_TAG, _BETA) };
+    AFF *pts = (AFF *)malloc(sizeof(AFF) * 2 * n);
+    u64 *ks = (u64 *)malloc(sizeof(u64) * 8 * n);
+    #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
+    for (size_t i = 0; i < n; i++) {
+        int neg1, neg2;
+        ps_glv_split(&lattice, scalars + 4 * i, ks + 8 * i, &neg1, ks + 8 * i + 4, &neg2);
+        AFF phi = bases[i];
+        FF(mul)(&phi.x, &beta, &bases[i].x);   /* phi(x, y) = (beta x, y) */
+        if (neg1) CN(affine_neg)(&pts[2 * i], &bases[i]); else pts[2 * i] = bases[i];
+        if (neg2) CN(affine_neg)(&pts[2 * i + 1], &phi); else pts[2 * i + 1] = phi;
+    }
+    CN(msm_bits)(out, pts, ks, 2 * n, PS_CAT(GLV_TAG, _BITS), threads);
+    free(pts); free(ks);
+}
+#endif
+
+/* sum_i scalars[i] * bases[i]; out: one affine point. threads <= 0 means OpenMP's default. */
+void CN(msm)(u64 *out, const u64 *bases_, const u64 *scalars, size_t n, int threads) {
+    if (threads <= 0) threads = 1;
+#ifdef GLV_TAG
+    if (n > 0) { CN(msm_glv)(out, (const AFF *)bases_, scalars, n, threads); return; }
+#endif
+    CN(msm_bits)(out, (const AFF *)bases_, scalars, n, 256, threads);
 }
 
 /* out[i] = scalars[i] * base for many scalars (trusted setup): a table of 8-bit-window
