@@ -29,8 +29,6 @@ if TYPE_CHECKING:
         assignment_from_witness,
         gpu_prove_finish,
         gpu_prove_start,
-        prepare_key,
-        prepared_nbytes,
         prove,
     )
     from engine.prover.keys import ProvingKey, VerifyingKey
@@ -48,7 +46,7 @@ if TYPE_CHECKING:
 _HOMES = {
     **dict.fromkeys(
         ("PendingProof", "Proof", "ProofAborted", "assignment_from_r1cs",
-         "assignment_from_witness", "gpu_prove_finish", "gpu_prove_start", "prepare_key", "prepared_nbytes", "prove"),
+         "assignment_from_witness", "gpu_prove_finish", "gpu_prove_start", "prove"),
         "engine.prover.groth16",
     ),
     "UnsatisfiedConstraint": "engine.prover.datatypes",
@@ -117,8 +115,6 @@ __all__ = [
     "assignment_from_witness",
     "gpu_prove_finish",
     "gpu_prove_start",
-    "prepare_key",
-    "prepared_nbytes",
     "prove",
     "read_r1cs",
     "read_wtns",

@@ -96,52 +96,14 @@ def _live_rows(pk: ProvingKey, name: str) -> np.ndarray | None:
     return pk.extra[key]  # type: ignore[return-value]
 
 
-_PREPARED = "prepared:bases"
-_LIVE_BASES = ("a_points", "b1_points", "b2_points")
-
-
-def prepare_key(pk: ProvingKey) -> int:
-    """Gather the key's live A, B1 and B2 bases once into contiguous arrays, the layout the
-    MSM reads, and keep them with the key (pk.extra) for every later proof; returns the bytes
-    this added (prepared_nbytes). Idempotent. For a key the engine reuses: a one-off proof
-    gains nothing from it, since each proof otherwise gathers the same rows itself.
-    """
-    if _PREPARED not in pk.extra:
-        gathered: dict[str, np.ndarray] = {}
-        for name in _LIVE_BASES:
-            live = _live_rows(pk, name)
-            if live is not None and live.shape[0]:
-                gathered[name] = np.ascontiguousarray(getattr(pk, name)[live])
-        pk.extra[_PREPARED] = gathered
-    return prepared_nbytes(pk)
-
-
-def prepared_nbytes(pk: ProvingKey) -> int:
-    """Bytes prepare_key holds beside the key's own ProvingKey.nbytes (0 when not prepared):
-    the gathered bases plus the live-row indices."""
-    gathered = pk.extra.get(_PREPARED)
-    if not isinstance(gathered, dict):
-        return 0
-    total = sum(int(a.nbytes) for a in gathered.values())
-    for name in _LIVE_BASES:
-        live = pk.extra.get(f"live:{name}")
-        total += int(live.nbytes) if isinstance(live, np.ndarray) else 0
-    return total
-
-
 def _msm_live(pk: ProvingKey, name: str, scalars: np.ndarray) -> np.ndarray:
     live = _live_rows(pk, name)
     pts = getattr(pk, name)
     fn = native.msm_g2 if name == "b2_points" else native.msm_g1
-    if live is None:
-        return fn(pk.curve, pts, scalars)
-    if live.shape[0] == 0:
+    if live is not None and live.shape[0] == 0:
         return np.zeros(pts.shape[1], np.uint64)
-    prepared = pk.extra.get(_PREPARED)
-    # without prepare_key the rows are gathered per proof: a second copy of the bases is kept
-    # only where the engine asked for it and counts it (prepared_nbytes)
-    bases = prepared[name] if isinstance(prepared, dict) and name in prepared else np.ascontiguousarray(pts[live])
-    return fn(pk.curve, bases, np.ascontiguousarray(scalars[live]))
+    # the kernel reads the live rows in place: no per-proof copy of the bases
+    return fn(pk.curve, pts, scalars, rows=live)
 
 
 def _domain_evals(pk: ProvingKey, asg: Assignment) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

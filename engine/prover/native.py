@@ -285,15 +285,28 @@ class _Group:
         _, lib = build()
         return getattr(lib, f"{c.name}_{self.name}_{fn}")
 
-    def msm(self, curve: str, bases: np.ndarray, scalars: np.ndarray, *, threads: int | None = None) -> np.ndarray:
-        """sum scalars[i]·bases[i] -> one affine Montgomery point (zeros = infinity)."""
+    def msm(self, curve: str, bases: np.ndarray, scalars: np.ndarray, *, rows: np.ndarray | None = None,
+            threads: int | None = None) -> np.ndarray:
+        """sum scalars[i]·bases[i] -> one affine Montgomery point (zeros = infinity); over the
+        indices ``rows`` only, when given (the kernel reads those rows in place)."""
         c = get_curve(curve)
         w = self.width(c)
         b = _u64(bases, w, "bases")
         s = _u64(scalars, 4, "scalars", b.shape[0])
         out = np.zeros(w, dtype=np.uint64)
-        self._kernel(c, "msm")(_ptr(out), _ptr(b), _ptr(s), b.shape[0], _threads(threads))
+        n, rows_ptr = b.shape[0], self._ffi_null()
+        if rows is not None:
+            r = np.ascontiguousarray(rows, dtype=np.int64)
+            if r.ndim != 1 or (r.shape[0] and (int(r.min()) < 0 or int(r.max()) >= b.shape[0])):
+                raise ValueError(f"rows: expected indices below {b.shape[0]}")
+            n, rows_ptr = r.shape[0], _ptr(r, "int64_t *")
+        self._kernel(c, "msm")(_ptr(out), _ptr(b), _ptr(s), rows_ptr, n, _threads(threads))
         return out
+
+    @staticmethod
+    def _ffi_null() -> Any:
+        ffi, _ = build()
+        return ffi.NULL
 
     def mul_generator_batch(
         self, curve: str, scalars: np.ndarray, *, base: np.ndarray | None = None, threads: int | None = None

@@ -127,7 +127,8 @@ def _cdef() -> str:
             p = f"{n}_{g}"
             decl += [
                 f"int {p}_msm_window(size_t n);",
-                f"void {p}_msm(uint64_t *out, const uint64_t *bases, const uint64_t *scalars, size_t n, int threads);",
+                f"void {p}_msm(uint64_t *out, const uint64_t *bases, const uint64_t *scalars, const int64_t *rows,"
+                " size_t n, int threads);",
                 f"void {p}_fixed_base_batch(uint64_t *out, const uint64_t *base,"
                 " const uint64_t *scalars, size_t n, int threads);",
                 f"void {p}_add_affine_api(uint64_t *out, const uint64_t *p, const uint64_t *q);",

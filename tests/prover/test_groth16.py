@@ -19,8 +19,6 @@ from engine.prover.groth16 import (
     ProofAborted,
     assignment_from_r1cs,
     assignment_from_witness,
-    prepare_key,
-    prepared_nbytes,
     prove,
     public_inputs_of,
 )
@@ -125,22 +123,6 @@ def test_split_path_is_byte_identical(curve: str) -> None:
     assert other != one
     if curve == "bls12381":
         assert verify(pk.vk, other, public_inputs_of(asg))
-
-
-@pytest.mark.parametrize("curve", CURVES)
-def test_a_prepared_key_proves_the_same_bytes_and_counts_what_it_keeps(curve: str) -> None:
-    _, pk, asg = _fixture(curve)
-    r, s = 31337, 271828
-    before = prove(pk, asg, r=r, s=s)
-    assert prepared_nbytes(pk) == 0
-    added = prepare_key(pk)
-    # the fixture leaves some signals out of A and B: their rows are gathered, and counted
-    live_rows = sum(int(np.any(getattr(pk, n) != 0, axis=1).sum()) for n in ("a_points", "b1_points", "b2_points"))
-    assert added >= live_rows * 2 * get_curve(curve).fp_limbs * 8 and added == prepared_nbytes(pk)
-    assert prepare_key(pk) == added  # once
-    after = prove(pk, asg, r=r, s=s)
-    assert json.dumps(proof_to_json(after)) == json.dumps(proof_to_json(before))
-    assert verify(pk.vk, after, public_inputs_of(asg))
 
 
 @pytest.mark.parametrize("stop_after", [0, 2, 4])

@@ -164,3 +164,17 @@ def test_batch_affine_msm_with_repeated_negated_and_infinite_bases(curve: str, g
     for threads in (1, 2):
         got = getattr(native, f"msm_{group}")(curve, bases, fr_to_limbs(ss), threads=threads)
         assert dec(curve, group, got)[0] == expect
+
+
+@pytest.mark.parametrize("curve", CURVE_NAMES)
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_an_msm_over_rows_reads_only_those_rows(curve: str, group: str) -> None:
+    c = CURVES[curve]
+    rng = random.Random(7)
+    bases = enc(curve, group, oracle_points(curve, group, [rng.randrange(1, c.r) for _ in range(9)]))
+    scalars = fr_to_limbs([rng.randrange(c.r) for _ in range(9)])
+    rows = np.array([0, 3, 4, 8], dtype=np.int64)
+    fn = getattr(native, f"msm_{group}")
+    assert np.array_equal(fn(curve, bases, scalars, rows=rows), fn(curve, bases[rows], scalars[rows]))
+    with pytest.raises(ValueError, match="rows"):
+        fn(curve, bases, scalars, rows=np.array([9]))

@@ -254,18 +254,20 @@ static void CN(msm_bits)(u64 *out, const AFF *bases, const u64 *scalars, size_t 
 /* G1 through its endomorphism (glv.h): sum k_i P_i = sum (k1_i P_i + k2_i phi(P_i)), an MSM
  * over 2n points whose scalars are half as long, so it has half the windows: the same bucket
  * additions, half the bucket reductions and doublings (at 2^16 points a sixth of the time). */
-static void CN(msm_glv)(u64 *out, const AFF *bases, const u64 *scalars, size_t n, int threads) {
+static void CN(msm_glv)(u64 *out, const AFF *bases, const u64 *scalars, const int64_t *rows, size_t n,
+                        int threads) {
     static const ps_glv_lattice lattice = PS_CAT(GLV_TAG, _LATTICE);
     static const ET beta = { PS_CAT(GLV_TAG, _BETA) };
     AFF *pts = (AFF *)malloc(sizeof(AFF) * 2 * n);
     u64 *ks = (u64 *)malloc(sizeof(u64) * 8 * n);
     #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
     for (size_t i = 0; i < n; i++) {
+        size_t j = rows ? (size_t)rows[i] : i;
         int neg1, neg2;
-        ps_glv_split(&lattice, scalars + 4 * i, ks + 8 * i, &neg1, ks + 8 * i + 4, &neg2);
-        AFF phi = bases[i];
-        FF(mul)(&phi.x, &beta, &bases[i].x);   /* phi(x, y) = (beta x, y) */
-        if (neg1) CN(affine_neg)(&pts[2 * i], &bases[i]); else pts[2 * i] = bases[i];
+        ps_glv_split(&lattice, scalars + 4 * j, ks + 8 * i, &neg1, ks + 8 * i + 4, &neg2);
+        AFF phi = bases[j];
+        FF(mul)(&phi.x, &beta, &bases[j].x);   /* phi(x, y) = (beta x, y) */
+        if (neg1) CN(affine_neg)(&pts[2 * i], &bases[j]); else pts[2 * i] = bases[j];
         if (neg2) CN(affine_neg)(&pts[2 * i + 1], &phi); else pts[2 * i + 1] = phi;
     }
     CN(msm_bits)(out, pts, ks, 2 * n, PS_CAT(GLV_TAG, _BITS), threads);
@@ -273,13 +275,24 @@ static void CN(msm_glv)(u64 *out, const AFF *bases, const u64 *scalars, size_t n
 }
 #endif
 
-/* sum_i scalars[i] * bases[i]; out: one affine point. threads <= 0 means OpenMP's default. */
-void CN(msm)(u64 *out, const u64 *bases_, const u64 *scalars, size_t n, int threads) {
+/* sum_i scalars[r_i] * bases[r_i] over the rows r (all n of them when rows is NULL: a key's
+ * live rows, so its points at infinity are never copied); out: one affine point. */
+void CN(msm)(u64 *out, const u64 *bases_, const u64 *scalars, const int64_t *rows, size_t n, int threads) {
+    const AFF *bases = (const AFF *)bases_;
     if (threads <= 0) threads = 1;
 #ifdef GLV_TAG
-    if (n > 0) { CN(msm_glv)(out, (const AFF *)bases_, scalars, n, threads); return; }
+    if (n > 0) { CN(msm_glv)(out, bases, scalars, rows, n, threads); return; }
 #endif
-    CN(msm_bits)(out, (const AFF *)bases_, scalars, n, 256, threads);
+    if (!rows) { CN(msm_bits)(out, bases, scalars, n, 256, threads); return; }
+    AFF *pts = (AFF *)malloc(sizeof(AFF) * (n ? n : 1));
+    u64 *ks = (u64 *)malloc(sizeof(u64) * 4 * (n ? n : 1));
+    #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
+    for (size_t i = 0; i < n; i++) {
+        pts[i] = bases[rows[i]];
+        memcpy(ks + 4 * i, scalars + 4 * rows[i], 4 * sizeof(u64));
+    }
+    CN(msm_bits)(out, pts, ks, n, 256, threads);
+    free(pts); free(ks);
 }
 
 /* out[i] = scalars[i] * base for many scalars (trusted setup): a table of 8-bit-window
