@@ -163,17 +163,29 @@ def inspect_zkey(path: str | os.PathLike[str]) -> tuple[ZkeyHeader, int]:
         return zkey_layout(fh, section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey"))
 
 
+def _groth16_layout(fh: IO[bytes]) -> tuple[dict[int, tuple[int, int]], ZkeyHeader, int]:
+    """(section table, header, coefficient count) of an open Groth16 zkey, layout checked."""
+    table = section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey")
+    (protocol,) = struct.unpack_from("<I", read_section(fh, table, 1, 64), 0)
+    if protocol != 1:
+        raise FormatError(f"protocol {protocol} is not Groth16 (1)")
+    head, n_coef = zkey_layout(fh, table)
+    return table, head, n_coef
+
+
+def _read_span(fh: IO[bytes], span: tuple[int, int], limit: int | None = None) -> bytes:
+    offset, size = span
+    fh.seek(offset)
+    return fh.read(size if limit is None else min(size, limit))
+
+
 def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
     """The whole Groth16 key: its layout checked against the header first, then each point
     section read into its own array."""
     name = Path(path).name
     with open(path, "rb") as fh:
         try:
-            table = section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey")
-            (protocol,) = struct.unpack_from("<I", read_section(fh, table, 1, 64), 0)
-            if protocol != 1:
-                raise FormatError(f"protocol {protocol} is not Groth16 (1)")
-            head, n_coef = zkey_layout(fh, table)
+            table, head, n_coef = _groth16_layout(fh)
             c = get_curve(head.curve)
             L, n_vars, n_public = c.fp_limbs, head.n_vars, head.n_public
 
@@ -185,10 +197,8 @@ def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
             points = {"ic": rows(3, 2 * L, n_public + 1), "a_points": rows(5, 2 * L, n_vars),
                       "b1_points": rows(6, 2 * L, n_vars), "b2_points": rows(7, 4 * L, n_vars),
                       "c_points": rows(8, 2 * L, n_vars - n_public - 1), "h_points": rows(9, 2 * L, head.domain_size)}
-            fh.seek(table[4][0])
-            coef_sec = fh.read(table[4][1])
-            fh.seek(table[10][0])
-            cs_hash = fh.read(min(64, table[10][1]))
+            coef_sec = _read_span(fh, table[4])
+            cs_hash = _read_span(fh, table[10], limit=64)
         except (FormatError, struct.error) as exc:
             raise FormatError(f"{name}: {exc}") from None
     o = 0
@@ -249,14 +259,8 @@ def read_zkey_constraints(path: str | os.PathLike[str]) -> ZkeyConstraints:
     name = Path(path).name
     with open(path, "rb") as fh:
         try:
-            table = section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey")
-            (protocol,) = struct.unpack_from("<I", read_section(fh, table, 1, 64), 0)
-            if protocol != 1:
-                raise FormatError(f"protocol {protocol} is not Groth16 (1)")
-            head, n_coef = zkey_layout(fh, table)
-            offset, size = table[4]
-            fh.seek(offset)
-            coef_sec = fh.read(size)
+            table, head, n_coef = _groth16_layout(fh)
+            coef_sec = _read_span(fh, table[4])
         except (FormatError, struct.error) as exc:
             raise FormatError(f"{name}: {exc}") from None
     c = get_curve(head.curve)
