@@ -178,3 +178,18 @@ def test_an_msm_over_rows_reads_only_those_rows(curve: str, group: str) -> None:
     assert np.array_equal(fn(curve, bases, scalars, rows=rows), fn(curve, bases[rows], scalars[rows]))
     with pytest.raises(ValueError, match="rows"):
         fn(curve, bases, scalars, rows=np.array([9]))
+
+
+@pytest.mark.parametrize("curve", CURVE_NAMES)
+@pytest.mark.parametrize("group", ["g1", "g2"])
+@pytest.mark.parametrize("bits", [1, 5, 64, 130])
+def test_an_msm_of_short_scalars_has_fewer_windows_and_the_same_sum(curve: str, group: str, bits: int) -> None:
+    # the windows follow the largest scalar's length, and the top one its few buckets
+    c = CURVES[curve]
+    rng = random.Random(bits)
+    n = 40 if group == "g1" else 6
+    ks = [rng.randrange(1, c.r) for _ in range(n)]
+    ss = [rng.randrange(2**bits) for _ in range(n)]
+    bases = enc(curve, group, oracle_points(curve, group, ks))
+    expect = oracle_points(curve, group, [sum(k * s for k, s in zip(ks, ss, strict=True)) % c.r])[0]
+    assert dec(curve, group, getattr(native, f"msm_{group}")(curve, bases, fr_to_limbs(ss)))[0] == expect

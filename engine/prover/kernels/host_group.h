@@ -225,19 +225,39 @@ static int CN(msm_batch)(size_t half) {
     return b < 128 ? 0 : (b > 1024 ? 1024 : (int)b);
 }
 
+/* The bit length of the largest scalar: 0 when all are zero. */
+static int CN(scalar_bits)(const u64 *scalars, size_t n, int threads) {
+    u64 o0 = 0, o1 = 0, o2 = 0, o3 = 0;
+    #pragma omp parallel for schedule(static) num_threads(threads) reduction(|: o0, o1, o2, o3) if (n >= 4096)
+    for (size_t i = 0; i < n; i++) { o0 |= scalars[4 * i]; o1 |= scalars[4 * i + 1]; o2 |= scalars[4 * i + 2]; o3 |= scalars[4 * i + 3]; }
+    const u64 o[4] = { o0, o1, o2, o3 };
+    for (int l = 3; l >= 0; l--)
+        if (o[l]) return 64 * l + 64 - __builtin_clzll(o[l]);
+    return 0;
+}
+
 /* sum_i scalars[i] * bases[i] for scalars below 2^bits; out: one affine point. */
 static void CN(msm_bits)(u64 *out, const AFF *bases, const u64 *scalars, size_t n, int bits, int threads) {
+    int used = CN(scalar_bits)(scalars, n, threads);
+    if (used < bits) bits = used > 0 ? used : 1;
     int c = CN(msm_window)(n);
     int nwin = (bits + c) / c;   /* ceil((bits + 1) / c): the last window takes the final carry */
     size_t half = (size_t)1 << (c - 1);
-    int batch = CN(msm_batch)(half);
+    /* The top window holds the scalars' last bits - (nwin - 1) c (< c) bits, so its digits
+     * reach only 2^that: a few buckets, which a batch the size of the others cannot fill
+     * without colliding on every addition (at 2^16 that window alone was a tenth of the adds
+     * falling back to XYZZ), so it gets its own, smaller bucket table and batch. */
+    size_t top_half = (size_t)1 << (bits - (nwin - 1) * c);
+    if (top_half > half) top_half = half;
     int32_t *digits = (int32_t *)malloc(sizeof(int32_t) * (size_t)nwin * (n ? n : 1));
     CN(signed_digits)(digits, scalars, n, c, nwin, threads);
     XZ *wins = (XZ *)malloc(sizeof(XZ) * nwin);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int w = 0; w < nwin; w++) {
         const int32_t *d = digits + (size_t)w * n;
-        wins[w] = batch ? CN(window_batch_affine)(bases, d, n, half, batch) : CN(window_xyzz)(bases, d, n, half);
+        size_t hw = w == nwin - 1 ? top_half : half;
+        int batch = CN(msm_batch)(hw);
+        wins[w] = batch ? CN(window_batch_affine)(bases, d, n, hw, batch) : CN(window_xyzz)(bases, d, n, hw);
     }
     XZ r = wins[nwin - 1];
     for (int w = nwin - 2; w >= 0; w--) {
