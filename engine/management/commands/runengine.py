@@ -53,6 +53,11 @@ class Command(BaseCommand):
             import daphne.server  # noqa: F401 - installs the asyncio reactor before anything imports Twisted
         build_kernels(self.stdout, config.devices)  # a first start compiles for minutes: say so, not go quiet
         engine = Engine(config).start()
+        # from here a SIGTERM drains: one that came while the demo jobs went in used to kill
+        # the process by the default action, undrained and with its output unflushed
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
         if opts["demo"] and ProofJob.objects.exists():
             self.stdout.write("the database already holds jobs: no demo jobs added")
         elif opts["demo"]:
@@ -60,9 +65,6 @@ class Command(BaseCommand):
 
             jobs = submit_demo_jobs(config.scale, per_kind=max(1, opts["demo_per_kind"]))
             self.stdout.write(f"submitted {len(jobs)} demo job(s) at scale {config.scale}")
-        stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
         if opts["serve"]:
             self._serve(engine, opts["host"], opts["port"], stop, drain)
             return
