@@ -236,10 +236,11 @@ static int CN(scalar_bits)(const u64 *scalars, size_t n, int threads) {
     return 0;
 }
 
-/* sum_i scalars[i] * bases[i] for scalars below 2^bits; out: one affine point. */
-static void CN(msm_bits)(u64 *out, const AFF *bases, const u64 *scalars, size_t n, int bits, int threads) {
-    int used = CN(scalar_bits)(scalars, n, threads);
-    if (used < bits) bits = used > 0 ? used : 1;
+/* sum_i scalars[i] * bases[i]; out: one affine point. The windows cover the largest scalar's
+ * bits only: GLV's halves take half as many as full scalars, with no bound passed in. */
+static void CN(msm_pippenger)(u64 *out, const AFF *bases, const u64 *scalars, size_t n, int threads) {
+    int bits = CN(scalar_bits)(scalars, n, threads);
+    if (bits == 0) bits = 1;
     int c = CN(msm_window)(n);
     int nwin = (bits + c) / c;   /* ceil((bits + 1) / c): the last window takes the final carry */
     size_t half = (size_t)1 << (c - 1);
@@ -290,7 +291,7 @@ static void CN(msm_glv)(u64 *out, const AFF *bases, const u64 *scalars, const in
         if (neg1) CN(affine_neg)(&pts[2 * i], &bases[j]); else pts[2 * i] = bases[j];
         if (neg2) CN(affine_neg)(&pts[2 * i + 1], &phi); else pts[2 * i + 1] = phi;
     }
-    CN(msm_bits)(out, pts, ks, 2 * n, PS_CAT(GLV_TAG, _BITS), threads);
+    CN(msm_pippenger)(out, pts, ks, 2 * n, threads);
     free(pts); free(ks);
 }
 #endif
@@ -303,7 +304,7 @@ void CN(msm)(u64 *out, const u64 *bases_, const u64 *scalars, const int64_t *row
 #ifdef GLV_TAG
     if (n > 0) { CN(msm_glv)(out, bases, scalars, rows, n, threads); return; }
 #endif
-    if (!rows) { CN(msm_bits)(out, bases, scalars, n, 256, threads); return; }
+    if (!rows) { CN(msm_pippenger)(out, bases, scalars, n, threads); return; }
     AFF *pts = (AFF *)malloc(sizeof(AFF) * (n ? n : 1));
     u64 *ks = (u64 *)malloc(sizeof(u64) * 4 * (n ? n : 1));
     #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
@@ -311,7 +312,7 @@ void CN(msm)(u64 *out, const u64 *bases_, const u64 *scalars, const int64_t *row
         pts[i] = bases[rows[i]];
         memcpy(ks + 4 * i, scalars + 4 * rows[i], 4 * sizeof(u64));
     }
-    CN(msm_bits)(out, pts, ks, n, 256, threads);
+    CN(msm_pippenger)(out, pts, ks, n, threads);
     free(pts); free(ks);
 }
 
