@@ -1,11 +1,13 @@
-"""The GLV endomorphism of G1 for the CPU MSM (kernels/glv.h), derived, not typed.
+"""The GLV endomorphisms of G1 and G2 for the CPU MSM (kernels/glv.h), derived, not typed.
 
-Both curves have j-invariant 0, so phi(x, y) = (beta x, y), with beta a cube root of unity
-in Fp, maps G1 to itself as multiplication by a cube root of unity lambda mod r (Gallant,
-Lambert, Vanstone 2001). A 254-bit scalar k splits as k1 + k2 lambda with |k1|, |k2| about
-sqrt(r): an MSM over n points and 256-bit scalars becomes one over 2n points (P and phi(P))
-and 128-bit scalars, with the same bucket additions but half the windows, so half the bucket
-reductions and doublings.
+Both curves and their G2 twists have j-invariant 0, so phi(x, y) = (beta x, y), with beta a
+cube root of unity in Fp, maps G1 and G2 each to itself as multiplication by a cube root of
+unity lambda mod r (Gallant, Lambert, Vanstone 2001; on G2 the coordinates are in Fp2 and
+beta scales both of their coefficients). A 254-bit scalar k splits as k1 + k2 lambda with
+|k1|, |k2| about sqrt(r): an MSM over n points and 256-bit scalars becomes one over 2n points
+(P and phi(P)) and 128-bit scalars, with the same bucket additions but half the windows, so
+half the bucket reductions and doublings. The two groups may take the two different cube
+roots, so each has its own lambda and lattice.
 
 The split is Babai rounding in a short basis (a1, b1), (a2, b2) of the lattice
 {(a, b): a + b lambda = 0 mod r}, found by the extended Euclidean algorithm on (r, lambda):
@@ -21,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from engine.prover.curves import CURVES, CurveParams
-from engine.prover.pairing_params import g1_mul
+from engine.prover.pairing_params import g1_mul, g2_mul
 
 SHIFT = 256  # c = (k g + 2^(SHIFT-1)) >> SHIFT
 
@@ -70,20 +72,32 @@ def short_basis(r: int, lam: int) -> tuple[tuple[int, int], tuple[int, int]]:
     return v1, v2
 
 
+GROUPS = ("g1", "g2")
+
+
+def _phi_multiplies(c: CurveParams, group: str, beta: int, lam: int) -> bool:
+    """phi(G) = lam G on the group's generator (and so on the whole cyclic group)."""
+    if group == "g1":
+        return g1_mul(c, c.g1, lam) == (beta * c.g1[0] % c.p, c.g1[1])
+    (x0, x1), y = c.g2
+    return g2_mul(c, c.g2, lam) == ((beta * x0 % c.p, beta * x1 % c.p), y)
+
+
 @functools.cache
-def glv_params(curve: str) -> GlvParams:
+def glv_params(curve: str, group: str = "g1") -> GlvParams:
+    if group not in GROUPS:
+        raise ValueError(f"group: expected g1 or g2, got {group!r}")
     c = CURVES[curve]
     beta, lam0 = _cube_root_of_unity(c.p), _cube_root_of_unity(c.r)
-    # the other cube root of unity mod r is lam0^2: the one phi multiplies G1 by
-    lam = next((lam for lam in (lam0, lam0 * lam0 % c.r) if g1_mul(c, c.g1, lam) == (beta * c.g1[0] % c.p, c.g1[1])),
-               None)
+    # the other cube root of unity mod r is lam0^2: the one phi multiplies this group by
+    lam = next((lam for lam in (lam0, lam0 * lam0 % c.r) if _phi_multiplies(c, group, beta, lam)), None)
     if lam is None:
-        raise ValueError(f"{curve}: phi is not a multiplication on G1")
+        raise ValueError(f"{curve}: phi is not a multiplication on {group.upper()}")
     v1, v2 = short_basis(c.r, lam)
     (a1, b1), (a2, b2) = v1, v2
     det = a1 * b2 - a2 * b1
     if abs(det) != c.r or (a1 + b1 * lam) % c.r or (a2 + b2 * lam) % c.r:
-        raise ValueError(f"{curve}: the GLV basis is not a basis of the lattice")
+        raise ValueError(f"{curve} {group}: the GLV basis is not a basis of the lattice")
     g1 = ((b2 << SHIFT) + det // 2) // det
     g2 = ((-b1 << SHIFT) + det // 2) // det
     bits = max(abs(a1) + abs(a2), abs(b1) + abs(b2)).bit_length()
@@ -99,8 +113,8 @@ def _signed(v: int, n: int) -> str:
     return "{" + _limbs(abs(v), n) + f", {int(v < 0)}" + "}"
 
 
-def _prelude_lines(c: CurveParams, gp: GlvParams) -> list[str]:
-    tag = f"PS_{c.name.upper()}_GLV"
+def _prelude_lines(c: CurveParams, group: str, gp: GlvParams) -> list[str]:
+    tag = f"PS_{c.name.upper()}_{group.upper()}_GLV"
     for v in (gp.g1, gp.g2):
         if abs(v) >> 192:
             raise ValueError(f"{c.name}: GLV rounding constant wider than glv.h's 3 limbs")
@@ -108,8 +122,9 @@ def _prelude_lines(c: CurveParams, gp: GlvParams) -> list[str]:
         if abs(v) >> 128:
             raise ValueError(f"{c.name}: GLV basis wider than glv.h's 2 limbs")
     (a1, b1), (a2, b2) = gp.v1, gp.v2
+    beta = _limbs(gp.beta * c.fp_r % c.p, c.fp_limbs)
     return [
-        f"#define {tag}_BETA {_limbs(gp.beta * c.fp_r % c.p, c.fp_limbs)}",
+        f"#define {tag}_BETA {beta}",  # in Fp, also for G2: it scales both Fp2 coefficients
         f"#define {tag}_LATTICE {{{_signed(gp.g1, 3)}, {_signed(gp.g2, 3)}, {_signed(a1, 2)}, {_signed(b1, 2)}, "
         f"{_signed(a2, 2)}, {_signed(b2, 2)}}}",
     ]
@@ -117,8 +132,9 @@ def _prelude_lines(c: CurveParams, gp: GlvParams) -> list[str]:
 
 @functools.cache
 def glv_prelude() -> str:
-    """C #defines for glv.h: per curve beta (Montgomery) and the lattice."""
+    """C #defines for glv.h: per curve and group, beta (Montgomery) and the lattice."""
     lines = ["/* generated by engine/prover/glv_params.py */"]
     for name, c in CURVES.items():
-        lines += _prelude_lines(c, glv_params(name))
+        for group in GROUPS:
+            lines += _prelude_lines(c, group, glv_params(name, group))
     return "\n".join(lines) + "\n"

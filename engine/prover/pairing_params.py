@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from engine.prover.curves import CURVES, CurveParams
 
@@ -53,20 +54,46 @@ def _fp2_inv(a: tuple[int, int], p: int) -> tuple[int, int]:
     return (a[0] * n % p, -a[1] * n % p)
 
 
-def g1_mul(c: CurveParams, pt: tuple[int, int] | None, k: int) -> tuple[int, int] | None:
-    """k pt on y^2 = x^3 + b by affine double-and-add (prelude-time only)."""
+Fp2Int = tuple[int, int]
 
-    def add(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
+
+@dataclass(frozen=True)
+class _AffineField:
+    """Fp (ints) or Fp2 (pairs) for the prelude-time affine arithmetic below."""
+
+    p: int
+    ext: bool
+
+    def mul(self, a: Any, b: Any) -> Any:
+        return _fp2_mul(a, b, self.p) if self.ext else a * b % self.p
+
+    def inv(self, a: Any) -> Any:
+        return _fp2_inv(a, self.p) if self.ext else pow(a, -1, self.p)
+
+    def lin(self, a: Any, ka: int, b: Any, kb: int) -> Any:
+        """ka a + kb b."""
+        if self.ext:
+            return ((ka * a[0] + kb * b[0]) % self.p, (ka * a[1] + kb * b[1]) % self.p)
+        return (ka * a + kb * b) % self.p
+
+    def is_zero(self, a: Any) -> bool:
+        return a == (0, 0) if self.ext else a % self.p == 0
+
+
+def _affine_mul(f: _AffineField, pt: Any, k: int) -> Any:
+    """k pt on a short Weierstrass curve y^2 = x^3 + b over f by affine double-and-add."""
+
+    def add(a: Any, b: Any) -> Any:
         if a is None or b is None:
             return a or b
-        if a[0] == b[0] and (a[1] + b[1]) % c.p == 0:
+        if a[0] == b[0] and f.is_zero(f.lin(a[1], 1, b[1], 1)):
             return None
         if a == b:
-            lam = 3 * a[0] * a[0] * pow(2 * a[1], -1, c.p)
+            lam = f.mul(f.lin(f.mul(a[0], a[0]), 3, a[0], 0), f.inv(f.lin(a[1], 2, a[1], 0)))
         else:
-            lam = (b[1] - a[1]) * pow(b[0] - a[0], -1, c.p)
-        x = (lam * lam - a[0] - b[0]) % c.p
-        return (x, (lam * (a[0] - x) - a[1]) % c.p)
+            lam = f.mul(f.lin(b[1], 1, a[1], -1), f.inv(f.lin(b[0], 1, a[0], -1)))
+        x = f.lin(f.lin(f.mul(lam, lam), 1, a[0], -1), 1, b[0], -1)
+        return (x, f.lin(f.mul(lam, f.lin(a[0], 1, x, -1)), 1, a[1], -1))
 
     acc = None
     for bit in bin(k)[2:]:
@@ -74,6 +101,16 @@ def g1_mul(c: CurveParams, pt: tuple[int, int] | None, k: int) -> tuple[int, int
         if bit == "1":
             acc = add(acc, pt)
     return acc
+
+
+def g1_mul(c: CurveParams, pt: tuple[int, int] | None, k: int) -> tuple[int, int] | None:
+    """k pt on G1 by affine double-and-add (prelude-time only)."""
+    return _affine_mul(_AffineField(c.p, ext=False), pt, k)
+
+
+def g2_mul(c: CurveParams, pt: tuple[Fp2Int, Fp2Int] | None, k: int) -> tuple[Fp2Int, Fp2Int] | None:
+    """k pt on the G2 twist by affine double-and-add (prelude-time only)."""
+    return _affine_mul(_AffineField(c.p, ext=True), pt, k)
 
 
 def g1_endomorphism_beta(curve: str) -> int:

@@ -5,7 +5,8 @@
  *   CURVE, F   the group's prefix and its coordinate field's (e.g. bls12381_g2, bls12381_fp2)
  *   CN(x)      CURVE_x, a name of this group        FF(x)  F_x, a coordinate-field function
  *   ET         the coordinate field's element type  AFF, XZ  affine and XYZZ point types
- *   GLV_TAG    G1 only: the prefix of its endomorphism's constants (glv.h) */
+ *   GLV_TAG    the prefix of the group's endomorphism constants (glv.h)
+ *   GLV_FP     the base field beta lives in: F itself for G1, Fp under G2's Fp2 */
 #include "port.h"
 
 #define CN(x) PS_CAT3(CURVE, _, x)
@@ -16,31 +17,47 @@
 
 #define CURVE bn128_g1
 #define F bn128_fp
-#define GLV_TAG PS_BN128_GLV   /* G1 has the endomorphism of glv.h */
+#define GLV_TAG PS_BN128_G1_GLV
+#define GLV_FP bn128_fp
 #include PS_TEMPLATE
 #undef CURVE
 #undef F
 #undef GLV_TAG
+#undef GLV_FP
 
 #define CURVE bn128_g2
 #define F bn128_fp2
-#include PS_TEMPLATE
-#undef CURVE
-#undef F
-
-#define CURVE bls12381_g1
-#define F bls12381_fp
-#define GLV_TAG PS_BLS12381_GLV   /* G1 has the endomorphism of glv.h */
+#define GLV_TAG PS_BN128_G2_GLV
+#define GLV_FP bn128_fp
+#define GLV_EXT 1
 #include PS_TEMPLATE
 #undef CURVE
 #undef F
 #undef GLV_TAG
+#undef GLV_FP
+#undef GLV_EXT
 
-#define CURVE bls12381_g2
-#define F bls12381_fp2
+#define CURVE bls12381_g1
+#define F bls12381_fp
+#define GLV_TAG PS_BLS12381_G1_GLV
+#define GLV_FP bls12381_fp
 #include PS_TEMPLATE
 #undef CURVE
 #undef F
+#undef GLV_TAG
+#undef GLV_FP
+
+#define CURVE bls12381_g2
+#define F bls12381_fp2
+#define GLV_TAG PS_BLS12381_G2_GLV
+#define GLV_FP bls12381_fp
+#define GLV_EXT 1
+#include PS_TEMPLATE
+#undef CURVE
+#undef F
+#undef GLV_TAG
+#undef GLV_FP
+#undef GLV_EXT
 
 #undef CN
 #undef FF
