@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.prover import native
+from engine.prover import fixed_base, native
 from engine.prover.curves import g1_from_mont, g2_from_mont, get_curve, limbs_to_ints
 from engine.prover.datatypes import Proof, ProofAborted, ProvingKey
 from engine.prover.r1cs import R1CS, Assignment
@@ -79,31 +79,6 @@ def assignment_from_witness(pk: ProvingKey | ZkeyConstraints, witness: np.ndarra
         ev.append(native.sparse_matvec(pk.curve, rp, m.cols[:k], m.coeffs[:k], w))
     c = native.fr_mul(pk.curve, ev[0], ev[1]) if n else np.zeros((0, 4), np.uint64)
     return Assignment(curve=pk.curve, witness=w, a=ev[0], b=ev[1], c=c, n_public=pk.n_public)
-
-
-def _live_rows(pk: ProvingKey, name: str) -> np.ndarray | None:
-    """Indices of the key's non-infinity bases in pk.<name> (None when all are live), cached.
-
-    Signals that never occur in A (or B) have the point at infinity there; in circom circuits
-    and ours that is often half of them, and skipping them halves those MSMs (the G2 one is
-    the dearest) without changing the sum.
-    """
-    key = f"live:{name}"
-    if key not in pk.extra:
-        pts = getattr(pk, name)
-        live = np.flatnonzero(np.any(pts != 0, axis=1))
-        pk.extra[key] = None if live.shape[0] == pts.shape[0] else live
-    return pk.extra[key]  # type: ignore[return-value]
-
-
-def _msm_live(pk: ProvingKey, name: str, scalars: np.ndarray) -> np.ndarray:
-    live = _live_rows(pk, name)
-    pts = getattr(pk, name)
-    fn = native.msm_g2 if name == "b2_points" else native.msm_g1
-    if live is not None and live.shape[0] == 0:
-        return np.zeros(pts.shape[1], np.uint64)
-    # the kernel reads the live rows in place: no per-proof copy of the bases
-    return fn(pk.curve, pts, scalars, rows=live)
 
 
 def _domain_evals(pk: ProvingKey, asg: Assignment) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -245,13 +220,13 @@ def gpu_prove_start(
         del a, b, c
         priv = w[pk.n_public + 1 :]
         _check(abort, "the A MSM")
-        pa = _msm_live(pk, "a_points", w)
+        pa = fixed_base.msm(pk, "a_points", w)
         _check(abort, "the B1 MSM")
-        pb1 = _msm_live(pk, "b1_points", w)
+        pb1 = fixed_base.msm(pk, "b1_points", w)
         _check(abort, "the C MSM")
-        pc = native.msm_g1(curve, pk.c_points, priv) if priv.shape[0] else np.zeros_like(pa)
+        pc = fixed_base.msm(pk, "c_points", priv) if priv.shape[0] else np.zeros_like(pa)
         _check(abort, "the H MSM")
-        ph = native.msm_g1(curve, pk.h_points, h)
+        ph = fixed_base.msm(pk, "h_points", h)
         pending.g1 = {"a": pa, "b1": pb1, "c": native.g1_add_affine(curve, pc, ph)}
     elif device.startswith("cuda"):
         pending.handle = _cuda_g1_start(pk, w, a, b, c, device)
@@ -269,7 +244,7 @@ def gpu_prove_finish(pending: PendingProof, *, abort: Abort = None) -> Proof:
     pk, curve, w = pending.pk, pending.pk.curve, pending.witness
     _check(abort, "the B2 MSM")
     # the G2 MSM runs here on the CPU while the device (if any) finishes its G1 work
-    pb2 = _msm_live(pk, "b2_points", w)
+    pb2 = fixed_base.msm(pk, "b2_points", w)
     if pending.handle is not None:
         g1 = pending.handle.wait(curve)
         pending.handle = None

@@ -57,15 +57,19 @@ __all__ = [  # this module's API and the build's names it re-exports
     "g1_double",
     "g1_mul_generator_batch",
     "g1_scalar_mul",
+    "g1_shifted_copies",
     "g2_add_affine",
     "g2_add_projective",
     "g2_double",
     "g2_mul_generator_batch",
     "g2_scalar_mul",
+    "g2_shifted_copies",
     "h_coset",
     "h_shift",
     "msm_g1",
+    "msm_g1_copies",
     "msm_g2",
+    "msm_g2_copies",
     "msm_window",
     "ntt",
     "params_prelude",
@@ -294,14 +298,48 @@ class _Group:
         b = _u64(bases, w, "bases")
         s = _u64(scalars, 4, "scalars", b.shape[0])
         out = np.zeros(w, dtype=np.uint64)
-        n, rows_ptr = b.shape[0], self._ffi_null()
-        if rows is not None:
-            r = np.ascontiguousarray(rows, dtype=np.int64)
-            if r.ndim != 1 or (r.shape[0] and (int(r.min()) < 0 or int(r.max()) >= b.shape[0])):
-                raise ValueError(f"rows: expected indices below {b.shape[0]}")
-            n, rows_ptr = r.shape[0], _ptr(r, "int64_t *")
+        n, rows_ptr = self._rows(rows, b.shape[0])
         self._kernel(c, "msm")(_ptr(out), _ptr(b), _ptr(s), rows_ptr, n, _threads(threads))
         return out
+
+    def shifted_copies(self, curve: str, bases: np.ndarray, copies: int, shift: int, *,
+                       threads: int | None = None) -> np.ndarray:
+        """(copies·n, width): block t is 2^(t·shift)·bases, the table msm_copies reads."""
+        c = get_curve(curve)
+        w = self.width(c)
+        b = _u64(bases, w, "bases")
+        if copies < 1 or shift < 1:
+            raise ValueError(f"copies and shift must be positive, got {copies} and {shift}")
+        out = np.empty((copies * b.shape[0], w), dtype=np.uint64)
+        self._kernel(c, "shifted_copies")(_ptr(out), _ptr(b), b.shape[0], copies, shift, _threads(threads))
+        return out
+
+    def msm_copies(self, curve: str, table: np.ndarray, scalars: np.ndarray, copies: int, shift: int, *,
+                   rows: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """The msm of scalars over the bases whose shifted copies ``table`` holds; ``shift``
+        must be the table's and cover the scalars (G1: GLV halves, G2: whole scalars) in
+        ``copies`` slices."""
+        c = get_curve(curve)
+        w = self.width(c)
+        t = _u64(table, w, "table")
+        if copies < 1 or t.shape[0] % copies:
+            raise ValueError(f"table: {t.shape[0]} rows is not {copies} copies")
+        stride = t.shape[0] // copies
+        s = _u64(scalars, 4, "scalars", stride)
+        out = np.zeros(w, dtype=np.uint64)
+        n, rows_ptr = self._rows(rows, stride)
+        self._kernel(c, "msm_copies")(_ptr(out), _ptr(t), _ptr(s), rows_ptr, n, stride, copies, shift,
+                                      _threads(threads))
+        return out
+
+    def _rows(self, rows: np.ndarray | None, n: int) -> tuple[int, Any]:
+        """(count, pointer) of the row indices a kernel reads (all n rows for None)."""
+        if rows is None:
+            return n, self._ffi_null()
+        r = np.ascontiguousarray(rows, dtype=np.int64)
+        if r.ndim != 1 or (r.shape[0] and (int(r.min()) < 0 or int(r.max()) >= n)):
+            raise ValueError(f"rows: expected indices below {n}")
+        return r.shape[0], _ptr(r, "int64_t *")
 
     @staticmethod
     def _ffi_null() -> Any:
@@ -363,6 +401,8 @@ class _Group:
 
 _G1, _G2 = _Group("g1"), _Group("g2")
 msm_g1, msm_g2 = _G1.msm, _G2.msm
+g1_shifted_copies, g2_shifted_copies = _G1.shifted_copies, _G2.shifted_copies
+msm_g1_copies, msm_g2_copies = _G1.msm_copies, _G2.msm_copies
 g1_mul_generator_batch, g2_mul_generator_batch = _G1.mul_generator_batch, _G2.mul_generator_batch
 g1_add_affine, g2_add_affine = _G1.add_affine, _G2.add_affine
 g1_add_projective, g2_add_projective = _G1.add_projective, _G2.add_projective

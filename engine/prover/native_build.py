@@ -48,6 +48,7 @@ KERNEL_FILES = (
     "host_field.h",
     "host_fr.h",
     "host_group.h",
+    "host_copies.h",
     "glv.h",
     "fp12.h",
     "pairing.h",
@@ -129,6 +130,10 @@ def _cdef() -> str:
                 f"int {p}_msm_window(size_t n);",
                 f"void {p}_msm(uint64_t *out, const uint64_t *bases, const uint64_t *scalars, const int64_t *rows,"
                 " size_t n, int threads);",
+                f"void {p}_shifted_copies(uint64_t *out, const uint64_t *bases, size_t n, int copies, int shift,"
+                " int threads);",
+                f"void {p}_msm_copies(uint64_t *out, const uint64_t *table, const uint64_t *scalars,"
+                " const int64_t *rows, size_t n, size_t stride, int copies, int shift, int threads);",
                 f"void {p}_fixed_base_batch(uint64_t *out, const uint64_t *base,"
                 " const uint64_t *scalars, size_t n, int threads);",
                 f"void {p}_add_affine_api(uint64_t *out, const uint64_t *p, const uint64_t *q);",

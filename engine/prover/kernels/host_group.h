@@ -308,6 +308,8 @@ static void CN(msm_glv)(u64 *out, const AFF *bases, const u64 *scalars, const in
 }
 #endif
 
+#include "host_copies.h"
+
 /* sum_i scalars[r_i] * bases[r_i] over the rows r (all n of them when rows is NULL: a key's
  * live rows, so its points at infinity are never copied); out: one affine point. */
 void CN(msm)(u64 *out, const u64 *bases_, const u64 *scalars, const int64_t *rows, size_t n, int threads) {
