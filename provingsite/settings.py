@@ -159,6 +159,10 @@ PROVINGSITE = {
     # Host memory the engine may reserve: "auto" (RAM minus a safety margin) or a size.
     "MEMORY_BUDGET": env_size("PROVINGSITE_MEMORY_BUDGET", "auto"),
     "MEMORY_SAFETY_MARGIN": env_size("PROVINGSITE_MEMORY_SAFETY_MARGIN", "2GiB"),
+    # Fixed-base tables (engine/prover/fixed_base.py) for the keys the engine keeps: shifted
+    # copies of a key's small MSMs' bases, about 10 % off a proof of up to 2^12 constraints
+    # for about as much memory again as the key, counted with it.
+    "FIXED_BASE": env_bool("PROVINGSITE_FIXED_BASE", True),
     "SYNTHESIS_CONCURRENCY": env_int("PROVINGSITE_SYNTHESIS_CONCURRENCY", 2, minimum=1, maximum=1024),
     "WORKERS_PER_DEVICE": env_int("PROVINGSITE_WORKERS_PER_DEVICE", 2, minimum=1, maximum=64),
     # "auto" (every CUDA device, else one CPU slot), or a list such as "cuda:0,cuda:1" or "cpu".

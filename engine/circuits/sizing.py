@@ -30,6 +30,8 @@ class MemoryNeeds:
     witness_bytes: int
     abc_bytes: int
     key_bytes: int
+    table_bytes: int = 0  # the most the key's fixed-base tables take, where the engine keeps it
+
 
     @property
     def partition_bytes(self) -> int:
@@ -47,7 +49,16 @@ def shape_memory(shape: CircuitShape) -> MemoryNeeds:
         + domain * G1_BYTES
         + (n_public + 1) * G1_BYTES
     )
-    return MemoryNeeds(witness_bytes=n_vars * FR_BYTES, abc_bytes=3 * domain * FR_BYTES, key_bytes=key)
+    return MemoryNeeds(witness_bytes=n_vars * FR_BYTES, abc_bytes=3 * domain * FR_BYTES, key_bytes=key,
+                       table_bytes=_table_bytes(n_vars, n_public, domain, G1_BYTES, G2_BYTES))
+
+
+def _table_bytes(n_vars: int, n_public: int, domain: int, g1: int, g2: int) -> int:
+    """The bound on the fixed-base tables of the key's five MSM sections (A, B1, B2, C, H)."""
+    from engine.prover.fixed_base import table_nbytes_bound
+
+    sections = ((n_vars, g1), (n_vars, g1), (n_vars, g2), (n_vars - n_public - 1, g1), (domain, g1))
+    return sum(table_nbytes_bound(rows, size) for rows, size in sections)
 
 
 def custom_memory(n_vars: int, n_public: int, domain_size: int, n_coefficients: int, n8q: int,
@@ -63,7 +74,8 @@ def custom_memory(n_vars: int, n_public: int, domain_size: int, n_coefficients: 
     points = (2 * n_vars + (n_vars - n_public - 1) + domain_size + n_public + 1) * g1 + n_vars * g2
     matrices = n_coefficients * (8 + FR_BYTES) + 2 * 2 * (domain_size + 1) * 8
     key = 2 * (points + matrices + zkey_bytes)
-    return MemoryNeeds(witness_bytes=2 * n_vars * FR_BYTES, abc_bytes=3 * domain_size * FR_BYTES, key_bytes=key)
+    return MemoryNeeds(witness_bytes=2 * n_vars * FR_BYTES, abc_bytes=3 * domain_size * FR_BYTES, key_bytes=key,
+                       table_bytes=_table_bytes(n_vars, n_public, domain_size, g1, g2))
 
 
 class CountingCS(WitnessCS):

@@ -39,7 +39,7 @@ from engine.pipeline.claim import Dispatcher
 from engine.pipeline.finalize import Finalizers
 from engine.pipeline.inflight import InFlight, Signals, Stats
 from engine.pipeline.keycache import KeyCache
-from engine.pipeline.keys import load_proving_key
+from engine.pipeline.keys import held_nbytes, load_proving_key
 from engine.pipeline.memory import MemoryManager, budget_bytes, total_ram
 from engine.pipeline.prove import ProofQueue, ProvingWorker, worker_rows
 from engine.pipeline.reserve import reserve
@@ -94,7 +94,7 @@ class Engine:
         self.devices = devices_mod.discover(self.config.devices)
         self.backend = devices_mod.backend_of(self.devices)
         self.memory = MemoryManager(budget_bytes(self.config.budget, self.config.margin))
-        self.keycache = KeyCache(self.memory, key_loader, on_change=self._report_keys)
+        self.keycache = KeyCache(self.memory, key_loader, on_change=self._report_keys, sizer=held_nbytes)
         self.proof_queue = ProofQueue()
         self.signals = Signals()
         self.threads: list[threading.Thread] = []

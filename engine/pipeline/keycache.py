@@ -1,7 +1,8 @@
 """Proving keys held in memory, each one accounted in the memory budget.
 
 A key is checked out for every partition that will need it (refcount) and checked back in
-when the partition is finished. Keys nobody holds stay loaded for the next partition but
+when the partition is finished. Its bytes are reserved from an estimate before it loads, then
+trued up to what the loaded key holds (its points, matrices and fixed-base tables). Keys nobody holds stay loaded for the next partition but
 are evictable: when the budget is short the memory manager asks this cache to drop idle
 keys, least recently used first (Filecoin's parameter cache behaves the same).
 """
@@ -37,10 +38,12 @@ class KeyCache:
     writes the new list to its host row then, so that by the time a partition proves with a key,
     every reader already sees that key loaded (a heartbeat would be up to a beat late)."""
 
-    def __init__(self, memory: MemoryManager, loader: Loader, on_change: Callable[[], None] | None = None) -> None:
+    def __init__(self, memory: MemoryManager, loader: Loader, on_change: Callable[[], None] | None = None,
+                 sizer: Callable[[Any], int] | None = None) -> None:
         self.memory = memory
         self.loader = loader
         self.on_change = on_change
+        self.sizer = sizer  # a loaded key's real bytes: its reservation is trued up to them
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self.evictions = 0
@@ -73,12 +76,28 @@ class KeyCache:
             reservation = self.memory.acquire(f"key:{circuit_id}", nbytes, priority)
             try:
                 key = self.loader(circuit_id)
+                if self.sizer is not None:
+                    self._true_up(reservation, self.sizer(key), priority)
             except BaseException:
                 reservation.release()
                 raise
             with self._lock:
                 self._entries[circuit_id] = _Entry(circuit_id, key, reservation, 1, time.monotonic())
             return key, True
+
+    def _true_up(self, reservation: Reservation, actual: int, priority: int) -> None:
+        """The estimate reserved before loading becomes what the key really holds: less gives
+        the rest back, more is reserved too (built-in keys' matrices are not in the estimate)."""
+        if actual < reservation.nbytes:
+            reservation.release_part(reservation.nbytes - actual)
+        elif actual > reservation.nbytes:
+            self.memory.extend(reservation, actual - reservation.nbytes, priority)
+
+    def reserved_bytes(self, circuit_id: str) -> int:
+        """The bytes a loaded key holds in the budget (0 when it is not loaded)."""
+        with self._lock:
+            entry = self._entries.get(circuit_id)
+            return entry.reservation.nbytes if entry is not None else 0
 
     def check_in(self, circuit_id: str) -> None:
         with self._lock:

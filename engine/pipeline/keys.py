@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+
+from engine.format import fmt_bytes
+
+if TYPE_CHECKING:
+    from engine.circuits.sizing import MemoryNeeds
 
 log = logging.getLogger("engine")
 
@@ -33,8 +39,36 @@ def zkey_path(circuit_id: str) -> Path:
     return Path(settings.DATA_DIR) / "circuits" / found.group(1) / ZKEY_NAME
 
 
+def fixed_base_enabled() -> bool:
+    return bool(settings.PROVINGSITE["FIXED_BASE"])
+
+
+def table_bytes(needs: MemoryNeeds) -> int:
+    """What a cached key's fixed-base tables may take: reserved with the key."""
+    return needs.table_bytes if fixed_base_enabled() else 0
+
+
+def held_nbytes(pk: Any) -> int:
+    """What a loaded key holds in memory: its arrays and its fixed-base tables."""
+    from engine.prover import fixed_base
+
+    return int(pk.nbytes) + fixed_base.tables_nbytes(pk)
+
+
 def load_proving_key(circuit_id: str) -> Any:
-    """The circuit's proving key; a fresh machine gets development keys made on first use."""
+    """The circuit's proving key, with its fixed-base tables (the engine keeps the key for
+    every job of the circuit); a fresh machine gets development keys made on first use."""
+    pk = _read_proving_key(circuit_id)
+    if fixed_base_enabled():
+        from engine.prover import fixed_base
+
+        started = time.monotonic()
+        nbytes = fixed_base.precompute(pk)
+        log.info("fixed-base tables for %s: %s in %.2f s", circuit_id, fmt_bytes(nbytes), time.monotonic() - started)
+    return pk
+
+
+def _read_proving_key(circuit_id: str) -> Any:
     from engine.circuits.keystore import KeyStore
     from engine.circuits.kinds import parse_circuit_id
     from engine.prover.snarkjs import read_zkey

@@ -104,6 +104,14 @@ class MemoryManager:
                 self._waiting.remove(ticket)
                 self._cond.notify_all()  # the next in line may now be the head
 
+    def extend(self, reservation: Reservation, nbytes: int, priority: int = 2) -> None:
+        """Grow ``reservation`` by ``nbytes``, blocking as acquire does (a key found larger,
+        once loaded, than its estimate)."""
+        self._check_possible(reservation.owner, reservation.nbytes + nbytes)
+        more = self.acquire(reservation.owner, nbytes, priority)
+        reservation.nbytes += more.nbytes
+        more.nbytes = 0
+
     def _wait_for_turn(self, ticket: _Ticket, owner: str, nbytes: int, timeout: float | None,
                        cancelled: Callable[[], bool] | None) -> Reservation:
         import time

@@ -11,12 +11,23 @@ from __future__ import annotations
 import logging
 import threading
 
+from engine.format import fmt_bytes
 from engine.pipeline.inflight import InFlight
 from engine.pipeline.keycache import KeyCache
 from engine.pipeline.memory import MemoryBudgetError, MemoryManager
 from engine.pipeline.work import CircuitSource, WorkItem
 
 log = logging.getLogger("engine.reserve")
+
+
+def _check_fits_with_key(item: WorkItem, key_bytes: int, memory: MemoryManager) -> None:
+    """A partition whose memory cannot fit beside its own key would wait for ever (the key it
+    holds is never evictable while it waits): fail it now, saying so."""
+    if key_bytes + item.partition_bytes > memory.budget:
+        raise MemoryBudgetError(
+            f"{item.label} needs {fmt_bytes(item.partition_bytes)} beside its proving key's {fmt_bytes(key_bytes)}, "
+            f"more than the whole memory budget of {fmt_bytes(memory.budget)}; raise PROVINGSITE_MEMORY_BUDGET "
+            f"(runengine --budget) or set PROVINGSITE_FIXED_BASE=0 to keep keys without their tables")
 
 
 def reserve(item: WorkItem, book: InFlight, keycache: KeyCache, memory: MemoryManager,
@@ -27,6 +38,7 @@ def reserve(item: WorkItem, book: InFlight, keycache: KeyCache, memory: MemoryMa
             item.key = keycache.checkout(item.circuit_id, item.key_bytes, item.priority)
             if item.source is CircuitSource.REGISTERED:  # its vk is the cached key's
                 item.vk = item.key.vk
+            _check_fits_with_key(item, keycache.reserved_bytes(item.circuit_id), memory)
         item.reservation = memory.acquire(f"{item.kind} {item.job_id}", item.partition_bytes, item.priority,
                                           cancelled=lambda: item.dropped or stopping.is_set())
         if not item.source.shares_key:  # the client's own key, read once per job, inside its reservation

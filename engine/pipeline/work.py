@@ -121,7 +121,7 @@ def size_item(item: WorkItem) -> None:
         from engine.circuits.kinds import parse_circuit_id
 
         needs = parse_circuit_id(item.circuit_id).memory
-        item.key_bytes = int(needs.key_bytes)
+        item.key_bytes = int(needs.key_bytes + keys.table_bytes(needs))
         item.abc_bytes = int(needs.abc_bytes)
         item.partition_bytes = int(needs.witness_bytes + needs.abc_bytes)
         return
@@ -143,7 +143,7 @@ def _size_circom(item: WorkItem) -> None:
     needs = custom_memory(header.n_vars, header.n_public, header.domain_size, n_coef, header.n8q, zkey_bytes)
     item.abc_bytes = int(needs.abc_bytes)
     if item.source.shares_key:  # the key cache holds a registered circuit's key once for every job
-        item.key_bytes = int(needs.key_bytes)
+        item.key_bytes = int(needs.key_bytes + keys.table_bytes(needs))
         item.partition_bytes = int(needs.witness_bytes + needs.abc_bytes)
         return
     item.key_bytes = 0

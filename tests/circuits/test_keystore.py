@@ -71,6 +71,14 @@ def test_memory_estimate_matches_the_loaded_keys_point_arrays(keys_made) -> None
     assert shape.memory.key_bytes == sum(p.nbytes for p in points)
 
 
+def test_the_memory_estimate_bounds_the_loaded_keys_fixed_base_tables(keys_made) -> None:
+    from engine.prover import fixed_base
+
+    shape = circuit_for("winning-post", "tiny")
+    pk = keys_made.load_proving_key(shape.circuit_id)
+    assert 0 < fixed_base.precompute(pk) <= shape.memory.table_bytes
+
+
 def test_a_missing_key_names_the_file_and_the_command(keys) -> None:
     with pytest.raises(keystore.KeyMissing) as info:
         keys.load_proving_key("porep-c2/tiny")

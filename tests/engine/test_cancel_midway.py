@@ -33,18 +33,20 @@ def engine(engine_params):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def msm_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """How many G1/G2 MSMs the real kernels ran (a counting wrapper around them)."""
+    """How many G1/G2 MSMs the real kernels ran, plain or through the key's fixed-base tables
+    (a counting wrapper around them)."""
     from engine.prover import native
 
     calls = {"msm_g1": 0, "msm_g2": 0}
     for name in calls:
-        real = getattr(native, name)
+        for kernel in (name, f"{name}_copies"):
+            real = getattr(native, kernel)
 
-        def counted(*args, _real=real, _name=name, **kwargs):  # type: ignore[no-untyped-def]
-            calls[_name] += 1
-            return _real(*args, **kwargs)
+            def counted(*args, _real=real, _name=name, **kwargs):  # type: ignore[no-untyped-def]
+                calls[_name] += 1
+                return _real(*args, **kwargs)
 
-        monkeypatch.setattr(native, name, counted)
+            monkeypatch.setattr(native, kernel, counted)
     return calls
 
 
@@ -71,6 +73,7 @@ def test_a_proof_cancelled_while_finishing_is_not_verified_or_recorded(engine: E
     (item,) = (synthesized(engine, c) for c in engine.writer.claim(1))
     worker = engine.workers[0]
     assert worker.occupy(item) and worker.launch(item)
+    assert msm_calls["msm_g1"] > 0  # the launch ran the G1 MSMs, and they were counted
 
     cancel_job(ProofJob.objects.get(job_id="cancel-midway"))
     engine.sweep()
