@@ -160,7 +160,7 @@ PROVINGSITE = {
     "MEMORY_BUDGET": env_size("PROVINGSITE_MEMORY_BUDGET", "auto"),
     "MEMORY_SAFETY_MARGIN": env_size("PROVINGSITE_MEMORY_SAFETY_MARGIN", "2GiB"),
     # Fixed-base tables (engine/prover/fixed_base.py) for the keys the engine keeps: shifted
-    # copies of a key's small MSMs' bases, about 10 % off a proof of up to 2^12 constraints
+    # copies of a key's small MSMs' bases, 7-10 % off a proof of up to 2^12 constraints
     # for about as much memory again as the key, counted with it.
     "FIXED_BASE": env_bool("PROVINGSITE_FIXED_BASE", True),
     "SYNTHESIS_CONCURRENCY": env_int("PROVINGSITE_SYNTHESIS_CONCURRENCY", 2, minimum=1, maximum=1024),

@@ -5,10 +5,10 @@ Q_t = 2^(t·s)·P (kernels/host_copies.h) can be made once: the MSM then runs ov
 points with scalars half as long (the GLV halves cut again), which halves its windows, and
 with them its bucket reductions and doublings. The bucket additions stay the same, so this
 pays only where the reductions are a large share, on small MSMs; on large ones the bigger
-point array costs more in cache misses than it saves. Measured on 2 cores, BLS12-381, one
-run each (`bench/fixed_base.py` prints it): at 1,024 bases G1 -10 %, G2 -22 %; at 4,096
-bases G1 -5 %, G2 -14 %; at 8,192 even; at 65,536 G1 +25 %, G2 +15 %. Hence a table only for
-MSMs over at most MAX_ROWS live bases.
+point array costs more in cache misses than it saves. `bench/fixed_base.py` on 2 cores, one
+run, with / without (BLS12-381; BN254 alike): G1 0.88 at 2^10 bases, 0.94 at 2^12, 0.98 at
+2^13, 1.35 at 2^16; G2 0.99, 0.88, 1.02, 1.28. Whole proofs of 2^10 and 2^12 constraints:
+0.90-0.93 on both curves. Hence a table only for MSMs over at most MAX_ROWS live bases.
 
 A table holds COPIES × the live bases' bytes (block 0 is the bases themselves, so the kernel
 reads one compact array); ``table_nbytes_bound`` is what the engine reserves with the key.

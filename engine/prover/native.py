@@ -317,13 +317,16 @@ class _Group:
     def msm_copies(self, curve: str, table: np.ndarray, scalars: np.ndarray, copies: int, shift: int, *,
                    rows: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
         """The msm of scalars over the bases whose shifted copies ``table`` holds; ``shift``
-        must be the table's and cover the scalars (G1: GLV halves, G2: whole scalars) in
-        ``copies`` slices."""
+        must be the table's, and ``copies`` slices of it must cover the scalars' GLV halves."""
+        from engine.prover.glv_params import glv_params
+
         c = get_curve(curve)
         w = self.width(c)
         t = _u64(table, w, "table")
         if copies < 1 or t.shape[0] % copies:
             raise ValueError(f"table: {t.shape[0]} rows is not {copies} copies")
+        if copies * shift < glv_params(curve, self.name).bits:
+            raise ValueError(f"{copies} slices of {shift} bits do not cover the GLV halves")
         stride = t.shape[0] // copies
         s = _u64(scalars, 4, "scalars", stride)
         out = np.zeros(w, dtype=np.uint64)

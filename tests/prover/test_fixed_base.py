@@ -88,6 +88,8 @@ def test_a_bad_table_shape_is_refused() -> None:
     pts = bases("bn128", "g1", [1, 2, 3])
     with pytest.raises(ValueError, match="copies"):
         native.msm_g1_copies("bn128", pts, fr_to_limbs([1]), 2, 64)
+    with pytest.raises(ValueError, match="do not cover"):
+        native.msm_g1_copies("bn128", np.concatenate([pts, pts]), fr_to_limbs([1, 2, 3]), 2, 32)
     with pytest.raises(ValueError, match="positive"):
         native.g1_shifted_copies("bn128", pts, 0, 64)
 
