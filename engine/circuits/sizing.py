@@ -32,7 +32,6 @@ class MemoryNeeds:
     key_bytes: int
     table_bytes: int = 0  # the most the key's fixed-base tables take, where the engine keeps it
 
-
     @property
     def partition_bytes(self) -> int:
         return self.witness_bytes + self.abc_bytes
