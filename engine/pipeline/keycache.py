@@ -2,9 +2,10 @@
 
 A key is checked out for every partition that will need it (refcount) and checked back in
 when the partition is finished. Its bytes are reserved from an estimate before it loads, then
-trued up to what the loaded key holds (its points, matrices and fixed-base tables). Keys nobody holds stay loaded for the next partition but
-are evictable: when the budget is short the memory manager asks this cache to drop idle
-keys, least recently used first (Filecoin's parameter cache behaves the same).
+trued up to what the loaded key holds (its points, matrices and fixed-base tables). Keys
+nobody holds stay loaded for the next partition but are evictable: when the budget is short
+the memory manager asks this cache to drop idle keys, least recently used first (Filecoin's
+parameter cache behaves the same).
 """
 
 from __future__ import annotations
