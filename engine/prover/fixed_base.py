@@ -107,11 +107,6 @@ def tables_nbytes(pk: ProvingKey) -> int:
     return sum(t.nbytes for t in _tables(pk).values())
 
 
-def drop(pk: ProvingKey) -> None:
-    """Forget the key's tables (its MSMs go back to the plain kernels)."""
-    pk.extra.pop(_TABLES, None)
-
-
 def msm(pk: ProvingKey, name: str, scalars: np.ndarray) -> np.ndarray:
     """sum scalars[i]·pk.<name>[i] over the section's live rows, through its table when
     precompute made one; scalars has one row per base."""

@@ -39,38 +39,30 @@ void CN(shifted_copies)(u64 *out_, const u64 *bases_, size_t n, int copies, int 
 }
 
 /* sum_i k_{r_i} P_{r_i} from the copies table (copies blocks of stride points, from
- * shifted_copies) over the rows r (all stride of them when rows is NULL). */
+ * shifted_copies) over the rows r (n of them; rows NULL: the first n). Each scalar is split
+ * by GLV (glv.h) and each half cut into copies slices of shift bits, each slice paired with
+ * its copy, or phi of it: an MSM over 2 copies n points. One copy of 256-bit slices is the
+ * plain GLV MSM (CN(msm)). */
 void CN(msm_copies)(u64 *out, const u64 *table_, const u64 *scalars, const int64_t *rows, size_t n,
                     size_t stride, int copies, int shift, int threads) {
+    static const ps_glv_lattice lattice = PS_CAT(GLV_TAG, _LATTICE);
     const AFF *tab = (const AFF *)table_;
     if (threads <= 0) threads = 1;
-#ifdef GLV_TAG
-    static const ps_glv_lattice lattice = PS_CAT(GLV_TAG, _LATTICE);
-    const int halves = 2;
-#else
-    const int halves = 1;
-#endif
-    size_t per = (size_t)halves * copies, m = per * n;
+    size_t per = (size_t)2 * copies, m = per * n;
     AFF *pts = (AFF *)malloc(sizeof(AFF) * (m ? m : 1));
     u64 *ks = (u64 *)malloc(sizeof(u64) * 4 * (m ? m : 1));
     #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 1024)
     for (size_t i = 0; i < n; i++) {
         size_t j = rows ? (size_t)rows[i] : i;
         u64 k[2][4];
-        int neg[2] = { 0, 0 };
-#ifdef GLV_TAG
+        int neg[2];
         ps_glv_split(&lattice, scalars + 4 * j, k[0], &neg[0], k[1], &neg[1]);
-#else
-        memcpy(k[0], scalars + 4 * j, sizeof k[0]);
-#endif
         for (int t = 0; t < copies; t++) {
             const AFF *q = &tab[(size_t)t * stride + j];
-            for (int h = 0; h < halves; h++) {
-                size_t o = i * per + (size_t)t * halves + h;
+            for (int h = 0; h < 2; h++) {
+                size_t o = i * per + (size_t)t * 2 + h;
                 AFF p = *q;
-#ifdef GLV_TAG
                 if (h) CN(glv_phi)(&p, q);
-#endif
                 if (neg[h]) CN(affine_neg)(&pts[o], &p); else pts[o] = p;
                 CN(bit_slice)(ks + 4 * o, k[h], t * shift, shift);
             }

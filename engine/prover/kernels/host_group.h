@@ -270,7 +270,7 @@ static void CN(msm_pippenger)(u64 *out, const AFF *bases, const u64 *scalars, si
     free(wins); free(digits);
 }
 
-#ifdef GLV_TAG
+/* Every group has its endomorphism (each_group.h names its constants): glv.h's split. */
 #include "glv.h"
 #define GF(x) PS_CAT3(GLV_FP, _, x)
 /* phi(x, y) = (beta x, y), beta in Fp: on G2 it scales both coefficients of x. */
@@ -285,49 +285,16 @@ static inline void CN(glv_phi)(AFF *r, const AFF *p) {
 }
 #undef GF
 
-/* Through the group's endomorphism (glv.h): sum k_i P_i = sum (k1_i P_i + k2_i phi(P_i)), an
- * MSM over 2n points whose scalars are half as long, so it has half the windows: the same
- * bucket additions, half the bucket reductions and doublings (at 2^16 points a sixth of the
- * G1 time). */
-static void CN(msm_glv)(u64 *out, const AFF *bases, const u64 *scalars, const int64_t *rows, size_t n,
-                        int threads) {
-    static const ps_glv_lattice lattice = PS_CAT(GLV_TAG, _LATTICE);
-    AFF *pts = (AFF *)malloc(sizeof(AFF) * 2 * n);
-    u64 *ks = (u64 *)malloc(sizeof(u64) * 8 * n);
-    #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
-    for (size_t i = 0; i < n; i++) {
-        size_t j = rows ? (size_t)rows[i] : i;
-        int neg1, neg2;
-        ps_glv_split(&lattice, scalars + 4 * j, ks + 8 * i, &neg1, ks + 8 * i + 4, &neg2);
-        AFF phi; CN(glv_phi)(&phi, &bases[j]);
-        if (neg1) CN(affine_neg)(&pts[2 * i], &bases[j]); else pts[2 * i] = bases[j];
-        if (neg2) CN(affine_neg)(&pts[2 * i + 1], &phi); else pts[2 * i + 1] = phi;
-    }
-    CN(msm_pippenger)(out, pts, ks, 2 * n, threads);
-    free(pts); free(ks);
-}
-#endif
-
 #include "host_copies.h"
 
 /* sum_i scalars[r_i] * bases[r_i] over the rows r (all n of them when rows is NULL: a key's
- * live rows, so its points at infinity are never copied); out: one affine point. */
-void CN(msm)(u64 *out, const u64 *bases_, const u64 *scalars, const int64_t *rows, size_t n, int threads) {
-    const AFF *bases = (const AFF *)bases_;
-    if (threads <= 0) threads = 1;
-#ifdef GLV_TAG
-    if (n > 0) { CN(msm_glv)(out, bases, scalars, rows, n, threads); return; }
-#endif
-    if (!rows) { CN(msm_pippenger)(out, bases, scalars, n, threads); return; }
-    AFF *pts = (AFF *)malloc(sizeof(AFF) * (n ? n : 1));
-    u64 *ks = (u64 *)malloc(sizeof(u64) * 4 * (n ? n : 1));
-    #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
-    for (size_t i = 0; i < n; i++) {
-        pts[i] = bases[rows[i]];
-        memcpy(ks + 4 * i, scalars + 4 * rows[i], 4 * sizeof(u64));
-    }
-    CN(msm_pippenger)(out, pts, ks, n, threads);
-    free(pts); free(ks);
+ * live rows, so its points at infinity are never copied); out: one affine point. It is
+ * host_copies.h's MSM over a single copy, the bases themselves, so every MSM goes through the
+ * endomorphism: sum k_i P_i = sum (k1_i P_i + k2_i phi(P_i)), over 2n points whose scalars
+ * are half as long, so half the windows: the same bucket additions, half the bucket
+ * reductions and doublings (at 2^16 points a sixth of the G1 time). */
+void CN(msm)(u64 *out, const u64 *bases, const u64 *scalars, const int64_t *rows, size_t n, int threads) {
+    CN(msm_copies)(out, bases, scalars, rows, n, 0 /* one copy: no stride */, 1, 256, threads);
 }
 
 /* out[i] = scalars[i] * base for many scalars (trusted setup): a table of 8-bit-window
