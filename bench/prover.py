@@ -64,9 +64,15 @@ MANAGE = "manage.py prove"
 Argv = Callable[[Path, Path, Path, Path], list[str]]
 
 
+def cli_command() -> list[str]:
+    """The installed console script, as a developer runs it; without an install, -m runs the same
+    `engine.prover.cli:main` (a few milliseconds more: runpy)."""
+    script = Path(sys.executable).parent / CLI
+    return [str(script)] if script.exists() else [sys.executable, "-m", "engine.prover.cli"]
+
+
 def cli_argv(*paths: Path) -> list[str]:
-    # the console script is `engine.prover.cli:main`; -m runs the same code without an install
-    return [sys.executable, "-m", "engine.prover.cli", *map(str, paths), "--device", "cpu"]
+    return [*cli_command(), *map(str, paths), "--device", "cpu"]
 
 
 def manage_argv(*paths: Path) -> list[str]:
@@ -184,7 +190,7 @@ def bench_circuit(c: Circuit, tools: dict[str, Argv], repeat: int, work: Path, e
 
 def startup(repeat: int, env: dict[str, str]) -> dict[str, float]:
     """`--help` of both Python commands: what a developer waits for before any proving starts."""
-    argvs = {CLI: [sys.executable, "-m", "engine.prover.cli", "--help"],
+    argvs = {CLI: [*cli_command(), "--help"],
              MANAGE: [sys.executable, str(REPO / "manage.py"), "prove", "--help"]}
     for argv in argvs.values():
         timed(argv, env)

@@ -12,15 +12,18 @@ A .zkey carries no C matrix, so a bad witness is caught by verifying the fresh p
 the key's own verification key (skip with --no-verify), or, given --r1cs, row by row before
 proving.
 
-Only the standard library loads before the arguments are parsed: numpy, the native kernels
-and the verifier come in when there is a proof to make, so `--help` and a usage error answer
-at once. `manage.py prove` is the same command behind Django's start-up.
+A .zkey and a .wtns proved on the CPU go straight to the kernels (engine.prover.zkey_prover):
+the command then loads only the standard library and the compiled kernels, never numpy, and
+a small circuit is proved in little more than the proof's own time. The GPU, --wasm and
+--r1cs go through the engine's prover (engine.prover.groth16), which the numeric stack
+serves. `manage.py prove` is the same command behind Django's start-up.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
     from engine.prover.keys import ProvingKey
 
 DESCRIPTION = "Prove a snarkjs Groth16 circuit (.zkey + .wtns) and write proof.json and public.json."
+UNSATISFIED_BY_VERIFICATION = "the witness does not satisfy the circuit: the proof failed verification against the key"
 
 
 class ProveError(Exception):
@@ -138,7 +142,54 @@ def _verify(pk: ProvingKey, proof: Proof, public: list[int]) -> None:
     except InvalidProof as e:
         raise ProveError(f"the proof is malformed: {e}") from None
     if not ok:
-        raise ProveError("the witness does not satisfy the circuit: the proof failed verification against the key")
+        raise ProveError(UNSATISFIED_BY_VERIFICATION)
+
+
+def _summary(curve: str, n_vars: int, domain: int, device: str, load_s: float, prove_s: float,
+             verify_s: float | None) -> str:
+    return (f"proved {curve} circuit ({n_vars} signals, domain {domain}) on {device}: "
+            f"load {load_s:.2f} s, prove {prove_s:.2f} s"
+            + (f", verified in {verify_s:.2f} s" if verify_s is not None else ""))
+
+
+def _prove_zkey_wtns(zkey: Path, wtns: Path, proof_path: Path, public_path: Path, check: bool) -> str:
+    """A .zkey and .wtns on the CPU, straight through the kernels (no numpy)."""
+    from engine.prover import native_build, zkey_prover
+    from engine.prover.datatypes import FormatError, InvalidProof
+    from engine.prover.snarkjs_json import write_proof_json, write_public_json
+
+    if not native_build.built():
+        print("provingsite-prove: compiling the CPU kernels (once; about a minute on a small machine)",
+              file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    try:
+        inputs = zkey_prover.read_inputs(zkey, wtns)
+    except FileNotFoundError as e:
+        raise ProveError(f"no such file: {e.filename}") from None
+    except (FormatError, OSError) as e:
+        raise ProveError(f"bad input file: {e}") from None
+    except ValueError as e:
+        raise ProveError(str(e)) from None
+    loaded = time.perf_counter()
+    try:
+        raw = zkey_prover.prove(inputs)
+    except FormatError as e:
+        raise ProveError(f"bad input file: {e}") from None
+    except MemoryError as e:
+        raise ProveError(str(e)) from None
+    proved = time.perf_counter()
+    if check:
+        try:
+            ok = zkey_prover.verify(inputs, raw)
+        except InvalidProof as e:
+            raise ProveError(f"the proof is malformed: {e}") from None
+        if not ok:
+            raise ProveError(UNSATISFIED_BY_VERIFICATION)
+    verified = time.perf_counter()
+    write_proof_json(proof_path, zkey_prover.proof_of(inputs, raw))
+    write_public_json(public_path, inputs.public_inputs)
+    return _summary(inputs.curve.name, inputs.n_vars, inputs.domain_size, "cpu", loaded - started, proved - loaded,
+                    verified - proved if check else None)
 
 
 def prove_files(zkey: Path, wtns: Path | None, proof_path: Path, public_path: Path, *, device: str | None = None,
@@ -150,12 +201,15 @@ def prove_files(zkey: Path, wtns: Path | None, proof_path: Path, public_path: Pa
     a witness that does not satisfy the circuit.
     """
     from engine.prover import select_device
-    from engine.prover.snarkjs import write_proof_json, write_public_json
 
     try:
         chosen = select_device(device)
     except ValueError as e:
         raise ProveError(str(e)) from None
+    if chosen == "cpu" and wtns is not None and r1cs is None:
+        return _prove_zkey_wtns(zkey, wtns, proof_path, public_path, check)
+    from engine.prover.snarkjs import write_proof_json, write_public_json
+
     started = time.perf_counter()
     pk, witness = _read_inputs(zkey, wtns, wasm, inputs)
     loaded = time.perf_counter()
@@ -166,15 +220,28 @@ def prove_files(zkey: Path, wtns: Path | None, proof_path: Path, public_path: Pa
     verify_s = time.perf_counter() - verified
     write_proof_json(proof_path, proof)
     write_public_json(public_path, public)
-    return (
-        f"proved {pk.curve} circuit ({pk.n_vars} signals, domain {pk.domain_size}) on {chosen}: "
-        f"load {loaded - started:.2f} s, prove {prove_s:.2f} s"
-        + (f", verified in {verify_s:.2f} s" if check else "")
-    )
+    return _summary(pk.curve, pk.n_vars, pk.domain_size, chosen, loaded - started, prove_s,
+                    verify_s if check else None)
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, sized as it sizes itself but without importing shutil for it:
+    argparse makes one for every add_argument, and shutil brings the compression modules in
+    (4 ms, a twentieth of a small circuit's whole command)."""
+
+    def __init__(self, prog: str) -> None:
+        try:
+            columns = int(os.environ["COLUMNS"])
+        except (KeyError, ValueError):
+            try:
+                columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+            except (AttributeError, ValueError, OSError):
+                columns = 80
+        super().__init__(prog, width=columns - 2)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="provingsite-prove", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="provingsite-prove", description=DESCRIPTION, formatter_class=_HelpFormatter)
     add_arguments(parser)
     return parser
 

@@ -12,17 +12,20 @@ Conventions (shared with engine.prover.r1cs and the snarkjs formats):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 G1Affine = tuple[int, int]
 Fp2Int = tuple[int, int]
 G2Affine = tuple[Fp2Int, Fp2Int]
 
 
-@dataclass(frozen=True)
-class CurveParams:
+class CurveParams(NamedTuple):
+    """One curve's constants (a named tuple, not a dataclass: the command-line prover imports
+    this module, and dataclasses' own import is a tenth of a small proof's time)."""
+
     name: str
     p: int  # base field modulus
     r: int  # scalar field order (group order of G1/G2)
@@ -134,7 +137,13 @@ def root_of_unity(curve: str | CurveParams, log_n: int) -> int:
     return pow(c.nqr, (c.r - 1) >> log_n, c.r)
 
 
+# numpy is imported by the conversions below, on first use: the constants above are all the
+# command-line prover needs, and it starts without the numeric stack.
+
+
 def _ints_to_limbs(values: Sequence[int], limbs: int) -> np.ndarray:
+    import numpy as np
+
     n = len(values)
     raw = b"".join(int(v).to_bytes(8 * limbs, "little") for v in values)
     return np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape(n, limbs)
@@ -159,6 +168,8 @@ def fp_to_limbs(values: Sequence[int], curve: str | CurveParams) -> np.ndarray:
 
 def limbs_to_ints(arr: np.ndarray) -> list[int]:
     """(n, L) uint64 little-endian limbs -> Python ints (or one int for a 1-D array)."""
+    import numpy as np
+
     a = np.ascontiguousarray(arr, dtype=np.uint64)
     if a.ndim == 1:
         return [int.from_bytes(a.astype("<u8").tobytes(), "little")]
@@ -179,6 +190,8 @@ def g1_to_mont(points: Sequence[G1Affine | None], curve: str | CurveParams) -> n
 
 
 def _from_mont(arr: np.ndarray, c: CurveParams, coords: int) -> list[list[int] | None]:
+    import numpy as np
+
     a = np.ascontiguousarray(arr, dtype=np.uint64)
     if a.ndim == 1:
         a = a.reshape(1, -1)

@@ -3,7 +3,9 @@
 The modules that produce and consume these (groth16, verify, the snarkjs file formats, the
 command line) import them from here rather than from each other, so none of them imports
 another for a type and the prover has no import cycles. Only leaf modules are imported here
-(curves, r1cs through keys); the names stay importable from their old homes as well.
+(curves, and keys when one of its names is asked for: the command-line prover imports this
+module for the proof and the errors, and keeps dataclasses and the keys out of its start-up);
+the names stay importable from their old homes as well.
 
 Named datatypes, not types: a module named types in this directory shadows the standard
 library's `types` for any script run from here (sys.path[0] is the script's directory),
@@ -12,10 +14,13 @@ which breaks the interpreter's own imports (enum, re, dataclasses).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.prover.curves import G1Affine, G2Affine
-from engine.prover.keys import ProvingKey, VerifyingKey
+
+if TYPE_CHECKING:
+    from engine.prover.keys import ProvingKey, VerifyingKey
 
 __all__ = [
     "FormatError",
@@ -28,8 +33,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Proof:
+class Proof(NamedTuple):
     """A Groth16 proof as affine Python ints (None = infinity); snarkjs_json writes proof.json."""
 
     curve: str
@@ -56,3 +60,11 @@ class FormatError(ValueError):
 
 class InvalidProof(ValueError):
     """The proof, key or public inputs are malformed (the reason is the message)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ProvingKey", "VerifyingKey"):
+        value = getattr(importlib.import_module("engine.prover.keys"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

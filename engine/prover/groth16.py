@@ -12,7 +12,6 @@ c = a·b on the circuit rows, h = a·b − c on the odd coset, randomised with r
 
 from __future__ import annotations
 
-import secrets
 import threading
 import weakref
 from collections.abc import Callable
@@ -21,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.prover import fixed_base, native
-from engine.prover.curves import g1_from_mont, g2_from_mont, get_curve, limbs_to_ints
+from engine.prover import fixed_base, groth16_native, native
+from engine.prover.curves import get_curve, limbs_to_ints
 from engine.prover.datatypes import Proof, ProofAborted, ProvingKey
 from engine.prover.r1cs import R1CS, Assignment
 from engine.prover.satisfied import check_satisfied, starts_with_one
@@ -38,10 +37,6 @@ def _check(abort: Abort, phase: str) -> None:
     # to a whole proof, so a cancelled partition frees its memory within one phase.
     if abort is not None and abort():
         raise ProofAborted(f"proof abandoned before {phase}")
-
-
-def _random_scalar(curve: str) -> int:
-    return 1 + secrets.randbelow(get_curve(curve).r - 1)
 
 
 def _fr_vec(values: np.ndarray, name: str, rows: int | None = None) -> np.ndarray:
@@ -206,8 +201,8 @@ def gpu_prove_start(
     _validate(pk, assignment)
     curve = pk.curve
     cp = get_curve(curve)
-    r_ = _random_scalar(curve) if r is None else int(r) % cp.r
-    s_ = _random_scalar(curve) if s is None else int(s) % cp.r
+    r_ = groth16_native.random_scalar(cp) if r is None else int(r) % cp.r
+    s_ = groth16_native.random_scalar(cp) if s is None else int(s) % cp.r
     a, b, c = _domain_evals(pk, assignment)
     w = assignment.witness
     pending = PendingProof(
@@ -251,25 +246,10 @@ def gpu_prove_finish(pending: PendingProof, *, abort: Abort = None) -> Proof:
     else:
         g1 = pending.g1
     pending.finished = True
-    cp = get_curve(curve)
-    r, s = pending.r, pending.s
-    add1, mul1 = native.g1_add_affine, native.g1_scalar_mul
-    # pi_a = A + alpha1 + r·delta1
-    pi_a = add1(curve, add1(curve, g1["a"], pk.alpha1), mul1(curve, pk.delta1, r))
-    # pi_b = B2 + beta2 + s·delta2, and its G1 twin b1 = B1 + beta1 + s·delta1
-    pi_b = native.g2_add_affine(curve, native.g2_add_affine(curve, pb2, pk.beta2), native.g2_scalar_mul(curve, pk.delta2, s))
-    b1 = add1(curve, add1(curve, g1["b1"], pk.beta1), mul1(curve, pk.delta1, s))
-    # pi_c = (C + H) + s·pi_a + r·b1 − r·s·delta1
-    pi_c = add1(curve, g1["c"], mul1(curve, pi_a, s))
-    pi_c = add1(curve, pi_c, mul1(curve, b1, r))
-    pi_c = add1(curve, pi_c, mul1(curve, pk.delta1, (-r * s) % cp.r))
+    raw = groth16_native.assemble(get_curve(curve), g1["a"], g1["b1"], pb2, g1["c"], pk.alpha1, pk.beta1, pk.beta2,
+                                  pk.delta1, pk.delta2, pending.r, pending.s)
     pending.g1 = {}
-    return Proof(
-        curve=curve,
-        pi_a=g1_from_mont(pi_a, curve)[0],
-        pi_b=g2_from_mont(pi_b, curve)[0],
-        pi_c=g1_from_mont(pi_c, curve)[0],
-    )
+    return groth16_native.proof_from_bytes(get_curve(curve), raw)
 
 
 def prove(

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from engine.prover.curves import G1Affine, G2Affine, get_curve
 from engine.prover.r1cs import SparseMatrix
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class ProvingKey:
             "h_points": (self.h_points, (self.domain_size, 2 * L)),
         }
         for name, (arr, shape) in checks.items():
-            if arr.dtype != np.uint64 or arr.shape != shape:
+            if arr.dtype.name != "uint64" or arr.shape != shape:
                 raise ValueError(f"proving key {name}: expected uint64 {shape}, got {arr.dtype} {arr.shape}")
         for name, m in (("A", self.a_matrix), ("B", self.b_matrix)):
             if m.rows != self.domain_size:
@@ -102,7 +104,7 @@ class ProvingKey:
         from engine.prover.curves import g1_from_mont, g2_from_mont
 
         alpha1 = g1_from_mont(self.alpha1, self.curve)[0]
-        beta2, gamma2, delta2 = g2_from_mont(np.stack([self.beta2, self.gamma2, self.delta2]), self.curve)
+        beta2, gamma2, delta2 = g2_from_mont([self.beta2, self.gamma2, self.delta2], self.curve)
         if alpha1 is None or beta2 is None or gamma2 is None or delta2 is None:
             raise ValueError("proving key has a point at infinity among alpha1/beta2/gamma2/delta2")
         return VerifyingKey(

@@ -1,5 +1,6 @@
 """snarkjs file formats, one module per concept, re-exported here as one API:
 
+- snarkjs_headers: what a file declares (section table, zkey and wtns headers), numpy-free
 - snarkjs_binfile: the iden3 binfile container (sections) and the shared field checks
 - snarkjs_wtns: .wtns witnesses and .r1cs constraint systems
 - snarkjs_zkey: .zkey Groth16 proving keys (read, write, inspect)
@@ -15,14 +16,26 @@ from engine.prover.datatypes import (
     FormatError,
 )
 from engine.prover.snarkjs_binfile import (
-    MAX_SECTIONS,
     check_below,
     parse_binfile,
     read_binfile,
-    read_section,
     section_blocks,
-    section_table,
     write_binfile,
+)
+from engine.prover.snarkjs_headers import (
+    MAX_SECTIONS,
+    ZKEY_HEADER_MAX,
+    ZKEY_SECTION_NAMES,
+    WtnsHeader,
+    ZkeyHeader,
+    check_zkey_layout,
+    coefficient_count,
+    inspect_zkey,
+    read_section,
+    section_table,
+    wtns_header,
+    zkey_header,
+    zkey_layout,
 )
 from engine.prover.snarkjs_json import (
     proof_from_json,
@@ -38,29 +51,19 @@ from engine.prover.snarkjs_json import (
     write_vk_json,
 )
 from engine.prover.snarkjs_wtns import (
-    WtnsHeader,
     read_r1cs,
     read_wtns,
     read_wtns_with_curve,
     write_r1cs,
     write_wtns,
-    wtns_header,
 )
 from engine.prover.snarkjs_zkey import (
     COEF_DTYPE,
-    ZKEY_HEADER_MAX,
-    ZKEY_SECTION_NAMES,
     ZkeyConstraints,
-    ZkeyHeader,
-    check_zkey_layout,
-    coefficient_count,
     cs_hash_of,
-    inspect_zkey,
     read_zkey,
     read_zkey_constraints,
     write_zkey,
-    zkey_header,
-    zkey_layout,
 )
 
 __all__ = [

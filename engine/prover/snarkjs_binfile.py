@@ -1,5 +1,7 @@
 """The iden3 binfile container under every snarkjs binary file (.r1cs, .zkey, .wtns): magic,
-version, a table of (id, size) sections; plus the field checks the readers share.
+version, a table of (id, size) sections, read whole or written; plus the numpy row readers and
+field checks the readers share. The section table walked without reading the sections, and the
+headers, are engine.prover.snarkjs_headers.
 
 Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).
 """
@@ -15,7 +17,6 @@ from typing import IO
 
 import numpy as np
 
-from engine.prover.curves import CURVES, CurveParams
 from engine.prover.datatypes import FormatError
 
 # ---------------------------------------------------------------------------------------------
@@ -49,56 +50,6 @@ def parse_binfile(data: bytes, magic: bytes, name: str = "<bytes>") -> tuple[int
         sections.setdefault(sid, view[pos : pos + size])
         pos += size
     return version, sections
-
-
-# A Groth16 zkey has 10 sections and a witness 2; a few more leaves room for extensions
-# while keeping the walk over an uploaded table short.
-MAX_SECTIONS = 64
-
-
-def section_table(fh: IO[bytes], file_bytes: int, magic: bytes) -> dict[int, tuple[int, int]]:
-    """{section id: (offset, size)} of an open binfile, reading only the section headers.
-
-    Every declared size is checked against the bytes actually left in the file before the
-    walk moves on, so a header that claims 2^63 bytes is an error, not a seek or an
-    allocation. Messages name no file: they are shown to whoever sent it."""
-    kind = magic.decode()
-    head = fh.read(12)
-    if len(head) < 12:
-        raise FormatError(f"too short for a .{kind} file ({file_bytes} bytes)")
-    if head[:4] != magic:
-        raise FormatError(f"is not a snarkjs .{kind} file")
-    (n_sections,) = struct.unpack_from("<I", head, 8)
-    if n_sections > MAX_SECTIONS:
-        raise FormatError(f"declares {n_sections} sections; a .{kind} file has at most {MAX_SECTIONS}")
-    pos = 12
-    table: dict[int, tuple[int, int]] = {}
-    for _ in range(n_sections):
-        raw = fh.read(12)
-        if len(raw) < 12:
-            raise FormatError(f"is truncated: section header at byte {pos} is incomplete")
-        sid, size = struct.unpack("<IQ", raw)
-        pos += 12
-        if size > file_bytes - pos:
-            raise FormatError(f"is truncated or corrupt: section {sid} declares {size} bytes, "
-                              f"only {file_bytes - pos} remain")
-        if sid in table:
-            raise FormatError(f"has section {sid} twice")
-        table[sid] = (pos, size)
-        pos += size
-        fh.seek(pos)
-    return table
-
-
-def read_section(fh: IO[bytes], table: dict[int, tuple[int, int]], sid: int, limit: int) -> bytes:
-    """A small section whole; ``limit`` bounds what a header section may claim to hold."""
-    if sid not in table:
-        raise FormatError(f"has no section {sid}")
-    offset, size = table[sid]
-    if size > limit:
-        raise FormatError(f"section {sid} holds {size} bytes; at most {limit} expected")
-    fh.seek(offset)
-    return fh.read(size)
 
 
 def section_blocks(fh: IO[bytes], span: tuple[int, int], dtype: np.dtype, block_bytes: int = 1 << 20,
@@ -139,21 +90,6 @@ def need(sections: dict[int, memoryview], sid: int, name: str) -> memoryview:
     return sections[sid]
 
 
-def curve_by_prime(prime: int, which: str, name: str) -> CurveParams:
-    for c in CURVES.values():
-        if (c.r if which == "r" else c.p) == prime:
-            return c
-    raise FormatError(f"{name}: unsupported field prime {prime} (supported curves: {', '.join(sorted(CURVES))})")
-
-
-def curve_of(prime: int, which: str, what: str) -> CurveParams:
-    for c in CURVES.values():
-        if (c.r if which == "r" else c.p) == prime:
-            return c
-    field = "scalar" if which == "r" else "base"
-    raise FormatError(f"{what} is not the {field} field of BN254 or BLS12-381")
-
-
 def u64_rows(buf: memoryview | bytes, width_limbs: int, count: int, name: str) -> np.ndarray:
     need = count * width_limbs * 8
     if len(buf) < need:
@@ -171,6 +107,8 @@ def read_u64_rows(fh: IO[bytes], span: tuple[int, int], width_limbs: int, count:
     rows = np.empty((count, width_limbs), dtype=np.uint64)
     if size < rows.nbytes:
         raise FormatError(f"{name}: expected {rows.nbytes} bytes, found {size}")
+    if not rows.nbytes:  # a key without private signals has no C points (and a view of none cannot be cast)
+        return rows
     fh.seek(offset)
     if fh.readinto(memoryview(rows).cast("B")) != rows.nbytes:
         raise FormatError(f"{name} is truncated")

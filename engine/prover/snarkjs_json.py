@@ -1,4 +1,9 @@
-"""snarkjs's JSON files: proof.json, public.json, verification_key.json."""
+"""snarkjs's JSON files: proof.json, public.json, verification_key.json.
+
+numpy-free (an array of public inputs is converted by curves.py, which imports it then), and
+the keys' module comes in only for a verification key: the command-line prover writes its
+files through here and starts without either.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,15 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from engine.prover.curves import CURVES
-from engine.prover.datatypes import FormatError, Proof, VerifyingKey
+from engine.prover.datatypes import FormatError, Proof
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from engine.prover.keys import VerifyingKey
 
 # ---------------------------------------------------------------------------------------------
 # JSON
@@ -108,7 +116,7 @@ def read_proof_json(path: str | os.PathLike[str], curve: str | None = None) -> P
 
 
 def public_to_json(public_inputs: Sequence[int] | np.ndarray) -> list[str]:
-    if isinstance(public_inputs, np.ndarray):
+    if not isinstance(public_inputs, Sequence):  # (n, 4) limbs
         from engine.prover.curves import limbs_to_ints
 
         public_inputs = limbs_to_ints(public_inputs) if public_inputs.size else []
@@ -166,6 +174,8 @@ def vk_from_json(obj: Any) -> VerifyingKey:
     if len(ic) != n_public + 1:
         raise FormatError(f"verification key: {len(ic)} IC points for nPublic = {n_public}")
     pts = {k: _g2_from_json(obj.get(k), f"verification key {k}") for k in ("vk_beta_2", "vk_gamma_2", "vk_delta_2")}
+    from engine.prover.keys import VerifyingKey  # the keys' module (and dataclasses) only for a key
+
     alpha = _g1_from_json(obj.get("vk_alpha_1"), "verification key vk_alpha_1")
     if alpha is None or any(v is None for v in pts.values()):
         raise FormatError("verification key: alpha/beta/gamma/delta must not be the point at infinity")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,15 +15,8 @@ from engine.prover.curves import get_curve
 from engine.prover.datatypes import FormatError
 from engine.prover.r1cs import R1CS, SparseMatrix
 from engine.prover.satisfied import starts_with_one
-from engine.prover.snarkjs_binfile import (
-    check_below,
-    curve_by_prime,
-    curve_of,
-    need,
-    read_binfile,
-    u64_rows,
-    write_binfile,
-)
+from engine.prover.snarkjs_binfile import check_below, need, read_binfile, u64_rows, write_binfile
+from engine.prover.snarkjs_headers import curve_by_prime, wtns_header
 
 # ---------------------------------------------------------------------------------------------
 # .wtns
@@ -36,33 +28,6 @@ def read_wtns(path: str | os.PathLike[str], curve: str | None = None) -> np.ndar
     if curve is not None and found != get_curve(curve).name:
         raise FormatError(f"{Path(path).name}: witness is over {found}, expected {get_curve(curve).name}")
     return w
-
-
-@dataclass(frozen=True)
-class WtnsHeader:
-    """A witness file's section 1: the field and how many values section 2 must hold."""
-
-    curve: str
-    n8: int
-    count: int
-
-
-def wtns_header(head: bytes | memoryview, values_bytes: int) -> WtnsHeader:
-    """Section 1 parsed and checked against section 2's real size (``values_bytes``)."""
-    if len(head) < 4:
-        raise FormatError("header section is truncated")
-    (n8,) = struct.unpack_from("<I", head, 0)
-    if n8 != 32:
-        raise FormatError(f"field element size is {n8} bytes; the scalar fields here have 32")
-    if len(head) != 4 + n8 + 4:
-        raise FormatError(f"header section holds {len(head)} bytes; expected {4 + n8 + 4}")
-    prime = int.from_bytes(head[4 : 4 + n8], "little")
-    curve = curve_of(prime, "r", "the witness's prime")
-    (count,) = struct.unpack_from("<I", head, 4 + n8)
-    if values_bytes != count * n8:
-        raise FormatError(f"declares {count} values ({count * n8} bytes) but its values section holds "
-                          f"{values_bytes} bytes")
-    return WtnsHeader(curve=curve.name, n8=n8, count=count)
 
 
 def read_wtns_with_curve(path: str | os.PathLike[str]) -> tuple[str, np.ndarray]:

@@ -19,15 +19,8 @@ import numpy as np
 from engine.prover.curves import CurveParams, get_curve
 from engine.prover.datatypes import FormatError, ProvingKey
 from engine.prover.r1cs import R1CS, SparseMatrix
-from engine.prover.snarkjs_binfile import (
-    check_below,
-    curve_of,
-    fr_const,
-    read_section,
-    read_u64_rows,
-    section_table,
-    write_binfile,
-)
+from engine.prover.snarkjs_binfile import check_below, fr_const, read_u64_rows, write_binfile
+from engine.prover.snarkjs_headers import ZKEY_HEADER_MAX, ZKEY_SECTION_NAMES, ZkeyHeader, groth16_layout, read_section
 
 # ---------------------------------------------------------------------------------------------
 # .zkey (Groth16)
@@ -48,131 +41,6 @@ def _csr_from_entries(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_ro
     )
 
 
-@dataclass(frozen=True)
-class ZkeyHeader:
-    """A Groth16 zkey's section 2 fields: everything its other sections' sizes follow from."""
-
-    curve: str
-    n8q: int
-    n8r: int
-    n_vars: int
-    n_public: int
-    domain_size: int
-    points_offset: int  # where alpha1 … delta2 start within section 2
-
-    @property
-    def g1_bytes(self) -> int:
-        return 2 * self.n8q
-
-    @property
-    def g2_bytes(self) -> int:
-        return 4 * self.n8q
-
-    def section_sizes(self, n_coefficients: int) -> dict[int, int]:
-        """The exact byte size of every section whose size the header fixes (10 is free)."""
-        g1, g2 = self.g1_bytes, self.g2_bytes
-        return {
-            1: 4,
-            2: self.points_offset + 3 * g1 + 3 * g2,
-            3: (self.n_public + 1) * g1,
-            4: 4 + n_coefficients * (12 + self.n8r),
-            5: self.n_vars * g1,
-            6: self.n_vars * g1,
-            7: self.n_vars * g2,
-            8: (self.n_vars - self.n_public - 1) * g1,
-            9: self.domain_size * g1,
-        }
-
-
-ZKEY_SECTION_NAMES = {1: "protocol", 2: "Groth16 header", 3: "IC", 4: "coefficients", 5: "A points",
-                      6: "B1 points", 7: "B2 points", 8: "C points", 9: "H points", 10: "contributions"}
-# The largest section 2 of a supported curve (BLS12-381: 100 bytes of fields, 864 of points).
-ZKEY_HEADER_MAX = 1024
-
-
-def zkey_header(h: bytes | memoryview) -> ZkeyHeader:
-    """Section 2 parsed and checked field by field; raises FormatError naming the field."""
-    if len(h) < 4:
-        raise FormatError("Groth16 header is truncated")
-    (n8q,) = struct.unpack_from("<I", h, 0)
-    if n8q not in (32, 48):
-        raise FormatError(f"base field element size n8q = {n8q}; expected 32 (BN254) or 48 (BLS12-381)")
-    if len(h) < 4 + n8q + 4:
-        raise FormatError("Groth16 header is truncated")
-    c = curve_of(int.from_bytes(h[4 : 4 + n8q], "little"), "p", "base field prime q")
-    if n8q != 8 * c.fp_limbs:
-        raise FormatError(f"base field element size n8q = {n8q}; {c.name} needs {8 * c.fp_limbs}")
-    pos = 4 + n8q
-    (n8r,) = struct.unpack_from("<I", h, pos)
-    if n8r != 32:
-        raise FormatError(f"scalar field element size n8r = {n8r}; expected 32")
-    if len(h) < pos + 4 + n8r + 12:
-        raise FormatError("Groth16 header is truncated")
-    if int.from_bytes(h[pos + 4 : pos + 4 + n8r], "little") != c.r:
-        raise FormatError(f"scalar field prime r is not {c.name}'s")
-    pos += 4 + n8r
-    n_vars, n_public, domain_size = struct.unpack_from("<III", h, pos)
-    if n_vars < n_public + 1:
-        raise FormatError(f"nVars = {n_vars} cannot hold the constant one and nPublic = {n_public} public signals")
-    if domain_size < 1 or domain_size & (domain_size - 1):
-        raise FormatError(f"domain size {domain_size} is not a power of two")
-    if domain_size > 1 << c.two_adicity:
-        raise FormatError(f"domain size {domain_size} exceeds {c.name}'s largest, 2^{c.two_adicity}")
-    header = ZkeyHeader(curve=c.name, n8q=n8q, n8r=n8r, n_vars=n_vars, n_public=n_public,
-                        domain_size=domain_size, points_offset=pos + 12)
-    if len(h) != header.section_sizes(0)[2]:
-        raise FormatError(f"Groth16 header holds {len(h)} bytes; expected {header.section_sizes(0)[2]}")
-    return header
-
-
-def check_zkey_layout(header: ZkeyHeader, sizes: dict[int, int], n_coefficients: int) -> None:
-    """Every section present and exactly as large as the header says: checked before any
-    array of the header's sizes is allocated, so a small file cannot claim a large key."""
-    for sid, name in ZKEY_SECTION_NAMES.items():
-        if sid not in sizes:
-            raise FormatError(f"has no section {sid} ({name})")
-    for sid, expected in header.section_sizes(n_coefficients).items():
-        if sizes[sid] != expected:
-            raise FormatError(
-                f"section {sid} ({ZKEY_SECTION_NAMES[sid]}) holds {sizes[sid]} bytes; nVars = {header.n_vars}, "
-                f"nPublic = {header.n_public}, domain size = {header.domain_size} and "
-                f"{n_coefficients} coefficients need {expected}")
-
-
-def coefficient_count(sec4: bytes | memoryview) -> int:
-    if len(sec4) < 4:
-        raise FormatError("section 4 (coefficients) is truncated")
-    return int(struct.unpack_from("<I", sec4, 0)[0])
-
-
-def zkey_layout(fh: IO[bytes], table: dict[int, tuple[int, int]]) -> tuple[ZkeyHeader, int]:
-    """The header and coefficient count of an open zkey, its section sizes checked against them."""
-    header = zkey_header(read_section(fh, table, 2, ZKEY_HEADER_MAX))
-    if 4 not in table:
-        raise FormatError("has no section 4 (coefficients)")
-    offset, size = table[4]
-    fh.seek(offset)
-    n_coef = coefficient_count(fh.read(min(4, size)))
-    check_zkey_layout(header, {sid: span[1] for sid, span in table.items()}, n_coef)
-    return header, n_coef
-
-
-def inspect_zkey(path: str | os.PathLike[str]) -> tuple[ZkeyHeader, int]:
-    """What a zkey declares (header, coefficient count), reading only its section headers."""
-    with open(path, "rb") as fh:
-        return zkey_layout(fh, section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey"))
-
-
-def _groth16_layout(fh: IO[bytes]) -> tuple[dict[int, tuple[int, int]], ZkeyHeader, int]:
-    """(section table, header, coefficient count) of an open Groth16 zkey, layout checked."""
-    table = section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey")
-    (protocol,) = struct.unpack_from("<I", read_section(fh, table, 1, 64), 0)
-    if protocol != 1:
-        raise FormatError(f"protocol {protocol} is not Groth16 (1)")
-    head, n_coef = zkey_layout(fh, table)
-    return table, head, n_coef
-
-
 def _read_span(fh: IO[bytes], span: tuple[int, int], limit: int | None = None) -> bytes:
     offset, size = span
     fh.seek(offset)
@@ -185,7 +53,7 @@ def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
     name = Path(path).name
     with open(path, "rb") as fh:
         try:
-            table, head, n_coef = _groth16_layout(fh)
+            table, head, n_coef = groth16_layout(fh)
             c = get_curve(head.curve)
             L, n_vars, n_public = c.fp_limbs, head.n_vars, head.n_public
 
@@ -259,7 +127,7 @@ def read_zkey_constraints(path: str | os.PathLike[str]) -> ZkeyConstraints:
     name = Path(path).name
     with open(path, "rb") as fh:
         try:
-            table, head, n_coef = _groth16_layout(fh)
+            table, head, n_coef = groth16_layout(fh)
             coef_sec = _read_span(fh, table[4])
         except (FormatError, struct.error) as exc:
             raise FormatError(f"{name}: {exc}") from None

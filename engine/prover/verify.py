@@ -1,4 +1,6 @@
-"""Groth16 verification with the native pairings (engine.prover.pairing), both curves.
+"""Groth16 verification with the native pairings, both curves: the kernels' verifier
+(kernels/host_groth16.h through engine.prover.groth16_native, which the command-line prover
+runs too), with a key's checks and e(alpha, beta) cached here.
 
 Checked: e(A, B) = e(alpha, beta) · e(L, gamma) · e(C, delta) with L = IC_0 + sum x_i IC_i, as
 snarkjs's groth16 verify does, written as the one multi-pairing
@@ -19,15 +21,15 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from engine.prover import native
-from engine.prover.curves import G1Affine, G2Affine, fr_to_limbs, g1_from_mont, g1_to_mont, get_curve
+import numpy as np
+
+from engine.prover import groth16_native
+from engine.prover.curves import G1Affine, G2Affine, fr_to_limbs, g1_to_mont, g2_to_mont, get_curve
 from engine.prover.datatypes import InvalidProof, Proof, VerifyingKey
-from engine.prover.pairing import PointError, check_g1, check_g2, miller_loop, pairing_check
 
 log = logging.getLogger(__name__)
-
-_LABELS = {"bn128": "BN254", "bls12381": "BLS12-381"}
 
 
 def _check_public(vk: VerifyingKey, public_inputs: Sequence[int]) -> list[int]:
@@ -41,72 +43,58 @@ def _check_public(vk: VerifyingKey, public_inputs: Sequence[int]) -> list[int]:
     return vals
 
 
-def _invalid(curve: str, group: str, e: PointError) -> InvalidProof:
-    label = f"{_LABELS[curve]} {group}"
-    if e.reason == "not reduced":
-        return InvalidProof(f"{e.what}: coordinate not reduced modulo the base field")
-    if e.reason == "off curve":
-        return InvalidProof(f"{e.what}: not on the {label} curve")
-    return InvalidProof(f"{e.what}: not in the {label} subgroup")
+def _reduced(curve: str, what: str, *coordinates: int) -> None:
+    """Coordinates must be below p: the conversion to the kernels' layout would reduce them."""
+    p = get_curve(curve).p
+    if not all(0 <= v < p for v in coordinates):
+        raise InvalidProof(f"{what}: coordinate not reduced modulo the base field")
 
 
-def _g1(curve: str, pt: G1Affine | None, what: str) -> None:
-    try:
-        check_g1(curve, pt, what)
-    except PointError as e:
-        raise _invalid(curve, "G1", e) from None
+def _g1(curve: str, pt: G1Affine | None, what: str) -> np.ndarray:
+    if pt is not None:
+        _reduced(curve, what, *pt)
+    return g1_to_mont([pt], curve)[0]
 
 
-def _g2(curve: str, pt: G2Affine | None, what: str) -> None:
-    try:
-        check_g2(curve, pt, what)
-    except PointError as e:
-        raise _invalid(curve, "G2", e) from None
+def _g2(curve: str, pt: G2Affine | None, what: str) -> np.ndarray:
+    if pt is not None:
+        _reduced(curve, what, *pt[0], *pt[1])
+    return g2_to_mont([pt], curve)[0]
+
+
+@dataclass(frozen=True)
+class _Key:
+    """A verifying key in the kernels' layout, its points checked, and e(alpha, beta)'s Miller loop."""
+
+    gamma2: np.ndarray
+    delta2: np.ndarray
+    ic: np.ndarray
+    alpha_beta: bytes
 
 
 @functools.lru_cache(maxsize=64)
-def _check_key(
-    curve: str, alpha1: G1Affine, beta2: G2Affine, gamma2: G2Affine, delta2: G2Affine, ic: tuple[G1Affine | None, ...]
-) -> None:
+def _key(curve: str, alpha1: G1Affine, beta2: G2Affine, gamma2: G2Affine, delta2: G2Affine,
+         ic: tuple[G1Affine | None, ...]) -> _Key:
     """Raises InvalidProof for a malformed key; cached, so a reused key is checked once."""
-    _g1(curve, alpha1, "vk alpha1")
-    for pt, what in ((beta2, "vk beta2"), (gamma2, "vk gamma2"), (delta2, "vk delta2")):
-        _g2(curve, pt, what)
-    for i, pt in enumerate(ic):
-        _g1(curve, pt, f"verification key IC[{i}]")
-
-
-def _linear_combination(curve: str, ic: Sequence[G1Affine | None], pub: list[int]) -> G1Affine | None:
-    """L = IC_0 + sum x_i IC_i, through the native MSM and mixed add."""
     c = get_curve(curve)
-    acc = g1_to_mont([ic[0]], c)[0]
-    if pub:
-        # one thread: for a handful of points a thread team costs more than it saves,
-        # and on a busy host waking it can take milliseconds
-        s = native.msm_g1(curve, g1_to_mont(list(ic[1:]), c), fr_to_limbs(pub, c), threads=1)
-        acc = native.g1_add_affine(curve, acc, s)
-    return g1_from_mont(acc.reshape(1, -1), c)[0]  # type: ignore[return-value]
-
-
-def _neg(curve: str, pt: G1Affine | None) -> G1Affine | None:
-    return None if pt is None else (pt[0], (-pt[1]) % get_curve(curve).p)
-
-
-@functools.lru_cache(maxsize=64)
-def _alpha_beta(curve: str, alpha1: G1Affine, beta2: G2Affine) -> bytes:
-    """e(alpha, beta)'s Miller loop, the same for every proof under a key."""
-    return miller_loop(curve, [(alpha1, beta2)])
+    a1, b2 = _g1(curve, alpha1, "vk alpha1"), _g2(curve, beta2, "vk beta2")
+    g2, d2 = _g2(curve, gamma2, "vk gamma2"), _g2(curve, delta2, "vk delta2")
+    for i, pt in enumerate(ic):
+        if pt is not None:
+            _reduced(curve, f"verification key IC[{i}]", *pt)
+    ic_arr = np.ascontiguousarray(g1_to_mont(list(ic), c))
+    groth16_native.check_key(c, a1, b2, g2, d2, ic_arr, len(ic))
+    return _Key(gamma2=g2, delta2=d2, ic=ic_arr, alpha_beta=groth16_native.alpha_beta(c, a1, b2))
 
 
 def _verify_native(vk: VerifyingKey, proof: Proof, pub: list[int]) -> bool:
     curve = vk.curve
-    _check_key(curve, vk.alpha1, vk.beta2, vk.gamma2, vk.delta2, tuple(vk.ic))
-    _g1(curve, proof.pi_a, "pi_a")
-    _g2(curve, proof.pi_b, "pi_b")
-    _g1(curve, proof.pi_c, "pi_c")
-    L = _linear_combination(curve, vk.ic, pub)
-    pairs = [(_neg(curve, proof.pi_a), proof.pi_b), (L, vk.gamma2), (proof.pi_c, vk.delta2)]
-    return pairing_check(curve, pairs, factor=_alpha_beta(curve, vk.alpha1, vk.beta2))
+    key = _key(curve, vk.alpha1, vk.beta2, vk.gamma2, vk.delta2, tuple(vk.ic))
+    points = np.concatenate([_g1(curve, proof.pi_a, "pi_a"), _g2(curve, proof.pi_b, "pi_b"),
+                             _g1(curve, proof.pi_c, "pi_c")])
+    public = fr_to_limbs(pub) if pub else np.zeros((1, 4), np.uint64)
+    return groth16_native.verify(get_curve(curve), points, key.gamma2, key.delta2, key.ic, public, len(pub),
+                                 key.alpha_beta)
 
 
 def verify(vk: VerifyingKey, proof: Proof, public_inputs: Sequence[int]) -> bool:

@@ -15,6 +15,8 @@ import pytest
 
 from engine.management.commands.prove import Command as ManagePyProve
 from engine.prover import cli
+from engine.prover.snarkjs import read_proof_json, read_public_json, read_vk_json
+from engine.prover.verify import verify
 from tests.oracle import snarkjs as oracle
 from tests.oracle.circom import CircomBuild, circom_product  # noqa: F401  the session fixture
 
@@ -54,6 +56,28 @@ def test_help_loads_neither_django_nor_the_numeric_stack() -> None:
     res = run_cli("--help", importtime=True)
     assert res.returncode == 0 and "usage: provingsite-prove" in res.stdout
     assert imported_modules(res.stderr).isdisjoint(HEAVY)
+
+
+def test_a_cpu_proof_loads_neither_django_nor_the_numeric_stack(tmp_path: Path) -> None:
+    """A .zkey and a .wtns on the CPU go straight to the kernels: the command's start-up is the
+    standard library's, and the proof it writes verifies."""
+    d = FIXTURES / "bn128"
+    res = run_cli(d / "circuit.zkey", d / "witness.wtns", tmp_path / "proof.json", tmp_path / "public.json",
+                  "--device", "cpu", importtime=True)
+    assert res.returncode == 0, res.stderr
+    assert imported_modules(res.stderr).isdisjoint(HEAVY)
+    assert json.loads((tmp_path / "public.json").read_text()) == json.loads((d / "public.json").read_text())
+    vk = read_vk_json(d / "verification_key.json")
+    assert verify(vk, read_proof_json(tmp_path / "proof.json"), read_public_json(tmp_path / "public.json"))
+
+
+def test_choosing_the_device_without_an_nvidia_driver_does_not_import_cupy(monkeypatch: pytest.MonkeyPatch) -> None:
+    import engine.prover as prover
+
+    monkeypatch.setattr(prover, "_NVIDIA_DRIVER_PATHS", (str(REPO / "no-such-device"),))
+    monkeypatch.delenv("PROVINGSITE_DEVICE", raising=False)
+    monkeypatch.setitem(sys.modules, "cupy", None)  # importing it would now raise
+    assert prover.select_device() == "cpu"
 
 
 def test_a_bad_input_exits_1_with_the_reason_and_no_traceback(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ one-shot path give byte-identical proofs for the same r, s."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -101,7 +100,7 @@ def test_our_setup_interoperates_with_snarkjs(curve: str, tmp_path: Path, caplog
     assert oracle.groth16_verify(tmp_path / "vk.json", tmp_path / "spub.json", tmp_path / "sp.json")
     assert verify(vk, read_proof_json(tmp_path / "sp.json"), read_public_json(tmp_path / "spub.json"))
     # and a tampered proof is refused by snarkjs too
-    bad = replace(proof, pi_a=proof.pi_c)
+    bad = proof._replace(pi_a=proof.pi_c)
     write_proof_json(tmp_path / "bad.json", bad)
     assert not oracle.groth16_verify(tmp_path / "vk.json", tmp_path / "pub.json", tmp_path / "bad.json")
 
@@ -171,7 +170,7 @@ def test_rejections_bls() -> None:
     pub = public_inputs_of(asg)
     vk = pk.vk
     assert verify(vk, proof, pub)
-    assert not verify(vk, replace(proof, pi_c=proof.pi_a), pub)  # tampered (valid points)
+    assert not verify(vk, proof._replace(pi_c=proof.pi_a), pub)  # tampered (valid points)
     assert not verify(vk, proof, [pub[0], pub[1] + 1])  # wrong public input
     with pytest.raises(InvalidProof, match="not a field element"):
         verify(vk, proof, [pub[0], pub[1] + c.r])
@@ -179,14 +178,14 @@ def test_rejections_bls() -> None:
         verify(vk, proof, pub[:1])
     x, y = proof.pi_a
     with pytest.raises(InvalidProof, match="pi_a: not on the BLS12-381 G1 curve"):
-        verify(vk, replace(proof, pi_a=(x, (y + 1) % c.p)), pub)
+        verify(vk, proof._replace(pi_a=(x, (y + 1) % c.p)), pub)
     with pytest.raises(InvalidProof, match="not reduced"):
-        verify(vk, replace(proof, pi_a=(x + c.p, y)), pub)
+        verify(vk, proof._replace(pi_a=(x + c.p, y)), pub)
     (bx, by) = proof.pi_b
     with pytest.raises(InvalidProof, match="pi_b"):
-        verify(vk, replace(proof, pi_b=(bx, (by[0], (by[1] + 1) % c.p))), pub)
+        verify(vk, proof._replace(pi_b=(bx, (by[0], (by[1] + 1) % c.p))), pub)
     with pytest.raises(InvalidProof, match="over bn128"):
-        verify(vk, replace(proof, curve="bn128"), pub)
+        verify(vk, proof._replace(curve="bn128"), pub)
 
 
 def test_rejections_bn128() -> None:
@@ -197,10 +196,10 @@ def test_rejections_bn128() -> None:
     assert not verify(pk.vk, proof, [pub[0] + 1, pub[1]])
     x, y = proof.pi_c
     with pytest.raises(InvalidProof, match="pi_c: not on the BN254 G1 curve"):
-        verify(pk.vk, replace(proof, pi_c=(x, (y + 1) % c.p)), pub)
+        verify(pk.vk, proof._replace(pi_c=(x, (y + 1) % c.p)), pub)
     (bx, by) = proof.pi_b
     with pytest.raises(InvalidProof, match="pi_b: not on the BN254 G2"):
-        verify(pk.vk, replace(proof, pi_b=(bx, (by[0], (by[1] + 1) % c.p))), pub)
+        verify(pk.vk, proof._replace(pi_b=(bx, (by[0], (by[1] + 1) % c.p))), pub)
 
 
 @pytest.mark.parametrize("curve", CURVES)

@@ -4,7 +4,6 @@ native Groth16 verifier against snarkjs-verified proofs, both curves."""
 from __future__ import annotations
 
 import importlib
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -234,12 +233,12 @@ def test_snarkjs_proof_verifies(curve: str) -> None:
 @pytest.mark.parametrize("curve", CURVE_NAMES)
 def test_tampered_snarkjs_proof_does_not_verify(curve: str) -> None:
     vk, proof, pub = _snarkjs(curve)
-    assert not verify(vk, replace(proof, pi_c=proof.pi_a), pub)
+    assert not verify(vk, proof._replace(pi_c=proof.pi_a), pub)
     assert not verify(vk, proof, [pub[0], (pub[1] + 1) % CURVES[curve].r])
 
 
 @pytest.mark.parametrize("curve", CURVE_NAMES)
 def test_native_and_reference_verifiers_agree(curve: str) -> None:
     vk, proof, pub = _snarkjs(curve)
-    bad = replace(proof, pi_a=proof.pi_c)
+    bad = proof._replace(pi_a=proof.pi_c)
     assert [verify(vk, pr, pub) for pr in (proof, bad)] == [reference_verify(vk, pr, pub) for pr in (proof, bad)]

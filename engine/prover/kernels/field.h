@@ -19,6 +19,13 @@ DEVICE INLINE int FN(eq)(const FT *a, const FT *b) {
     UNROLL for (int i = 0; i < NL; i++) acc |= a->v[i] ^ b->v[i];
     return acc == 0;
 }
+/* 1 iff a < p as a plain integer: a canonical element (values read from files are checked). */
+DEVICE INLINE int FN(is_reduced)(const FT *a) {
+    const u64 p[NL] = FMOD;
+    unsigned char borrow = 0;
+    UNROLL for (int i = 0; i < NL; i++) (void)ps_sbb(a->v[i], p[i], &borrow);
+    return borrow;
+}
 DEVICE INLINE void FN(zero)(FT *r) { for (int i = 0; i < NL; i++) r->v[i] = 0; }
 DEVICE INLINE void FN(one)(FT *r) { const u64 o[NL] = FONE; for (int i = 0; i < NL; i++) r->v[i] = o[i]; }
 

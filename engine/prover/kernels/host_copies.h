@@ -38,13 +38,13 @@ void CN(shifted_copies)(u64 *out_, const u64 *bases_, size_t n, int copies, int 
     free(acc);
 }
 
-/* sum_i k_{r_i} P_{r_i} from the copies table (copies blocks of stride points, from
- * shifted_copies) over the rows r (n of them; rows NULL: the first n). Each scalar is split
- * by GLV (glv.h) and each half cut into copies slices of shift bits, each slice paired with
- * its copy, or phi of it: an MSM over 2 copies n points. One copy of 256-bit slices is the
- * plain GLV MSM (CN(msm)). */
-void CN(msm_copies)(u64 *out, const u64 *table_, const u64 *scalars, const int64_t *rows, size_t n,
-                    size_t stride, int copies, int shift, int threads) {
+/* An MSM over the copies table, planned (host_group.h's pip over the split points): each
+ * scalar split by GLV (glv.h) and each half cut into copies slices of shift bits, each slice
+ * paired with its copy, or phi of it: an MSM over 2 copies n points. */
+typedef struct { CN(pip) pip; AFF *pts; } CN(msm_job);
+
+static void CN(job_plan)(CN(msm_job) *j, const u64 *table_, const u64 *scalars, const int64_t *rows, size_t n,
+                         size_t stride, int copies, int shift, int threads) {
     static const ps_glv_lattice lattice = PS_CAT(GLV_TAG, _LATTICE);
     const AFF *tab = (const AFF *)table_;
     if (threads <= 0) threads = 1;
@@ -68,6 +68,25 @@ void CN(msm_copies)(u64 *out, const u64 *table_, const u64 *scalars, const int64
             }
         }
     }
-    CN(msm_pippenger)(out, pts, ks, m, threads);
-    free(pts); free(ks);
+    CN(pip_plan)(&j->pip, pts, ks, m, threads);
+    free(ks);   /* the digits hold all the scalars say from here on */
+    j->pts = pts;
+}
+
+static void CN(job_finish)(CN(msm_job) *j, u64 *out) {
+    CN(pip_finish)(&j->pip, out);
+    free(j->pts);
+}
+
+/* sum_i k_{r_i} P_{r_i} from the copies table (copies blocks of stride points, from
+ * shifted_copies) over the rows r (n of them; rows NULL: the first n). One copy of 256-bit
+ * slices is the plain GLV MSM (CN(msm)). */
+void CN(msm_copies)(u64 *out, const u64 *table_, const u64 *scalars, const int64_t *rows, size_t n,
+                    size_t stride, int copies, int shift, int threads) {
+    if (threads <= 0) threads = 1;
+    CN(msm_job) j;
+    CN(job_plan)(&j, table_, scalars, rows, n, stride, copies, shift, threads);
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (int w = 0; w < j.pip.nwin; w++) CN(pip_window)(&j.pip, w);
+    CN(job_finish)(&j, out);
 }

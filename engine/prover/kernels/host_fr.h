@@ -82,35 +82,58 @@ void FN(coset_scale)(u64 *a_, size_t n, const u64 *g_, int threads) {
     free(pw);
 }
 
-/* snarkjs's H: for each of a, b, c evaluate on the coset shift*<w>: iNTT, scale by
- * (shift^k / n), NTT; out = a*b - c there. a, b, c are clobbered. Std form in/out. */
-void FN(h_coset)(u64 *out_, u64 *a_, u64 *b_, u64 *c_, size_t n, const u64 *w_,
-                 const u64 *winv_, const u64 *ninv_, const u64 *shift_, int threads) {
-    FT w, wi, ni, sh;
-    memcpy(&w, w_, sizeof(FT)); FN(to_mont)(&w, &w);
-    memcpy(&wi, winv_, sizeof(FT)); FN(to_mont)(&wi, &wi);
-    memcpy(&ni, ninv_, sizeof(FT)); FN(to_mont)(&ni, &ni);
-    memcpy(&sh, shift_, sizeof(FT)); FN(to_mont)(&sh, &sh);
+/* snarkjs's H on Montgomery values: for each of a, b, c evaluate on the coset shift*<w>:
+ * iNTT, scale by shift^k / n, NTT; out = a*b - c there. a, b, c are clobbered. */
+static void FN(h_coset_mont)(FT *out, FT *a, FT *b, FT *c, size_t n, const FT *w, const FT *wi,
+                             const FT *ni, const FT *sh, int threads) {
     FT *pw = (FT *)malloc(sizeof(FT) * n);
-    FN(powers)(pw, n, &sh, threads);
+    FN(powers)(pw, n, sh, threads);
     /* fold 1/n into the coset powers: one multiplication per element instead of two */
     #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
-    for (size_t i = 0; i < n; i++) FN(mul)(&pw[i], &pw[i], &ni);
-    FT *vs[3] = { (FT *)a_, (FT *)b_, (FT *)c_ };
+    for (size_t i = 0; i < n; i++) FN(mul)(&pw[i], &pw[i], ni);
+    FT *vs[3] = { a, b, c };
     for (int v = 0; v < 3; v++) {
         FT *x = vs[v];
-        FN(to_mont_vec)(x, n, threads);
-        FN(ntt_mont)(x, n, &wi, threads);
+        FN(ntt_mont)(x, n, wi, threads);
         #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
         for (size_t i = 0; i < n; i++) FN(mul)(&x[i], &x[i], &pw[i]);
-        FN(ntt_mont)(x, n, &w, threads);
+        FN(ntt_mont)(x, n, w, threads);
     }
     free(pw);
-    FT *o = (FT *)out_;
     #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
-    for (size_t i = 0; i < n; i++) {
-        FT t; FN(mul)(&t, &vs[0][i], &vs[1][i]); FN(sub)(&t, &t, &vs[2][i]); FN(from_mont)(&o[i], &t);
+    for (size_t i = 0; i < n; i++) { FN(mul)(&out[i], &a[i], &b[i]); FN(sub)(&out[i], &out[i], &c[i]); }
+}
+
+/* The same on standard-form values with the roots given (standard form). */
+void FN(h_coset)(u64 *out_, u64 *a_, u64 *b_, u64 *c_, size_t n, const u64 *w_,
+                 const u64 *winv_, const u64 *ninv_, const u64 *shift_, int threads) {
+    FT k[4];
+    const u64 *given[4] = { w_, winv_, ninv_, shift_ };
+    for (int i = 0; i < 4; i++) { memcpy(&k[i], given[i], sizeof(FT)); FN(to_mont)(&k[i], &k[i]); }
+    FT *a = (FT *)a_, *b = (FT *)b_, *c = (FT *)c_, *o = (FT *)out_;
+    FN(to_mont_vec)(a, n, threads); FN(to_mont_vec)(b, n, threads); FN(to_mont_vec)(c, n, threads);
+    FN(h_coset_mont)(o, a, b, c, n, &k[0], &k[1], &k[2], &k[3], threads);
+    FN(from_mont_vec)(o, n, threads);
+}
+
+/* snarkjs's domain of 2^log_n points (Montgomery): its root w = nqr^((r-1)/2^log_n), found by
+ * squaring the field's 2^s-th root (s its two-adicity), w^-1, 1/n, and the coset shift H is
+ * evaluated on: w_2n, or nqr^2 when 2n would exceed 2^s. */
+static void FN(domain_roots)(FT *w, FT *wi, FT *ni, FT *shift, int log_n) {
+    const FT root = { FR_ROOT };
+    FT x; FN(to_mont)(&x, &root);
+    if (log_n < FR_TWO_ADICITY) {
+        for (int k = FR_TWO_ADICITY; k > log_n + 1; k--) FN(sqr)(&x, &x);
+        *shift = x;
+        FN(sqr)(w, &x);
+    } else {
+        *w = x;
+        FT q; FN(zero)(&q); q.v[0] = FR_NQR;
+        FN(to_mont)(&q, &q); FN(sqr)(shift, &q);
     }
+    FN(inv)(wi, w);
+    FT n; FN(zero)(&n); n.v[0] = (u64)1 << log_n;
+    FN(to_mont)(&n, &n); FN(inv)(ni, &n);
 }
 
 /* out[i] = sum_k coeffs[k] * w[cols[k]] over row i's CSR range. Trick: Montgomery-multiplying

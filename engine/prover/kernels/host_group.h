@@ -236,38 +236,49 @@ static int CN(scalar_bits)(const u64 *scalars, size_t n, int threads) {
     return 0;
 }
 
-/* sum_i scalars[i] * bases[i]; out: one affine point. The windows cover the largest scalar's
- * bits only: GLV's halves take half as many as full scalars, with no bound passed in. */
-static void CN(msm_pippenger)(u64 *out, const AFF *bases, const u64 *scalars, size_t n, int threads) {
+/* An MSM in three steps, so that several can share one thread team (host_groth16.h runs a
+ * proof's five as one pool of window tasks): the digits (plan), each window's bucket sum
+ * (independent of the others), and the windows' combination (finish). The windows cover the
+ * largest scalar's bits only: GLV's halves take half as many as full scalars. */
+typedef struct {
+    const AFF *bases; int32_t *digits; XZ *wins;
+    size_t n, half, top_half; int c, nwin;
+} CN(pip);
+
+static void CN(pip_plan)(CN(pip) *p, const AFF *bases, const u64 *scalars, size_t n, int threads) {
     int bits = CN(scalar_bits)(scalars, n, threads);
     if (bits == 0) bits = 1;
-    int c = CN(msm_window)(n);
-    int nwin = (bits + c) / c;   /* ceil((bits + 1) / c): the last window takes the final carry */
-    size_t half = (size_t)1 << (c - 1);
+    p->bases = bases; p->n = n;
+    p->c = CN(msm_window)(n);
+    p->nwin = (bits + p->c) / p->c;   /* ceil((bits + 1) / c): the last window takes the final carry */
+    p->half = (size_t)1 << (p->c - 1);
     /* The top window holds the scalars' last bits - (nwin - 1) c (< c) bits, so its digits
      * reach only 2^that: a few buckets, which a batch the size of the others cannot fill
      * without colliding on every addition (at 2^16 that window alone was a tenth of the adds
      * falling back to XYZZ), so it gets its own, smaller bucket table and batch. */
-    size_t top_half = (size_t)1 << (bits - (nwin - 1) * c);
-    if (top_half > half) top_half = half;
-    int32_t *digits = (int32_t *)malloc(sizeof(int32_t) * (size_t)nwin * (n ? n : 1));
-    CN(signed_digits)(digits, scalars, n, c, nwin, threads);
-    XZ *wins = (XZ *)malloc(sizeof(XZ) * nwin);
-    #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int w = 0; w < nwin; w++) {
-        const int32_t *d = digits + (size_t)w * n;
-        size_t hw = w == nwin - 1 ? top_half : half;
-        int batch = CN(msm_batch)(hw);
-        wins[w] = batch ? CN(window_batch_affine)(bases, d, n, hw, batch) : CN(window_xyzz)(bases, d, n, hw);
-    }
-    XZ r = wins[nwin - 1];
-    for (int w = nwin - 2; w >= 0; w--) {
-        for (int k = 0; k < c; k++) CN(dbl)(&r, &r);
-        CN(add)(&r, &r, &wins[w]);
+    p->top_half = (size_t)1 << (bits - (p->nwin - 1) * p->c);
+    if (p->top_half > p->half) p->top_half = p->half;
+    p->digits = (int32_t *)malloc(sizeof(int32_t) * (size_t)p->nwin * (n ? n : 1));
+    p->wins = (XZ *)malloc(sizeof(XZ) * p->nwin);
+    CN(signed_digits)(p->digits, scalars, n, p->c, p->nwin, threads);
+}
+
+static void CN(pip_window)(CN(pip) *p, int w) {
+    const int32_t *d = p->digits + (size_t)w * p->n;
+    size_t hw = w == p->nwin - 1 ? p->top_half : p->half;
+    int batch = CN(msm_batch)(hw);
+    p->wins[w] = batch ? CN(window_batch_affine)(p->bases, d, p->n, hw, batch) : CN(window_xyzz)(p->bases, d, p->n, hw);
+}
+
+static void CN(pip_finish)(CN(pip) *p, u64 *out) {
+    XZ r = p->wins[p->nwin - 1];
+    for (int w = p->nwin - 2; w >= 0; w--) {
+        for (int k = 0; k < p->c; k++) CN(dbl)(&r, &r);
+        CN(add)(&r, &r, &p->wins[w]);
     }
     AFF a; CN(to_affine)(&a, &r);
     memcpy(out, &a, sizeof(AFF));
-    free(wins); free(digits);
+    free(p->wins); free(p->digits);
 }
 
 /* Every group has its endomorphism (each_group.h names its constants): glv.h's split. */

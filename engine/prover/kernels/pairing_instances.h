@@ -1,6 +1,8 @@
-/* The pairings of both curves (host only: gpu.cu does not include this). The per-curve
- * constants (PS_<CURVE>_XI0 etc.) come from engine/prover/pairing.py's prelude. */
+/* The pairings of both curves and the Groth16 steps built on them (host only: gpu.cu does not
+ * include this). The per-curve constants (PS_<CURVE>_XI0 etc.) come from
+ * engine/prover/pairing.py's prelude; PC_LABEL names the curve in error messages. */
 #define PC bn128
+#define PC_LABEL "BN254"
 #define F1 bn128_fp
 #define F2 bn128_fp2
 #define G1C bn128_g1
@@ -30,7 +32,9 @@
 #define UNAF_LEN PS_BN128_UNAF_LEN
 #define G1_SUBGROUP 0
 #include "pairing.h"
+#include "host_groth16.h"
 #undef PC
+#undef PC_LABEL
 #undef F1
 #undef F2
 #undef G1C
@@ -61,6 +65,7 @@
 #undef G1_SUBGROUP
 
 #define PC bls12381
+#define PC_LABEL "BLS12-381"
 #define F1 bls12381_fp
 #define F2 bls12381_fp2
 #define G1C bls12381_g1
@@ -92,7 +97,9 @@
 #define G1_BETA PS_BLS12381_G1_BETA
 #define G1_K PS_BLS12381_G1_K
 #include "pairing.h"
+#include "host_groth16.h"
 #undef PC
+#undef PC_LABEL
 #undef F1
 #undef F2
 #undef G1C

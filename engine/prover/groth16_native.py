@@ -1,0 +1,142 @@
+"""The Groth16 steps of kernels/host_groth16.h, over buffers: bytes from a file, or numpy
+arrays, each the kernels' layout (little-endian u64 limbs; points affine Montgomery, all-zero
+for infinity; scalars standard form). One implementation of the proof's randomisation and of
+the verifier, shared by engine.prover.groth16 and engine.prover.verify (numpy arrays) and the
+command line's engine.prover.zkey_prover (bytes): no numpy here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from engine.prover import native_build
+from engine.prover.curves import CurveParams
+from engine.prover.datatypes import FormatError, InvalidProof, Proof
+
+_ERR_BYTES = 256
+Buffer = Any  # bytes, bytearray or a C-contiguous numpy array of the kernels' layout
+
+
+class _Call:
+    """One curve's kernels, the buffers handed to them as C pointers, and their error text."""
+
+    def __init__(self, curve: CurveParams) -> None:
+        self.ffi, self.lib = native_build.build()
+        self.curve = curve
+        self.err = self.ffi.new("char[]", _ERR_BYTES)
+        self.keep: list[Any] = []
+
+    def fn(self, name: str) -> Any:
+        return getattr(self.lib, f"{self.curve.name}_{name}")
+
+    def u64(self, data: Buffer, offset_words: int = 0) -> Any:
+        """A uint64_t pointer into ``data``, 8-byte aligned, valid while this call object lives:
+        it keeps the buffer's cdata, since a pointer derived from it (``+ offset``) does not,
+        and a temporary made in an argument list would be freed before the kernel reads it."""
+        ptr = self.ffi.from_buffer("uint64_t[]", data)
+        if int(self.ffi.cast("uintptr_t", ptr)) % 8:  # CPython's bytes and numpy's arrays are aligned; be sure
+            size = self.ffi.sizeof(ptr)
+            ptr = self.ffi.new("uint64_t[]", size // 8)
+            self.ffi.memmove(ptr, data, size)
+        self.keep.append(ptr)
+        return ptr + offset_words
+
+    def bytes(self, data: Buffer) -> Any:
+        ptr = self.ffi.from_buffer(data)
+        self.keep.append(ptr)
+        return ptr
+
+    def out(self, words: int) -> Any:
+        return self.ffi.new("uint64_t[]", words)
+
+    def message(self) -> str:
+        return self.ffi.string(self.err).decode()
+
+
+def _limbs(value: int) -> bytes:
+    return value.to_bytes(32, "little")
+
+
+def random_scalar(curve: CurveParams) -> int:
+    """A proof's randomiser, uniform in [1, r): drawn 128 bits wider than r, so reducing it
+    leaves a bias below 2^-128."""
+    return 1 + int.from_bytes(os.urandom(48), "little") % (curve.r - 1)
+
+
+def point_words(curve: CurveParams) -> tuple[int, int]:
+    """u64 words of a G1 and a G2 point."""
+    return 2 * curve.fp_limbs, 4 * curve.fp_limbs
+
+
+def proof_from_bytes(curve: CurveParams, raw: bytes) -> Proof:
+    """pi_a | pi_b | pi_c (affine Montgomery limbs) as the Proof of affine ints, standard form."""
+    n = 8 * curve.fp_limbs
+    rinv = pow(curve.fp_r, -1, curve.p)
+    v = [int.from_bytes(raw[i : i + n], "little") * rinv % curve.p for i in range(0, len(raw), n)]
+    a, b, c = v[0:2], v[2:6], v[6:8]
+    return Proof(curve=curve.name, pi_a=(a[0], a[1]) if any(a) else None,
+                 pi_b=((b[0], b[1]), (b[2], b[3])) if any(b) else None, pi_c=(c[0], c[1]) if any(c) else None)
+
+
+def assemble(curve: CurveParams, msm_a: Buffer, msm_b1: Buffer, msm_b2: Buffer, msm_ch: Buffer, alpha1: Buffer,
+             beta1: Buffer, beta2: Buffer, delta1: Buffer, delta2: Buffer, r: int, s: int) -> bytes:
+    """pi_a | pi_b | pi_c from the MSMs (A, B1, B2, C + H), the key's points and r, s."""
+    k = _Call(curve)
+    g1, g2 = point_words(curve)
+    proof = k.out(2 * g1 + g2)
+    k.fn("groth16_assemble")(proof, proof + g1, proof + g1 + g2,
+                             *(k.u64(b) for b in (msm_a, msm_b1, msm_b2, msm_ch, alpha1, beta1, beta2, delta1, delta2)),
+                             k.u64(_limbs(r % curve.r)), k.u64(_limbs(s % curve.r)))
+    return bytes(k.ffi.buffer(proof))
+
+
+def prove_zkey(curve: CurveParams, witness: Buffer, n_vars: int, n_public: int, domain_size: int, entries: Buffer,
+               n_coef: int, header_points: Buffer, sections: dict[int, Buffer], r: int, s: int,
+               threads: int) -> bytes:
+    """A whole proof (pi_a | pi_b | pi_c) from a zkey's sections, its layout already checked
+    against its header: header_points, the coefficient entries (section 4 after its count)
+    and the point sections 5 to 9. Raises FormatError naming a bad entry or witness value."""
+    k = _Call(curve)
+    g1, g2 = point_words(curve)
+    proof = k.out(2 * g1 + g2)
+    code = k.fn("groth16_prove_zkey")(
+        proof, k.u64(witness), n_vars, n_public, domain_size.bit_length() - 1, k.bytes(entries), n_coef,
+        k.u64(header_points), *(k.u64(sections[sid]) for sid in (5, 6, 7, 8, 9)),
+        k.u64(_limbs(r % curve.r) + _limbs(s % curve.r)), threads, k.err, _ERR_BYTES)
+    if code == 1:
+        raise FormatError(f"the proving key: {k.message()}")
+    if code == 2:
+        raise FormatError(f"the witness: {k.message()}")
+    if code:
+        raise MemoryError(k.message())
+    return bytes(k.ffi.buffer(proof))
+
+
+def check_key(curve: CurveParams, alpha1: Buffer, beta2: Buffer, gamma2: Buffer, delta2: Buffer, ic: Buffer,
+              n_ic: int) -> None:
+    """Raises InvalidProof naming the first verifying-key point that is not a point of its group."""
+    k = _Call(curve)
+    if k.fn("groth16_check_key")(*(k.u64(b) for b in (alpha1, beta2, gamma2, delta2, ic)), n_ic, k.err, _ERR_BYTES):
+        raise InvalidProof(k.message())
+
+
+def alpha_beta(curve: CurveParams, alpha1: Buffer, beta2: Buffer) -> bytes:
+    """e(alpha1, beta2)'s Miller loop: the same for every proof under a key."""
+    k = _Call(curve)
+    out = k.out(12 * curve.fp_limbs)
+    k.fn("miller_loop_api")(out, k.u64(alpha1), k.u64(beta2), 1)
+    return bytes(k.ffi.buffer(out))
+
+
+def verify(curve: CurveParams, proof: Buffer, gamma2: Buffer, delta2: Buffer, ic: Buffer, public: Buffer,
+           n_public: int, ab: bytes, *, public_offset_words: int = 0) -> bool:
+    """Whether the proof (pi_a | pi_b | pi_c) verifies; public: n_public scalars (from
+    ``public_offset_words`` into the buffer); ab: alpha_beta(). The key is checked apart
+    (check_key). Raises InvalidProof naming a proof point or public input that is malformed."""
+    k = _Call(curve)
+    code = k.fn("groth16_verify")(k.u64(proof), k.u64(gamma2), k.u64(delta2), k.u64(ic),
+                                  k.u64(public, public_offset_words), n_public, k.u64(ab), k.err, _ERR_BYTES)
+    if code == 2:
+        raise InvalidProof(k.message())
+    return code == 0

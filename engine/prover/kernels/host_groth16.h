@@ -1,0 +1,281 @@
+/* Groth16 of one curve in whole steps (host only), instantiated by pairing_instances.h after
+ * pairing.h (PC, G1C, G2C, PC_LABEL):
+ *   groth16_assemble   the randomised proof from its five MSMs (engine.prover.groth16 and below)
+ *   groth16_prove_zkey a whole proof from a snarkjs zkey's sections and a witness: what the
+ *                      command-line prover runs, so a proof from files needs no array library
+ *   groth16_check_key, groth16_verify   the verifier (engine.prover.verify and the command line)
+ * Scalars: 4 standard-form limbs. Points: affine Montgomery limbs, all-zero for infinity (the
+ * zkey layout). Errors come back as a message in err (at most errlen bytes). */
+#include <stdio.h>
+
+#define GN(x) PS_CAT3(PC, _, x)
+#define R_(x) PS_CAT3(PC, _fr_, x)
+#define RT R_(t)
+#define P1(x) PS_CAT3(G1C, _, x)
+#define P2(x) PS_CAT3(G2C, _, x)
+#define B1(x) PS_CAT3(F1, _, x)
+#define A1 P1(affine)
+#define A2 P2(affine)
+#define X1 P1(xyzz)
+#define X2 P2(xyzz)
+
+/* acc += k p */
+static void GN(g1_add_mul)(X1 *acc, const A1 *p, const u64 *k) { X1 t; P1(scalar_mul)(&t, p, k); P1(add)(acc, acc, &t); }
+static void GN(g2_add_mul)(X2 *acc, const A2 *p, const u64 *k) { X2 t; P2(scalar_mul)(&t, p, k); P2(add)(acc, acc, &t); }
+
+/* The randomised proof from its MSMs (A, B1, B2, and C + H), r and s (SNARKJS.md):
+ *   pi_a = A + alpha1 + r delta1        pi_b = B2 + beta2 + s delta2
+ *   pi_c = (C + H) + s pi_a + r b1 - r s delta1,  b1 = B1 + beta1 + s delta1 */
+void GN(groth16_assemble)(u64 *pi_a, u64 *pi_b, u64 *pi_c, const u64 *msm_a, const u64 *msm_b1,
+                          const u64 *msm_b2, const u64 *msm_ch, const u64 *alpha1, const u64 *beta1,
+                          const u64 *beta2, const u64 *delta1, const u64 *delta2, const u64 *r, const u64 *s) {
+    const A1 *d1 = (const A1 *)delta1;
+    X1 a, b1, c; X2 b;
+    P1(from_affine)(&a, (const A1 *)msm_a); P1(add_affine)(&a, &a, (const A1 *)alpha1); GN(g1_add_mul)(&a, d1, r);
+    P2(from_affine)(&b, (const A2 *)msm_b2); P2(add_affine)(&b, &b, (const A2 *)beta2);
+    GN(g2_add_mul)(&b, (const A2 *)delta2, s);
+    P1(from_affine)(&b1, (const A1 *)msm_b1); P1(add_affine)(&b1, &b1, (const A1 *)beta1); GN(g1_add_mul)(&b1, d1, s);
+    A1 pa, pb1;
+    P1(to_affine)(&pa, &a); P1(to_affine)(&pb1, &b1);
+    /* -r s in Fr, back to a standard-form scalar */
+    RT rm, sm, nrs;
+    memcpy(&rm, r, sizeof rm); memcpy(&sm, s, sizeof sm);
+    R_(to_mont)(&rm, &rm); R_(to_mont)(&sm, &sm);
+    R_(mul)(&nrs, &rm, &sm); R_(neg)(&nrs, &nrs); R_(from_mont)(&nrs, &nrs);
+    P1(from_affine)(&c, (const A1 *)msm_ch);
+    GN(g1_add_mul)(&c, &pa, s); GN(g1_add_mul)(&c, &pb1, r); GN(g1_add_mul)(&c, d1, nrs.v);
+    memcpy(pi_a, &pa, sizeof pa);
+    P2(to_affine)((A2 *)pi_b, &b);
+    P1(to_affine)((A1 *)pi_c, &c);
+}
+
+/* A zkey's section 4 entry: u32 matrix (0 = A, 1 = B), u32 constraint, u32 signal, then the
+ * coefficient as c R^2 mod r. Entries are 44 bytes apart, so they are read by memcpy. */
+#ifndef PS_G16_ENTRY
+#define PS_G16_ENTRY 44
+#endif
+
+/* ab[m] = M w over the domain rows for M = A, B, in Montgomery form: the Montgomery product of
+ * a stored c R^2 with a standard-form w[s] is c w[s] R. One thread per matrix. Returns the
+ * first bad entry's index, or -1. */
+static int64_t GN(g16_evaluate)(RT *ab[2], const unsigned char *entries, size_t n_coef, const RT *w,
+                                size_t n_vars, size_t domain, int threads) {
+    int64_t bad[2] = { -1, -1 };
+    #pragma omp parallel for schedule(static, 1) num_threads(threads < 2 ? threads : 2)
+    for (int m = 0; m < 2; m++) {
+        RT *out = ab[m];
+        for (size_t i = 0; i < n_coef; i++) {
+            const unsigned char *e = entries + (size_t)PS_G16_ENTRY * i;
+            uint32_t head[3];
+            memcpy(head, e, sizeof head);
+            if (head[0] != (uint32_t)m) {
+                if (head[0] > 1) { bad[m] = (int64_t)i; break; }
+                continue;
+            }
+            RT v, t;
+            memcpy(&v, e + sizeof head, sizeof v);
+            if (head[1] >= domain || head[2] >= n_vars || !R_(is_reduced)(&v)) { bad[m] = (int64_t)i; break; }
+            R_(mul)(&t, &v, &w[head[2]]);
+            R_(add)(&out[head[1]], &out[head[1]], &t);
+        }
+    }
+    if (bad[0] < 0) return bad[1];
+    return bad[1] < 0 || bad[0] < bad[1] ? bad[0] : bad[1];
+}
+
+/* The witness is the file's: every value a canonical element, and w[0] = 1. */
+static int GN(g16_check_witness)(const RT *w, size_t n_vars, char *err, size_t errlen) {
+    for (size_t i = 0; i < n_vars; i++)
+        if (!R_(is_reduced)(&w[i])) {
+            snprintf(err, errlen, "value %zu is not reduced below the field prime", i);
+            return 0;
+        }
+    RT one; R_(zero)(&one); one.v[0] = 1;
+    if (!n_vars || !R_(eq)(&w[0], &one)) { snprintf(err, errlen, "witness[0] must be 1"); return 0; }
+    return 1;
+}
+
+/* H's scalars from a = A w and b = B w (Montgomery; both clobbered): c = a b on every row (the
+ * public-input rows have b = 0, as snarkjs leaves them), then a b - c on the coset, in
+ * standard form as the H MSM takes it. */
+static void GN(g16_h)(RT *h, RT *a, RT *b, int log_domain, int threads) {
+    size_t n = (size_t)1 << log_domain;
+    RT *c = (RT *)malloc(n * sizeof(RT));
+    #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
+    for (size_t i = 0; i < n; i++) R_(mul)(&c[i], &a[i], &b[i]);
+    RT dw, dwi, dni, dsh;
+    R_(domain_roots)(&dw, &dwi, &dni, &dsh, log_domain);
+    R_(h_coset_mont)(h, a, b, c, n, &dw, &dwi, &dni, &dsh, threads);
+    R_(from_mont_vec)(h, n, threads);
+    free(c);
+}
+
+/* Plan an MSM of the proof over its bases' live rows (a signal absent from A or B has the point
+ * at infinity there: half of them in many circuits, and the G2 MSM is the dearest), the GLV
+ * split and its digits, then queue its windows as tasks. */
+#define PS_G16_QUEUE(G, job, bases, scalars, n)                                                    \
+    do {                                                                                           \
+        size_t live_ = 0;                                                                          \
+        int64_t *rows_ = (int64_t *)malloc(sizeof(int64_t) * ((n) ? (n) : 1));                    \
+        for (size_t i_ = 0; i_ < (n); i_++)                                                        \
+            if (!G(affine_is_inf)((const G(affine) *)(bases) + i_)) rows_[live_++] = (int64_t)i_;  \
+        G(job_plan)(&(job), (bases), (scalars), rows_, live_, 0, 1, 256, 1);                       \
+        free(rows_);                                                                               \
+        for (int w_ = 0; w_ < (job).pip.nwin; w_++) {                                             \
+            _Pragma("omp task firstprivate(w_)") G(pip_window)(&(job).pip, w_);                    \
+        }                                                                                          \
+    } while (0)
+
+/* A whole proof (pi_a | pi_b | pi_c into proof, Montgomery) from a zkey whose layout the caller
+ * has checked against its header: hdr is section 2's points (alpha1 beta1 beta2 gamma2 delta1
+ * delta2), entries section 4 after its count, and the point sections 5 to 9. rs: r then s.
+ * The five MSMs share the thread team as one pool of window tasks, the G2 MSM's (the largest)
+ * queued first; on a few cores H's transforms run as one task among them, on many they run
+ * first with every thread. Returns 0; 1 with err for a bad zkey entry, 2 for a bad witness,
+ * 3 when memory runs out. */
+int GN(groth16_prove_zkey)(u64 *proof, const u64 *witness, size_t n_vars, size_t n_public, int log_domain,
+                           const unsigned char *entries, size_t n_coef, const u64 *hdr, const u64 *a_pts,
+                           const u64 *b1_pts, const u64 *b2_pts, const u64 *c_pts, const u64 *h_pts,
+                           const u64 *rs, int threads, char *err, size_t errlen) {
+    if (threads <= 0) threads = 1;
+    const RT *w = (const RT *)witness;
+    if (!GN(g16_check_witness)(w, n_vars, err, errlen)) return 2;
+    size_t n = (size_t)1 << log_domain;
+    RT *a = (RT *)calloc(n, sizeof(RT)), *b = (RT *)calloc(n, sizeof(RT)), *h = (RT *)malloc(n * sizeof(RT));
+    if (!a || !b || !h) {
+        free(a); free(b); free(h);
+        snprintf(err, errlen, "out of memory for a domain of %zu rows", n);
+        return 3;
+    }
+    RT *ab[2] = { a, b };
+    int64_t bad = GN(g16_evaluate)(ab, entries, n_coef, w, n_vars, n, threads);
+    if (bad >= 0) {
+        free(a); free(b); free(h);
+        snprintf(err, errlen, "coefficient entry %lld is out of range or not reduced", (long long)bad);
+        return 1;
+    }
+    int h_first = threads > 4;
+    if (h_first) GN(g16_h)(h, a, b, log_domain, threads);
+    size_t priv = n_vars - n_public - 1;
+    P2(msm_job) jb2;
+    P1(msm_job) ja, jb1, jc, jh;
+    #pragma omp parallel num_threads(threads)
+    #pragma omp single
+    #pragma omp taskgroup
+    {
+        #pragma omp task
+        PS_G16_QUEUE(P2, jb2, b2_pts, witness, n_vars);
+        #pragma omp task
+        {
+            if (!h_first) GN(g16_h)(h, a, b, log_domain, 1);
+            PS_G16_QUEUE(P1, jh, h_pts, (const u64 *)h, n);
+        }
+        #pragma omp task
+        PS_G16_QUEUE(P1, ja, a_pts, witness, n_vars);
+        #pragma omp task
+        PS_G16_QUEUE(P1, jb1, b1_pts, witness, n_vars);
+        #pragma omp task
+        PS_G16_QUEUE(P1, jc, c_pts, witness + 4 * (n_public + 1), priv);
+    }
+    free(a); free(b); free(h);
+    u64 ma[sizeof(A1) / sizeof(u64)], mb1[sizeof(A1) / sizeof(u64)], mc[sizeof(A1) / sizeof(u64)];
+    u64 mh[sizeof(A1) / sizeof(u64)], mb2[sizeof(A2) / sizeof(u64)];
+    P1(job_finish)(&ja, ma); P1(job_finish)(&jb1, mb1); P1(job_finish)(&jc, mc); P1(job_finish)(&jh, mh);
+    P2(job_finish)(&jb2, mb2);
+    X1 ch; P1(from_affine)(&ch, (const A1 *)mc); P1(add_affine)(&ch, &ch, (const A1 *)mh);
+    P1(to_affine)((A1 *)mc, &ch);
+    /* hdr: alpha1 (G1), beta1 (G1), beta2 (G2), gamma2 (G2), delta1 (G1), delta2 (G2) */
+    const size_t L1 = sizeof(A1) / sizeof(u64), L2 = sizeof(A2) / sizeof(u64);
+    const u64 *alpha1 = hdr, *beta1 = hdr + L1, *beta2 = hdr + 2 * L1, *delta1 = hdr + 2 * L1 + 2 * L2;
+    const u64 *delta2 = delta1 + L1;
+    GN(groth16_assemble)(proof, proof + L1, proof + L1 + L2, ma, mb1, mb2, mc, alpha1, beta1, beta2, delta1,
+                         delta2, rs, rs + 4);
+    return 0;
+}
+
+/* 0 when pt is infinity or a point of the order-r subgroup; else 1 with the reason in err. */
+static int GN(g16_bad_g1)(const u64 *pt, const char *what, char *err, size_t errlen) {
+    const A1 *p = (const A1 *)pt;
+    if (!B1(is_reduced)(&p->x) || !B1(is_reduced)(&p->y)) {
+        snprintf(err, errlen, "%s: coordinate not reduced modulo the base field", what);
+        return 1;
+    }
+    int code = GN(g1_check)(pt);
+    if (code) snprintf(err, errlen, "%s: not %s the %s G1 %s", what, code == 1 ? "on" : "in", PC_LABEL,
+                       code == 1 ? "curve" : "subgroup");
+    return code != 0;
+}
+static int GN(g16_bad_g2)(const u64 *pt, const char *what, char *err, size_t errlen) {
+    const A2 *q = (const A2 *)pt;
+    if (!B1(is_reduced)(&q->x.c0) || !B1(is_reduced)(&q->x.c1) || !B1(is_reduced)(&q->y.c0)
+        || !B1(is_reduced)(&q->y.c1)) {
+        snprintf(err, errlen, "%s: coordinate not reduced modulo the base field", what);
+        return 1;
+    }
+    int code = GN(g2_check)(pt);
+    if (code) snprintf(err, errlen, "%s: not %s the %s G2 %s", what, code == 1 ? "on" : "in", PC_LABEL,
+                       code == 1 ? "curve" : "subgroup");
+    return code != 0;
+}
+
+/* 0 when every point of the verifying key is a point of its group; 1 with the reason in err. */
+int GN(groth16_check_key)(const u64 *alpha1, const u64 *beta2, const u64 *gamma2, const u64 *delta2,
+                          const u64 *ic, size_t n_ic, char *err, size_t errlen) {
+    const size_t L1 = sizeof(A1) / sizeof(u64);
+    if (GN(g16_bad_g1)(alpha1, "vk alpha1", err, errlen) || GN(g16_bad_g2)(beta2, "vk beta2", err, errlen)
+        || GN(g16_bad_g2)(gamma2, "vk gamma2", err, errlen) || GN(g16_bad_g2)(delta2, "vk delta2", err, errlen))
+        return 1;
+    for (size_t i = 0; i < n_ic; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "verification key IC[%zu]", i);
+        if (GN(g16_bad_g1)(ic + i * L1, what, err, errlen)) return 1;
+    }
+    return 0;
+}
+
+/* Whether e(pi_a, pi_b) = e(alpha1, beta2) e(L, gamma2) e(pi_c, delta2), L = IC_0 + sum x_i IC_i,
+ * written as one multi-pairing e(-pi_a, pi_b) e(L, gamma2) e(pi_c, delta2) alpha_beta = 1 with
+ * alpha_beta e(alpha1, beta2)'s Miller loop (miller_loop_api; a verifier keeps it per key).
+ * The key is checked apart (groth16_check_key), the proof's points here; public: n_public
+ * standard-form values, each < r. Returns 0 valid, 1 not valid, 2 with err for a bad point. */
+int GN(groth16_verify)(const u64 *proof, const u64 *gamma2, const u64 *delta2, const u64 *ic, const u64 *pub,
+                       size_t n_public, const u64 *alpha_beta, char *err, size_t errlen) {
+    const size_t L1 = sizeof(A1) / sizeof(u64), L2 = sizeof(A2) / sizeof(u64);
+    const u64 *pi_a = proof, *pi_b = proof + L1, *pi_c = proof + L1 + L2;
+    if (GN(g16_bad_g1)(pi_a, "pi_a", err, errlen) || GN(g16_bad_g2)(pi_b, "pi_b", err, errlen)
+        || GN(g16_bad_g1)(pi_c, "pi_c", err, errlen))
+        return 2;
+    for (size_t i = 0; i < n_public; i++)
+        if (!R_(is_reduced)((const RT *)(pub + 4 * i))) {
+            snprintf(err, errlen, "public input %zu is not a field element (must be 0 <= x < r)", i);
+            return 2;
+        }
+    A1 g1[3];
+    A2 g2[3];
+    /* L through the MSM on one thread: for a handful of points a thread team costs more than
+     * it saves, and on a busy host waking one can take milliseconds */
+    X1 l; P1(from_affine)(&l, (const A1 *)ic);
+    if (n_public) {
+        A1 s; P1(msm)((u64 *)&s, ic + L1, pub, NULL, n_public, 1);
+        P1(add_affine)(&l, &l, &s);
+    }
+    P1(affine_neg)(&g1[0], (const A1 *)pi_a);
+    memcpy(&g2[0], pi_b, sizeof(A2));
+    P1(to_affine)(&g1[1], &l);
+    memcpy(&g2[1], gamma2, sizeof(A2));
+    memcpy(&g1[2], pi_c, sizeof(A1));
+    memcpy(&g2[2], delta2, sizeof(A2));
+    return GN(pairing_check)((const u64 *)g1, (const u64 *)g2, 3, alpha_beta) ? 0 : 1;
+}
+
+#undef PS_G16_QUEUE
+#undef GN
+#undef R_
+#undef RT
+#undef P1
+#undef P2
+#undef B1
+#undef A1
+#undef A2
+#undef X1
+#undef X2

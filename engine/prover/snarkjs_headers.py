@@ -1,0 +1,241 @@
+"""What a snarkjs binary file declares, checked before anything it declares is read: the
+binfile's section table, a Groth16 .zkey's header and section layout, a .wtns's header.
+
+Only the light part of the standard library (named tuples, not dataclasses): the readers
+build on these (engine.prover.snarkjs_zkey, snarkjs_wtns), and so does the command-line
+prover, which never imports numpy and keeps its start-up to a few milliseconds. Messages name
+no file (the caller adds it): they are also shown to whoever uploaded one.
+Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import IO, NamedTuple
+
+from engine.prover.curves import CURVES, CurveParams
+from engine.prover.datatypes import FormatError
+
+# ---------------------------------------------------------------------------------------------
+# the binfile container
+
+# A Groth16 zkey has 10 sections and a witness 2; a few more leaves room for extensions
+# while keeping the walk over an uploaded table short.
+MAX_SECTIONS = 64
+
+
+def section_table(fh: IO[bytes], file_bytes: int, magic: bytes) -> dict[int, tuple[int, int]]:
+    """{section id: (offset, size)} of an open binfile, reading only the section headers.
+
+    Every declared size is checked against the bytes actually left in the file before the
+    walk moves on, so a header that claims 2^63 bytes is an error, not a seek or an
+    allocation. Messages name no file: they are shown to whoever sent it."""
+    kind = magic.decode()
+    head = fh.read(12)
+    if len(head) < 12:
+        raise FormatError(f"too short for a .{kind} file ({file_bytes} bytes)")
+    if head[:4] != magic:
+        raise FormatError(f"is not a snarkjs .{kind} file")
+    (n_sections,) = struct.unpack_from("<I", head, 8)
+    if n_sections > MAX_SECTIONS:
+        raise FormatError(f"declares {n_sections} sections; a .{kind} file has at most {MAX_SECTIONS}")
+    pos = 12
+    table: dict[int, tuple[int, int]] = {}
+    for _ in range(n_sections):
+        raw = fh.read(12)
+        if len(raw) < 12:
+            raise FormatError(f"is truncated: section header at byte {pos} is incomplete")
+        sid, size = struct.unpack("<IQ", raw)
+        pos += 12
+        if size > file_bytes - pos:
+            raise FormatError(f"is truncated or corrupt: section {sid} declares {size} bytes, "
+                              f"only {file_bytes - pos} remain")
+        if sid in table:
+            raise FormatError(f"has section {sid} twice")
+        table[sid] = (pos, size)
+        pos += size
+        fh.seek(pos)
+    return table
+
+
+def read_section(fh: IO[bytes], table: dict[int, tuple[int, int]], sid: int, limit: int) -> bytes:
+    """A small section whole; ``limit`` bounds what a header section may claim to hold."""
+    if sid not in table:
+        raise FormatError(f"has no section {sid}")
+    offset, size = table[sid]
+    if size > limit:
+        raise FormatError(f"section {sid} holds {size} bytes; at most {limit} expected")
+    fh.seek(offset)
+    return fh.read(size)
+
+
+def curve_by_prime(prime: int, which: str, name: str) -> CurveParams:
+    for c in CURVES.values():
+        if (c.r if which == "r" else c.p) == prime:
+            return c
+    raise FormatError(f"{name}: unsupported field prime {prime} (supported curves: {', '.join(sorted(CURVES))})")
+
+
+def curve_of(prime: int, which: str, what: str) -> CurveParams:
+    for c in CURVES.values():
+        if (c.r if which == "r" else c.p) == prime:
+            return c
+    field = "scalar" if which == "r" else "base"
+    raise FormatError(f"{what} is not the {field} field of BN254 or BLS12-381")
+
+
+# ---------------------------------------------------------------------------------------------
+# .zkey (Groth16)
+
+class ZkeyHeader(NamedTuple):
+    """A Groth16 zkey's section 2 fields: everything its other sections' sizes follow from."""
+
+    curve: str
+    n8q: int
+    n8r: int
+    n_vars: int
+    n_public: int
+    domain_size: int
+    points_offset: int  # where alpha1 … delta2 start within section 2
+
+    @property
+    def g1_bytes(self) -> int:
+        return 2 * self.n8q
+
+    @property
+    def g2_bytes(self) -> int:
+        return 4 * self.n8q
+
+    def section_sizes(self, n_coefficients: int) -> dict[int, int]:
+        """The exact byte size of every section whose size the header fixes (10 is free)."""
+        g1, g2 = self.g1_bytes, self.g2_bytes
+        return {
+            1: 4,
+            2: self.points_offset + 3 * g1 + 3 * g2,
+            3: (self.n_public + 1) * g1,
+            4: 4 + n_coefficients * (12 + self.n8r),
+            5: self.n_vars * g1,
+            6: self.n_vars * g1,
+            7: self.n_vars * g2,
+            8: (self.n_vars - self.n_public - 1) * g1,
+            9: self.domain_size * g1,
+        }
+
+
+ZKEY_SECTION_NAMES = {1: "protocol", 2: "Groth16 header", 3: "IC", 4: "coefficients", 5: "A points",
+                      6: "B1 points", 7: "B2 points", 8: "C points", 9: "H points", 10: "contributions"}
+# The largest section 2 of a supported curve (BLS12-381: 100 bytes of fields, 864 of points).
+ZKEY_HEADER_MAX = 1024
+
+
+def zkey_header(h: bytes | memoryview) -> ZkeyHeader:
+    """Section 2 parsed and checked field by field; raises FormatError naming the field."""
+    if len(h) < 4:
+        raise FormatError("Groth16 header is truncated")
+    (n8q,) = struct.unpack_from("<I", h, 0)
+    if n8q not in (32, 48):
+        raise FormatError(f"base field element size n8q = {n8q}; expected 32 (BN254) or 48 (BLS12-381)")
+    if len(h) < 4 + n8q + 4:
+        raise FormatError("Groth16 header is truncated")
+    c = curve_of(int.from_bytes(h[4 : 4 + n8q], "little"), "p", "base field prime q")
+    if n8q != 8 * c.fp_limbs:
+        raise FormatError(f"base field element size n8q = {n8q}; {c.name} needs {8 * c.fp_limbs}")
+    pos = 4 + n8q
+    (n8r,) = struct.unpack_from("<I", h, pos)
+    if n8r != 32:
+        raise FormatError(f"scalar field element size n8r = {n8r}; expected 32")
+    if len(h) < pos + 4 + n8r + 12:
+        raise FormatError("Groth16 header is truncated")
+    if int.from_bytes(h[pos + 4 : pos + 4 + n8r], "little") != c.r:
+        raise FormatError(f"scalar field prime r is not {c.name}'s")
+    pos += 4 + n8r
+    n_vars, n_public, domain_size = struct.unpack_from("<III", h, pos)
+    if n_vars < n_public + 1:
+        raise FormatError(f"nVars = {n_vars} cannot hold the constant one and nPublic = {n_public} public signals")
+    if domain_size < 1 or domain_size & (domain_size - 1):
+        raise FormatError(f"domain size {domain_size} is not a power of two")
+    if domain_size > 1 << c.two_adicity:
+        raise FormatError(f"domain size {domain_size} exceeds {c.name}'s largest, 2^{c.two_adicity}")
+    header = ZkeyHeader(curve=c.name, n8q=n8q, n8r=n8r, n_vars=n_vars, n_public=n_public,
+                        domain_size=domain_size, points_offset=pos + 12)
+    if len(h) != header.section_sizes(0)[2]:
+        raise FormatError(f"Groth16 header holds {len(h)} bytes; expected {header.section_sizes(0)[2]}")
+    return header
+
+
+def check_zkey_layout(header: ZkeyHeader, sizes: dict[int, int], n_coefficients: int) -> None:
+    """Every section present and exactly as large as the header says: checked before any
+    array of the header's sizes is allocated, so a small file cannot claim a large key."""
+    for sid, name in ZKEY_SECTION_NAMES.items():
+        if sid not in sizes:
+            raise FormatError(f"has no section {sid} ({name})")
+    for sid, expected in header.section_sizes(n_coefficients).items():
+        if sizes[sid] != expected:
+            raise FormatError(
+                f"section {sid} ({ZKEY_SECTION_NAMES[sid]}) holds {sizes[sid]} bytes; nVars = {header.n_vars}, "
+                f"nPublic = {header.n_public}, domain size = {header.domain_size} and "
+                f"{n_coefficients} coefficients need {expected}")
+
+
+def coefficient_count(sec4: bytes | memoryview) -> int:
+    if len(sec4) < 4:
+        raise FormatError("section 4 (coefficients) is truncated")
+    return int(struct.unpack_from("<I", sec4, 0)[0])
+
+
+def zkey_layout(fh: IO[bytes], table: dict[int, tuple[int, int]]) -> tuple[ZkeyHeader, int]:
+    """The header and coefficient count of an open zkey, its section sizes checked against them."""
+    header = zkey_header(read_section(fh, table, 2, ZKEY_HEADER_MAX))
+    if 4 not in table:
+        raise FormatError("has no section 4 (coefficients)")
+    offset, size = table[4]
+    fh.seek(offset)
+    n_coef = coefficient_count(fh.read(min(4, size)))
+    check_zkey_layout(header, {sid: span[1] for sid, span in table.items()}, n_coef)
+    return header, n_coef
+
+
+def inspect_zkey(path: str | os.PathLike[str]) -> tuple[ZkeyHeader, int]:
+    """What a zkey declares (header, coefficient count), reading only its section headers."""
+    with open(path, "rb") as fh:
+        return zkey_layout(fh, section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey"))
+
+
+def groth16_layout(fh: IO[bytes]) -> tuple[dict[int, tuple[int, int]], ZkeyHeader, int]:
+    """(section table, header, coefficient count) of an open Groth16 zkey, layout checked."""
+    table = section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey")
+    (protocol,) = struct.unpack_from("<I", read_section(fh, table, 1, 64), 0)
+    if protocol != 1:
+        raise FormatError(f"protocol {protocol} is not Groth16 (1)")
+    head, n_coef = zkey_layout(fh, table)
+    return table, head, n_coef
+
+
+# ---------------------------------------------------------------------------------------------
+# .wtns
+
+class WtnsHeader(NamedTuple):
+    """A witness file's section 1: the field and how many values section 2 must hold."""
+
+    curve: str
+    n8: int
+    count: int
+
+
+def wtns_header(head: bytes | memoryview, values_bytes: int) -> WtnsHeader:
+    """Section 1 parsed and checked against section 2's real size (``values_bytes``)."""
+    if len(head) < 4:
+        raise FormatError("header section is truncated")
+    (n8,) = struct.unpack_from("<I", head, 0)
+    if n8 != 32:
+        raise FormatError(f"field element size is {n8} bytes; the scalar fields here have 32")
+    if len(head) != 4 + n8 + 4:
+        raise FormatError(f"header section holds {len(head)} bytes; expected {4 + n8 + 4}")
+    prime = int.from_bytes(head[4 : 4 + n8], "little")
+    curve = curve_of(prime, "r", "the witness's prime")
+    (count,) = struct.unpack_from("<I", head, 4 + n8)
+    if values_bytes != count * n8:
+        raise FormatError(f"declares {count} values ({count * n8} bytes) but its values section holds "
+                          f"{values_bytes} bytes")
+    return WtnsHeader(curve=curve.name, n8=n8, count=count)

@@ -1,0 +1,111 @@
+"""Groth16 straight from a snarkjs .zkey and .wtns, the way the command line proves.
+
+The files' headers and layout are checked first (engine.prover.snarkjs_headers), so every
+allocation is what the files really hold; their sections are then read once into memory and
+the kernels do the rest in one call each (kernels/host_groth16.h): the witness checked,
+A·w and B·w from the coefficients, H on the coset, the five MSMs, the randomisation; then the
+key's points, and the proof against them. Only the standard library and the compiled kernels:
+no numpy, so a small circuit's command is over in little more than its proof's time.
+
+The engine proves through engine.prover.groth16 instead: split start and finish, GPUs,
+fixed-base tables, cancellation between phases.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from engine.prover import groth16_native, native_build
+from engine.prover.curves import CurveParams, get_curve
+from engine.prover.datatypes import FormatError, Proof
+from engine.prover.snarkjs_headers import ZKEY_HEADER_MAX, groth16_layout, read_section, section_table, wtns_header
+
+# A witness file's section 1: its element size, the prime, the value count.
+WTNS_HEADER_MAX = 4 + 32 + 4
+
+
+class ZkeyInputs(NamedTuple):
+    """A zkey's sections and a witness, as read: little-endian bytes, the kernels' layout."""
+
+    curve: CurveParams
+    n_vars: int
+    n_public: int
+    domain_size: int
+    n_coef: int
+    header_points: bytes  # alpha1 beta1 beta2 gamma2 delta1 delta2
+    sections: dict[int, bytes]  # 3 (IC), 4 (entries, after the count), 5 to 9 (points)
+    witness: bytes
+
+    @property
+    def public_inputs(self) -> list[int]:
+        return [int.from_bytes(self.witness[32 * i : 32 * i + 32], "little") for i in range(1, self.n_public + 1)]
+
+
+def _pread(fd: int, span: tuple[int, int], skip: int = 0) -> bytes:
+    offset, size = span
+    data = os.pread(fd, size - skip, offset + skip)
+    if len(data) != size - skip:
+        raise FormatError("is truncated")
+    return data
+
+
+def read_inputs(zkey: str | os.PathLike[str], wtns: str | os.PathLike[str]) -> ZkeyInputs:
+    """Both files, checked for what they declare and each other. Raises FormatError (naming the
+    file) for a malformed file, ValueError when the witness does not fit the key."""
+    zname, wname = Path(zkey).name, Path(wtns).name
+    with open(zkey, "rb") as fh:
+        try:
+            table, head, n_coef = groth16_layout(fh)
+            fd = fh.fileno()
+            header_points = read_section(fh, table, 2, ZKEY_HEADER_MAX)[head.points_offset :]
+            sections = {sid: _pread(fd, table[sid], 4 if sid == 4 else 0) for sid in range(3, 10)}
+        except FormatError as e:
+            raise FormatError(f"{zname}: {e}") from None
+    with open(wtns, "rb") as fh:
+        try:
+            table = section_table(fh, os.fstat(fh.fileno()).st_size, b"wtns")
+            if 2 not in table:
+                raise FormatError("has no section 2 (the values)")
+            found = wtns_header(read_section(fh, table, 1, WTNS_HEADER_MAX), table[2][1])
+            if found.curve != head.curve:
+                raise ValueError(f"the witness is over {found.curve}, the proving key over {head.curve}")
+            if found.count != head.n_vars:
+                raise ValueError(f"the witness has {found.count} values, the proving key expects {head.n_vars}")
+            witness = _pread(fh.fileno(), table[2])
+        except FormatError as e:
+            raise FormatError(f"{wname}: {e}") from None
+    return ZkeyInputs(curve=get_curve(head.curve), n_vars=head.n_vars, n_public=head.n_public,
+                      domain_size=head.domain_size, n_coef=n_coef, header_points=header_points,
+                      sections=sections, witness=witness)
+
+
+def prove(inputs: ZkeyInputs, *, r: int | None = None, s: int | None = None, threads: int | None = None) -> bytes:
+    """The proof (pi_a | pi_b | pi_c: affine Montgomery limbs, the zkey layout). r and s are the
+    randomisers (drawn when None). Raises FormatError naming the bad entry or witness value."""
+    c = inputs.curve
+    return groth16_native.prove_zkey(
+        c, inputs.witness, inputs.n_vars, inputs.n_public, inputs.domain_size, inputs.sections[4], inputs.n_coef,
+        inputs.header_points, inputs.sections, groth16_native.random_scalar(c) if r is None else r,
+        groth16_native.random_scalar(c) if s is None else s, native_build.default_threads() if threads is None else threads)
+
+
+def verify(inputs: ZkeyInputs, proof: bytes) -> bool:
+    """Whether ``proof`` verifies against the key's own verifying key and the witness's public
+    inputs. Raises InvalidProof naming a point that is not a point of its group."""
+    c = inputs.curve
+    g1, g2 = groth16_native.point_words(c)
+    words = memoryview(inputs.header_points).cast("Q")  # alpha1 beta1 beta2 gamma2 delta1 delta2
+    alpha1, beta2 = words[:g1], words[2 * g1 : 2 * g1 + g2]
+    gamma2, delta2 = words[2 * g1 + g2 : 2 * g1 + 2 * g2], words[3 * g1 + 2 * g2 :]
+    ic = inputs.sections[3]
+    groth16_native.check_key(c, alpha1, beta2, gamma2, delta2, ic, inputs.n_public + 1)
+    ab = groth16_native.alpha_beta(c, alpha1, beta2)
+    return groth16_native.verify(c, proof, gamma2, delta2, ic, inputs.witness, inputs.n_public, ab,
+                                 public_offset_words=4)
+
+
+def proof_of(inputs: ZkeyInputs, proof: bytes) -> Proof:
+    """The proof as affine Python ints (standard form), what proof.json holds."""
+    return groth16_native.proof_from_bytes(inputs.curve, proof)
