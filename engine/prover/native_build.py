@@ -11,7 +11,6 @@ engine.prover.native is the numpy-level API over what this module loads.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import importlib.util
 import os
 import sys
@@ -210,13 +209,42 @@ def select_isa() -> str:
 GENERATOR_FILES = ("curves.py", "mulx.py", "pairing_params.py", "glv_params.py", "native_build.py")
 
 
-def source_hash(isa: str = "generic") -> str:
+def _digest(paths: list[Path], isa: str) -> str:
+    import hashlib  # OpenSSL's import is 3 ms, paid only when a source changed
+
     h = hashlib.sha256()
-    for path in (*(KERNEL_DIR / n for n in KERNEL_FILES), *(PROVER_DIR / n for n in GENERATOR_FILES)):
+    for path in paths:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     h.update(repr((ISA_FLAGS[isa], sys.version_info[:2], sys.platform)).encode())
     return h.hexdigest()[:16]
+
+
+def source_hash(isa: str = "generic") -> str:
+    """The key of a variant's build: a digest of the sources, their generators and the flags.
+
+    The digest is remembered in the cache under the files' paths, sizes and modification times
+    (what Python's own bytecode cache trusts), so a start costs a stat() per file; the files
+    are read and hashed again only when one of them changed."""
+    paths = [*(KERNEL_DIR / n for n in KERNEL_FILES), *(PROVER_DIR / n for n in GENERATOR_FILES)]
+    stamp = repr(([(str(p), st.st_size, st.st_mtime_ns) for p in paths for st in [os.stat(p)]],
+                  isa, sys.version_info[:2], sys.platform))
+    memo = cache_dir() / "kernels" / f"source-hash-{isa}"
+    try:
+        recorded, digest = memo.read_text().split("\n", 1)
+        if recorded == stamp:
+            return digest
+    except (OSError, ValueError):
+        pass
+    digest = _digest(paths, isa)
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo.with_name(f"{memo.name}.tmp{os.getpid()}")
+        tmp.write_text(f"{stamp}\n{digest}")
+        os.replace(tmp, memo)
+    except OSError:  # a read-only cache: hash every time
+        pass
+    return digest
 
 
 _builds: dict[str, tuple[Any, Any]] = {}  # isa -> (ffi, lib)
