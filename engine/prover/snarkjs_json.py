@@ -116,7 +116,7 @@ def read_proof_json(path: str | os.PathLike[str], curve: str | None = None) -> P
 
 
 def public_to_json(public_inputs: Sequence[int] | np.ndarray) -> list[str]:
-    if not isinstance(public_inputs, Sequence):  # (n, 4) limbs
+    if hasattr(public_inputs, "shape"):  # an (n, 4) array of limbs
         from engine.prover.curves import limbs_to_ints
 
         public_inputs = limbs_to_ints(public_inputs) if public_inputs.size else []

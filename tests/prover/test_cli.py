@@ -91,7 +91,7 @@ def test_a_bad_input_exits_1_with_the_reason_and_no_traceback(tmp_path: Path) ->
 def test_pyproject_declares_the_console_script() -> None:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     module, _, name = scripts["provingsite-prove"].partition(":")
-    assert getattr(importlib.import_module(module), name) is cli.main
+    assert getattr(importlib.import_module(module), name) is cli.console_main
 
 
 def test_manage_py_prove_takes_the_same_arguments() -> None:

@@ -193,28 +193,18 @@ int GN(groth16_prove_zkey)(u64 *proof, const u64 *witness, size_t n_vars, size_t
     return 0;
 }
 
-/* 0 when pt is infinity or a point of the order-r subgroup; else 1 with the reason in err. */
-static int GN(g16_bad_g1)(const u64 *pt, const char *what, char *err, size_t errlen) {
-    const A1 *p = (const A1 *)pt;
-    if (!B1(is_reduced)(&p->x) || !B1(is_reduced)(&p->y)) {
-        snprintf(err, errlen, "%s: coordinate not reduced modulo the base field", what);
-        return 1;
-    }
-    int code = GN(g1_check)(pt);
-    if (code) snprintf(err, errlen, "%s: not %s the %s G1 %s", what, code == 1 ? "on" : "in", PC_LABEL,
-                       code == 1 ? "curve" : "subgroup");
-    return code != 0;
-}
-static int GN(g16_bad_g2)(const u64 *pt, const char *what, char *err, size_t errlen) {
-    const A2 *q = (const A2 *)pt;
-    if (!B1(is_reduced)(&q->x.c0) || !B1(is_reduced)(&q->x.c1) || !B1(is_reduced)(&q->y.c0)
-        || !B1(is_reduced)(&q->y.c1)) {
-        snprintf(err, errlen, "%s: coordinate not reduced modulo the base field", what);
-        return 1;
-    }
-    int code = GN(g2_check)(pt);
-    if (code) snprintf(err, errlen, "%s: not %s the %s G2 %s", what, code == 1 ? "on" : "in", PC_LABEL,
-                       code == 1 ? "curve" : "subgroup");
+/* 0 when pt (of G1, or of G2 when g2) is infinity or a point of the order-r subgroup; else 1
+ * with the reason in err. */
+static int GN(g16_bad_point)(const u64 *pt, int g2, const char *what, char *err, size_t errlen) {
+    const B1(t) *coords = (const B1(t) *)pt;
+    for (int i = 0; i < (g2 ? 4 : 2); i++)
+        if (!B1(is_reduced)(&coords[i])) {
+            snprintf(err, errlen, "%s: coordinate not reduced modulo the base field", what);
+            return 1;
+        }
+    int code = g2 ? GN(g2_check)(pt) : GN(g1_check)(pt);
+    if (code) snprintf(err, errlen, "%s: not %s the %s %s %s", what, code == 1 ? "on" : "in", PC_LABEL,
+                       g2 ? "G2" : "G1", code == 1 ? "curve" : "subgroup");
     return code != 0;
 }
 
@@ -222,13 +212,14 @@ static int GN(g16_bad_g2)(const u64 *pt, const char *what, char *err, size_t err
 int GN(groth16_check_key)(const u64 *alpha1, const u64 *beta2, const u64 *gamma2, const u64 *delta2,
                           const u64 *ic, size_t n_ic, char *err, size_t errlen) {
     const size_t L1 = sizeof(A1) / sizeof(u64);
-    if (GN(g16_bad_g1)(alpha1, "vk alpha1", err, errlen) || GN(g16_bad_g2)(beta2, "vk beta2", err, errlen)
-        || GN(g16_bad_g2)(gamma2, "vk gamma2", err, errlen) || GN(g16_bad_g2)(delta2, "vk delta2", err, errlen))
+    if (GN(g16_bad_point)(alpha1, 0, "vk alpha1", err, errlen) || GN(g16_bad_point)(beta2, 1, "vk beta2", err, errlen)
+        || GN(g16_bad_point)(gamma2, 1, "vk gamma2", err, errlen)
+        || GN(g16_bad_point)(delta2, 1, "vk delta2", err, errlen))
         return 1;
     for (size_t i = 0; i < n_ic; i++) {
         char what[48];
         snprintf(what, sizeof what, "verification key IC[%zu]", i);
-        if (GN(g16_bad_g1)(ic + i * L1, what, err, errlen)) return 1;
+        if (GN(g16_bad_point)(ic + i * L1, 0, what, err, errlen)) return 1;
     }
     return 0;
 }
@@ -242,8 +233,8 @@ int GN(groth16_verify)(const u64 *proof, const u64 *gamma2, const u64 *delta2, c
                        size_t n_public, const u64 *alpha_beta, char *err, size_t errlen) {
     const size_t L1 = sizeof(A1) / sizeof(u64), L2 = sizeof(A2) / sizeof(u64);
     const u64 *pi_a = proof, *pi_b = proof + L1, *pi_c = proof + L1 + L2;
-    if (GN(g16_bad_g1)(pi_a, "pi_a", err, errlen) || GN(g16_bad_g2)(pi_b, "pi_b", err, errlen)
-        || GN(g16_bad_g1)(pi_c, "pi_c", err, errlen))
+    if (GN(g16_bad_point)(pi_a, 0, "pi_a", err, errlen) || GN(g16_bad_point)(pi_b, 1, "pi_b", err, errlen)
+        || GN(g16_bad_point)(pi_c, 0, "pi_c", err, errlen))
         return 2;
     for (size_t i = 0; i < n_public; i++)
         if (!R_(is_reduced)((const RT *)(pub + 4 * i))) {
