@@ -132,7 +132,7 @@ static void GN(g16_h)(RT *h, RT *a, RT *b, int log_domain, int threads) {
  * The five MSMs share the thread team as one pool of window tasks, the G2 MSM's (the largest)
  * queued first; on a few cores H's transforms run as one task among them, on many they run
  * first with every thread. Returns 0; 1 with err for a bad zkey entry, 2 for a bad witness,
- * 3 when memory runs out. */
+ * 3 when the domain's own arrays cannot be allocated. */
 int GN(groth16_prove_zkey)(u64 *proof, const u64 *witness, size_t n_vars, size_t n_public, int log_domain,
                            const unsigned char *entries, size_t n_coef, const u64 *hdr, const u64 *a_pts,
                            const u64 *b1_pts, const u64 *b2_pts, const u64 *c_pts, const u64 *h_pts,
