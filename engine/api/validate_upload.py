@@ -51,13 +51,11 @@ from engine.prover.snarkjs import (
     read_section,
     section_blocks,
     section_table,
-    wtns_header,
+    wtns_layout,
     zkey_layout,
 )
 
 POINT_SECTIONS = (3, 5, 6, 7, 8, 9)
-# The witness header: u32 n8, a 32-byte prime, u32 count.
-WTNS_HEADER_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -174,10 +172,7 @@ def _check_points(fh: IO[bytes], table: dict[int, tuple[int, int]], header: Zkey
 
 
 def _check_wtns(fh: IO[bytes], size: int, zkey: ZkeyHeader) -> WtnsHeader:
-    table = section_table(fh, size, b"wtns")
-    if 2 not in table:
-        raise FormatError("has no section 2 (the values)")
-    head = wtns_header(read_section(fh, table, 1, WTNS_HEADER_MAX), table[2][1])
+    table, head = wtns_layout(fh, size)
     if head.curve != zkey.curve:
         raise FormatError(f"is a witness over {get_curve(head.curve).name}'s scalar field; the zkey is over "
                           f"{get_curve(zkey.curve).name}")

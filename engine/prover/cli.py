@@ -22,11 +22,13 @@ serves. `manage.py prove` is the same command behind Django's start-up.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,25 +81,33 @@ def _computed_witness(pk: ProvingKey, wasm: Path, inputs: Path) -> tuple[str, np
         raise ProveError(f"input {e}") from None
 
 
-def _read_inputs(zkey: Path, wtns: Path | None, wasm: Path | None = None,
-                 inputs: Path | None = None) -> tuple[ProvingKey, np.ndarray]:
-    from engine.prover.snarkjs import FormatError, read_wtns_with_curve, read_zkey
+@contextlib.contextmanager
+def _reading() -> Iterator[None]:
+    """Reading the input files: what goes wrong, as the command says it."""
+    from engine.prover.datatypes import FormatError
 
     try:
+        yield
+    except FileNotFoundError as e:
+        raise ProveError(f"no such file: {e.filename}") from None
+    except (FormatError, OSError) as e:
+        raise ProveError(f"bad input file: {e}") from None
+    except ValueError as e:  # the witness does not fit the key
+        raise ProveError(str(e)) from None
+
+
+def _read_inputs(zkey: Path, wtns: Path | None, wasm: Path | None = None,
+                 inputs: Path | None = None) -> tuple[ProvingKey, np.ndarray]:
+    from engine.prover.snarkjs import check_witness_fits, read_wtns_with_curve, read_zkey
+
+    with _reading():
         pk = read_zkey(zkey)
         if wtns is not None:
             curve, witness = read_wtns_with_curve(wtns)
         else:
             assert wasm is not None and inputs is not None
             curve, witness = _computed_witness(pk, wasm, inputs)
-    except FileNotFoundError as e:
-        raise ProveError(f"no such file: {e.filename}") from None
-    except (FormatError, OSError) as e:
-        raise ProveError(f"bad input file: {e}") from None
-    if curve != pk.curve:
-        raise ProveError(f"the witness is over {curve}, the proving key over {pk.curve}")
-    if witness.shape[0] != pk.n_vars:
-        raise ProveError(f"the witness has {witness.shape[0]} values, the proving key expects {pk.n_vars}")
+        check_witness_fits(curve, witness.shape[0], pk.curve, pk.n_vars)
     return pk, witness
 
 
@@ -163,14 +173,8 @@ def _prove_zkey_wtns(zkey: Path, wtns: Path, proof_path: Path, public_path: Path
         print("provingsite-prove: compiling the CPU kernels (once; about a minute on a small machine)",
               file=sys.stderr, flush=True)
     started = time.perf_counter()
-    try:
+    with _reading():
         inputs = zkey_prover.read_inputs(zkey, wtns)
-    except FileNotFoundError as e:
-        raise ProveError(f"no such file: {e.filename}") from None
-    except (FormatError, OSError) as e:
-        raise ProveError(f"bad input file: {e}") from None
-    except ValueError as e:
-        raise ProveError(str(e)) from None
     loaded = time.perf_counter()
     try:
         raw = zkey_prover.prove(inputs)

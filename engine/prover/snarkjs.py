@@ -24,16 +24,19 @@ from engine.prover.snarkjs_binfile import (
 )
 from engine.prover.snarkjs_headers import (
     MAX_SECTIONS,
+    WTNS_HEADER_MAX,
     ZKEY_HEADER_MAX,
     ZKEY_SECTION_NAMES,
     WtnsHeader,
     ZkeyHeader,
+    check_witness_fits,
     check_zkey_layout,
     coefficient_count,
     inspect_zkey,
     read_section,
     section_table,
     wtns_header,
+    wtns_layout,
     zkey_header,
     zkey_layout,
 )
@@ -69,6 +72,7 @@ from engine.prover.snarkjs_zkey import (
 __all__ = [
     "COEF_DTYPE",
     "MAX_SECTIONS",
+    "WTNS_HEADER_MAX",
     "ZKEY_HEADER_MAX",
     "ZKEY_SECTION_NAMES",
     "FormatError",
@@ -76,6 +80,7 @@ __all__ = [
     "ZkeyConstraints",
     "ZkeyHeader",
     "check_below",
+    "check_witness_fits",
     "check_zkey_layout",
     "coefficient_count",
     "inspect_zkey",
@@ -84,6 +89,7 @@ __all__ = [
     "section_blocks",
     "section_table",
     "wtns_header",
+    "wtns_layout",
     "zkey_header",
     "zkey_layout",
     "cs_hash_of",

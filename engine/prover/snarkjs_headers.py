@@ -239,3 +239,25 @@ def wtns_header(head: bytes | memoryview, values_bytes: int) -> WtnsHeader:
         raise FormatError(f"declares {count} values ({count * n8} bytes) but its values section holds "
                           f"{values_bytes} bytes")
     return WtnsHeader(curve=curve.name, n8=n8, count=count)
+
+
+# A witness's section 1 holds 4 + n8 + 4 bytes (40 for the scalar fields here); the bound keeps
+# a corrupt header from being read whole.
+WTNS_HEADER_MAX = 64
+
+
+def wtns_layout(fh: IO[bytes], file_bytes: int) -> tuple[dict[int, tuple[int, int]], WtnsHeader]:
+    """The section table and header of an open witness file, its values section's size checked
+    against the header."""
+    table = section_table(fh, file_bytes, b"wtns")
+    if 2 not in table:
+        raise FormatError("has no section 2 (the values)")
+    return table, wtns_header(read_section(fh, table, 1, WTNS_HEADER_MAX), table[2][1])
+
+
+def check_witness_fits(curve: str, count: int, key_curve: str, key_vars: int) -> None:
+    """Raises ValueError unless a witness of ``count`` values over ``curve`` fits the key."""
+    if curve != key_curve:
+        raise ValueError(f"the witness is over {curve}, the proving key over {key_curve}")
+    if count != key_vars:
+        raise ValueError(f"the witness has {count} values, the proving key expects {key_vars}")

@@ -20,10 +20,13 @@ from typing import NamedTuple
 from engine.prover import groth16_native, native_build
 from engine.prover.curves import CurveParams, get_curve
 from engine.prover.datatypes import FormatError, Proof
-from engine.prover.snarkjs_headers import ZKEY_HEADER_MAX, groth16_layout, read_section, section_table, wtns_header
-
-# A witness file's section 1: its element size, the prime, the value count.
-WTNS_HEADER_MAX = 4 + 32 + 4
+from engine.prover.snarkjs_headers import (
+    ZKEY_HEADER_MAX,
+    check_witness_fits,
+    groth16_layout,
+    read_section,
+    wtns_layout,
+)
 
 
 class ZkeyInputs(NamedTuple):
@@ -65,14 +68,8 @@ def read_inputs(zkey: str | os.PathLike[str], wtns: str | os.PathLike[str]) -> Z
             raise FormatError(f"{zname}: {e}") from None
     with open(wtns, "rb") as fh:
         try:
-            table = section_table(fh, os.fstat(fh.fileno()).st_size, b"wtns")
-            if 2 not in table:
-                raise FormatError("has no section 2 (the values)")
-            found = wtns_header(read_section(fh, table, 1, WTNS_HEADER_MAX), table[2][1])
-            if found.curve != head.curve:
-                raise ValueError(f"the witness is over {found.curve}, the proving key over {head.curve}")
-            if found.count != head.n_vars:
-                raise ValueError(f"the witness has {found.count} values, the proving key expects {head.n_vars}")
+            table, found = wtns_layout(fh, os.fstat(fh.fileno()).st_size)
+            check_witness_fits(found.curve, found.count, head.curve, head.n_vars)
             witness = _pread(fh.fileno(), table[2])
         except FormatError as e:
             raise FormatError(f"{wname}: {e}") from None
