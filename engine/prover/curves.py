@@ -189,6 +189,20 @@ def g1_to_mont(points: Sequence[G1Affine | None], curve: str | CurveParams) -> n
     return _ints_to_limbs(vals, c.fp_limbs).reshape(len(points), 2 * c.fp_limbs)
 
 
+def coords_from_mont(raw: bytes, c: CurveParams, coords: int) -> list[list[int] | None]:
+    """Points of ``coords`` coordinates as little-endian Montgomery bytes -> each point's
+    coordinates as ints, standard form (None for all-zero, infinity). No numpy: the command-line
+    prover converts its proof with this."""
+    n = 8 * c.fp_limbs
+    rinv = pow(c.fp_r, -1, c.p)
+    vals = [int.from_bytes(raw[i : i + n], "little") for i in range(0, len(raw), n)]
+    out: list[list[int] | None] = []
+    for i in range(0, len(vals), coords):
+        xs = vals[i : i + coords]
+        out.append(None if not any(xs) else [v * rinv % c.p for v in xs])
+    return out
+
+
 def _from_mont(arr: np.ndarray, c: CurveParams, coords: int) -> list[list[int] | None]:
     import numpy as np
 
@@ -198,16 +212,7 @@ def _from_mont(arr: np.ndarray, c: CurveParams, coords: int) -> list[list[int] |
     L = c.fp_limbs
     if a.shape[1] != coords * L:
         raise ValueError(f"expected {coords * L} limbs per point, got {a.shape[1]}")
-    rinv = pow(c.fp_r, -1, c.p)
-    flat = limbs_to_ints(a.reshape(-1, L))
-    out: list[list[int] | None] = []
-    for i in range(a.shape[0]):
-        xs = flat[i * coords : (i + 1) * coords]
-        if all(v == 0 for v in xs):
-            out.append(None)
-        else:
-            out.append([v * rinv % c.p for v in xs])
-    return out
+    return coords_from_mont(a.astype("<u8").tobytes(), c, coords)
 
 
 def g1_from_mont(arr: np.ndarray, curve: str | CurveParams) -> list[G1Affine | None]:

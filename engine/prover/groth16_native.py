@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from engine.prover import native_build
-from engine.prover.curves import CurveParams
+from engine.prover.curves import CurveParams, coords_from_mont
 from engine.prover.datatypes import FormatError, InvalidProof, Proof
 
 _ERR_BYTES = 256
@@ -71,12 +71,12 @@ def point_words(curve: CurveParams) -> tuple[int, int]:
 
 def proof_from_bytes(curve: CurveParams, raw: bytes) -> Proof:
     """pi_a | pi_b | pi_c (affine Montgomery limbs) as the Proof of affine ints, standard form."""
-    n = 8 * curve.fp_limbs
-    rinv = pow(curve.fp_r, -1, curve.p)
-    v = [int.from_bytes(raw[i : i + n], "little") * rinv % curve.p for i in range(0, len(raw), n)]
-    a, b, c = v[0:2], v[2:6], v[6:8]
-    return Proof(curve=curve.name, pi_a=(a[0], a[1]) if any(a) else None,
-                 pi_b=((b[0], b[1]), (b[2], b[3])) if any(b) else None, pi_c=(c[0], c[1]) if any(c) else None)
+    g1, g2 = point_words(curve)
+    split = 8 * g1, 8 * (g1 + g2)
+    (a,), (b,), (c,) = (coords_from_mont(part, curve, coords) for part, coords in
+                        ((raw[: split[0]], 2), (raw[split[0] : split[1]], 4), (raw[split[1] :], 2)))
+    return Proof(curve=curve.name, pi_a=None if a is None else (a[0], a[1]),
+                 pi_b=None if b is None else ((b[0], b[1]), (b[2], b[3])), pi_c=None if c is None else (c[0], c[1]))
 
 
 def assemble(curve: CurveParams, msm_a: Buffer, msm_b1: Buffer, msm_b2: Buffer, msm_ch: Buffer, alpha1: Buffer,
