@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import re
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +108,15 @@ def validate_inputs(kind: str, inputs: Any) -> tuple[dict, int]:
     if kind == "window-post":
         out["partitions"] = partitions
     return out, partitions
+
+
+def demo_inputs(kind: str, window_partitions: int = 2) -> dict[str, object]:
+    raw: dict[str, object] = {"sector_seed": secrets.token_hex(32), "randomness": secrets.token_hex(32)}
+    if kind == "snap-update":
+        raw["data_seed"] = secrets.token_hex(32)
+    if kind == "window-post":
+        raw["partitions"] = window_partitions
+    return raw
 
 
 def _fe(hex_value: str) -> int:

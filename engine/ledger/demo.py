@@ -4,18 +4,9 @@ from __future__ import annotations
 
 import secrets
 
-from engine.circuits.kinds import KINDS, validate_inputs
+from engine.circuits.kinds import KINDS, demo_inputs, validate_inputs
 from engine.ledger.jobs import submit_job
 from engine.models import ProofJob
-
-
-def demo_inputs(kind: str, window_partitions: int = 2) -> dict[str, object]:
-    raw: dict[str, object] = {"sector_seed": secrets.token_hex(32), "randomness": secrets.token_hex(32)}
-    if kind == "snap-update":
-        raw["data_seed"] = secrets.token_hex(32)
-    if kind == "window-post":
-        raw["partitions"] = window_partitions
-    return raw
 
 
 def submit_demo_jobs(scale: str, per_kind: int = 1, prefix: str = "demo") -> list[ProofJob]:

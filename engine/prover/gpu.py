@@ -5,32 +5,35 @@ compiled by NVRTC (through CuPy's bindings) and launched on a CuPy stream.
   caching the binary in the project cache keyed by a source hash; CI uses it to catch a
   GPU build break on machines with no GPU.
 * ``gpu_available()`` never raises.
-* ``GpuDevice(index)`` owns a stream and the loaded module; ``msm_g1_async`` /
-  ``msm_g2_async`` / ``ntt_async`` / ``h_coset_async`` enqueue work and return a
-  ``PendingResult`` at once; ``.wait()`` blocks and returns the numpy result. Host buffers
-  for transfers are pinned so copies run at full PCIe speed and overlap with kernels.
+* ``Grid`` holds the algorithms (MSM, NTT, H on the coset) as sequences of kernel launches
+  and array steps written once against an array module: ``GpuDevice`` runs them with CuPy on
+  a device, ``engine.prover.grid_emu.EmulatedGrid`` with numpy and the same kernel bodies
+  compiled for the host, so the tests check the GPU's algorithms on machines without one.
+* ``msm_g1_async`` / ``msm_g2_async`` / ``ntt_async`` / ``h_coset_async`` enqueue work and
+  return a ``PendingResult`` at once; ``.wait()`` blocks and returns the numpy result. Host
+  buffers for transfers are pinned so copies run at full PCIe speed and overlap with kernels.
 
-MSM: signed c-bit digits computed on the GPU, (bucket, point) pairs grouped with a device
-sort, one thread per bucket accumulating in XYZZ, a parallel per-window bucket reduction
-(segments), then one thread combining windows. Window c = log2(n) - 8 clamped to [4, 16].
-
-One module, a little over 400 lines, on purpose: compiling, the device object and its
-launches share the stream, the loaded module and the pinned buffers' lifetimes; split,
-each part would reach into the others' state. (Untouched in the CPU kernel work: with no
-GPU in this workspace a reshuffle could not be run.)
+MSM (kernels/gpu_group.h): signed c-bit digits as packed 64-bit keys, one device sort, bucket
+sums by chunks of at most ``CHUNK`` entries and a segmented tree over the partial sums (so a
+bucket holding most points, as witness scalars make one, is summed by many threads), bucket
+reduction by segments, window sums to affine on the device, and the final weighing of the
+windows by 2^(c w) on the host as an MSM of a few points.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engine.prover.curves import CurveParams, get_curve, root_of_unity
+from engine.prover import native
+from engine.prover.curves import CurveParams, fr_to_limbs, get_curve, root_of_unity
 from engine.prover.native_build import KERNEL_DIR, SHARED_KERNEL_FILES, cache_dir, params_prelude
 
 GPU_KERNEL_FILES = (*SHARED_KERNEL_FILES, "gpu_fr.h", "gpu_group.h", "gpu.cu")
@@ -57,7 +60,9 @@ def source_hash(arch: str) -> str:
         h.update(name.encode())
         h.update((KERNEL_DIR / name).read_bytes())
     h.update(kernel_source().encode())
-    h.update(repr(nvrtc_options(arch)).encode())
+    # the include path names this checkout; the sources under it are hashed above, so a
+    # cache copied to another checkout (or machine) is still found
+    h.update(repr([o for o in nvrtc_options(arch) if not o.startswith("-I")]).encode())
     return h.hexdigest()[:16]
 
 
@@ -104,22 +109,23 @@ def compile_for_arch(arch: str = "sm_90") -> bytes:
             return data
 
 
+CHUNK = 32  # entries one thread sums per bucket chunk and per level of the tree
+
+
+def msm_window_gpu(n: int) -> int:
+    """The window c: total work is about nwin n mixed additions plus 3 nwin 2^(c-1) for the
+    buckets, least near c = log2(n) - 3; 16 bounds the bucket tables (keys hold 31 bits)."""
+    lg = max(n, 1).bit_length() - 1
+    return max(4, min(16, lg - 3))
+
+
 def kernel_names() -> list[str]:
     names: list[str] = []
     for curve in ("bn128", "bls12381"):
-        for k in (
-            "to_mont",
-            "from_mont",
-            "powers",
-            "bitrev",
-            "ntt_stage",
-            "pointwise_mul",
-            "scale",
-            "h_final",
-        ):
+        for k in ("to_mont", "from_mont", "powers", "bitrev", "ntt_stage", "pointwise_mul", "scale", "h_final"):
             names.append(f"{curve}_fr_k_{k}")
         for g in ("g1", "g2"):
-            for k in ("digits", "buckets", "segments", "combine"):
+            for k in ("digits", "acc_affine", "acc_xyzz", "segments", "window_affine"):
                 names.append(f"{curve}_{g}_k_{k}")
     return names
 
@@ -144,28 +150,27 @@ def gpu_unavailable_reason() -> str:
         return f"no usable GPU: {type(e).__name__}: {e}"
 
 
-def msm_window_gpu(n: int) -> int:
-    lg = max(n, 1).bit_length() - 1
-    return max(4, min(16, lg - 8))
-
-
 @dataclass
 class PendingResult:
-    """Work enqueued on a stream; ``wait()`` blocks until it finished and returns the result."""
+    """Work enqueued on a stream; ``wait()`` blocks until it finished and returns the result
+    (``post`` turns the downloaded array into it on the host)."""
 
-    event: Any
+    event: Any  # None where the work is already done (the emulated grid)
     host: np.ndarray  # pinned buffer the result is copied into
     shape: tuple[int, ...]
     keep: list[Any] = field(default_factory=list)  # buffers that must outlive the kernels
+    post: Callable[[np.ndarray], np.ndarray] | None = None
     _value: np.ndarray | None = None
 
     def done(self) -> bool:
-        return bool(self.event.done)
+        return self.event is None or bool(self.event.done)
 
     def wait(self) -> np.ndarray:
         if self._value is None:
-            self.event.synchronize()
-            self._value = np.array(self.host.reshape(self.shape), copy=True)
+            if self.event is not None:
+                self.event.synchronize()
+            value = np.array(self.host.reshape(self.shape), copy=True)
+            self._value = self.post(value) if self.post is not None else value
             self.keep.clear()
         return self._value
 
@@ -175,78 +180,38 @@ def _fr_mont_const(c: CurveParams, v: int) -> np.ndarray:
     return np.frombuffer(m.to_bytes(32, "little"), dtype="<u8").astype(np.uint64)
 
 
-class GpuDevice:
-    """One GPU: the loaded kernels, a stream, cached twiddles. Use from one thread at a time
-    (callers serialise with a per-device lock, as the engine's GPU workers do)."""
+def _window_weights(c: CurveParams, cw: int, nwin: int) -> np.ndarray:
+    """2^(c w) mod r for each window w: the host's last step is the MSM of the window sums
+    with these (reduction mod r changes nothing on points of order r)."""
+    return fr_to_limbs([pow(2, cw * w, c.r) for w in range(nwin)])
 
-    def __init__(self, index: int = 0) -> None:
-        import cupy
 
-        self.cp = cupy
-        self.index = index
-        self.device = cupy.cuda.Device(index)
-        with self.device:
-            cc = self.device.compute_capability
-            self.arch = f"sm_{cc}"
-            binary = compile_for_arch(self.arch)
-            path = cache_dir() / "kernels" / f"gpu-{source_hash(self.arch)}" / f"kernels-{self.arch}.cubin"
-            if not path.exists():
-                path.write_bytes(binary)
-            self.module = cupy.RawModule(path=str(path))
-            self.stream = cupy.cuda.Stream(non_blocking=True)
-        self._fns: dict[str, Any] = {}
+class Grid:
+    """The GPU's algorithms over an array module (``xp``) and a kernel launcher. A subclass
+    provides ``xp``, ``_launch``, ``upload``, ``_finish`` and ``_on`` (the context its array
+    steps run in). Use from one thread at a time (the engine's GPU workers hold a per-device
+    lock)."""
+
+    xp: Any
+    index: int = 0
+
+    def __init__(self) -> None:
         self._twiddles: dict[tuple[str, int, bool], Any] = {}
 
-    # -- plumbing ------------------------------------------------------------------------
-
-    def name(self) -> str:
-        props = self.cp.cuda.runtime.getDeviceProperties(self.index)
-        n = props["name"]
-        return n.decode() if isinstance(n, bytes) else str(n)
-
-    def _fn(self, name: str) -> Any:
-        f = self._fns.get(name)
-        if f is None:
-            f = self._fns[name] = self.module.get_function(name)
-        return f
-
     def _launch(self, name: str, threads: int, *args: Any) -> None:
-        if threads <= 0:
-            return
-        grid = (threads + BLOCK - 1) // BLOCK
-        # RawKernel launches on the current stream; make ours current for the launch
-        with self.device, self.stream:
-            self._fn(name)((grid,), (BLOCK,), args)
-
-    def pinned(self, shape: tuple[int, ...], dtype: Any = np.uint64) -> np.ndarray:
-        count = int(np.prod(shape))
-        mem = self.cp.cuda.alloc_pinned_memory(max(1, count * np.dtype(dtype).itemsize))
-        return np.frombuffer(mem, dtype, count).reshape(shape)
+        raise NotImplementedError
 
     def upload(self, arr: np.ndarray, keep: list[Any] | None = None) -> Any:
-        """Async host->device copy through a pinned staging buffer."""
-        a = np.ascontiguousarray(arr)
-        with self.device:
-            stage = self.pinned(a.shape, a.dtype)
-            stage[...] = a
-            dev = self.cp.empty(a.shape, dtype=a.dtype)
-            dev.set(stage, stream=self.stream)
-        if keep is not None:
-            keep.append(stage)
-        else:
-            self.stream.synchronize()
-        return dev
+        raise NotImplementedError
 
-    def _finish(self, dev: Any, keep: list[Any]) -> PendingResult:
-        host = self.pinned(tuple(dev.shape), dev.dtype)
-        dev.get(stream=self.stream, out=host, blocking=False)
-        ev = self.cp.cuda.Event(block=False, disable_timing=True)
-        ev.record(self.stream)
-        keep.append(dev)
-        return PendingResult(ev, host, tuple(dev.shape), keep)
+    def _finish(self, dev: Any, keep: list[Any], post: Callable[[np.ndarray], np.ndarray] | None = None) -> PendingResult:
+        raise NotImplementedError
+
+    def _on(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
 
     def synchronize(self) -> None:
-        self.stream.synchronize()
+        """Waits for every launch so far (nothing to wait for where launches are synchronous)."""
 
     # -- MSM -----------------------------------------------------------------------------
 
@@ -254,8 +219,32 @@ class GpuDevice:
         """Bases (n, 2L or 4L) affine Montgomery to the device, once per proving key."""
         return self.upload(np.ascontiguousarray(bases, dtype=np.uint64))
 
+    def _segmented_sum(self, pre: str, off: Any, nseg: int, most: int, bound: int,
+                       first: tuple[str, Any] | None, items: Any, xz_width: int) -> tuple[Any, Any]:
+        """Sums each segment's items (segment b: items off[b] .. off[b+1] - 1), CHUNK at a time,
+        level after level, until at most one partial sum is left per segment. ``most`` bounds
+        a segment's length and ``bound`` the number of items; ``first`` names the kernel of the
+        first level and its extra input where it differs (the affine bases). Returns the sums
+        and their offsets (an empty segment keeps an empty range)."""
+        xp = self.xp
+        level = 0
+        while level == 0 or most > 1:
+            chunks = xp.zeros(nseg + 1, dtype=xp.int64)
+            xp.cumsum((off[1:] - off[:-1] + (CHUNK - 1)) // CHUNK, out=chunks[1:])
+            bound = (bound + CHUNK - 1) // CHUNK + nseg
+            out = xp.empty((bound, xz_width), dtype=xp.uint64)
+            if level == 0 and first is not None:
+                kernel, bases = first
+                self._launch(kernel, bound, out, bases, items, off, chunks, np.uint64(nseg), np.uint64(CHUNK))
+            else:
+                self._launch(f"{pre}_k_acc_xyzz", bound, out, items, off, chunks, np.uint64(nseg), np.uint64(CHUNK))
+            items, off = out, chunks
+            most = (most + CHUNK - 1) // CHUNK
+            level += 1
+        return items, off
+
     def _msm_async(self, curve: str, group: str, bases_dev: Any, scalars: Any) -> PendingResult:
-        cp = self.cp
+        xp = self.xp
         c = get_curve(curve)
         width = (2 if group == "g1" else 4) * c.fp_limbs
         n = int(bases_dev.shape[0])
@@ -264,36 +253,36 @@ class GpuDevice:
         if n >= 1 << 31:
             raise ValueError("at most 2^31 - 1 points")
         keep: list[Any] = []
-        with self.device:
+        with self._on():
             if isinstance(scalars, np.ndarray):
                 if scalars.shape != (n, 4) or scalars.dtype != np.uint64:
                     raise ValueError("scalars: expected (n, 4) uint64")
                 sc = self.upload(scalars, keep)
             else:
-                sc = cp.ascontiguousarray(scalars, dtype=cp.uint64)
+                sc = xp.ascontiguousarray(scalars, dtype=xp.uint64)
             pre = f"{c.name}_{group}"
             cw = msm_window_gpu(n)
             nwin = (256 + cw) // cw
             half = 1 << (cw - 1)
             nb = nwin * half
-            with self.stream:
-                keys = cp.empty(nwin * n, dtype=cp.uint32)
-                vals = cp.empty(nwin * n, dtype=cp.uint32)
-                self._launch(f"{pre}_k_digits", n, keys, vals, sc, np.uint64(n), np.int32(cw), np.int32(nwin))
-                order = cp.argsort(keys)
-                skeys = keys[order]
-                svals = cp.ascontiguousarray(vals[order])
-                starts = cp.searchsorted(skeys, cp.arange(nb + 1, dtype=cp.uint32)).astype(cp.int64)
-                buckets = cp.empty((nb, 2 * width), dtype=cp.uint64)
-                self._launch(f"{pre}_k_buckets", nb, buckets, bases_dev, svals, starts, np.uint64(nb))
-                S = max(1, min(half, 8192 // nwin))
-                seg = cp.empty((nwin * S, 2 * width), dtype=cp.uint64)
-                self._launch(f"{pre}_k_segments", nwin * S, seg, buckets, np.uint64(half), np.int32(nwin), np.uint64(S))
-                out = cp.zeros((1, width), dtype=cp.uint64)
-                self._launch(f"{pre}_k_combine", 1, out, seg, np.int32(nwin), np.uint64(S), np.int32(cw))
-            keep += [keys, vals, order, skeys, svals, starts, buckets, seg, sc]
-            pending = self._finish(out, keep)
-        pending.shape = (width,)
+            keys = xp.empty(nwin * n, dtype=xp.uint64)
+            self._launch(f"{pre}_k_digits", n, keys, sc, np.uint64(n), np.int32(cw), np.int32(nwin))
+            keys.sort()
+            starts = xp.searchsorted(keys, xp.arange(nb + 1, dtype=xp.uint64) << xp.uint64(32)).astype(xp.int64)
+            xz = 2 * width
+            buckets, boff = self._segmented_sum(pre, starts, nb, n, nwin * n, (f"{pre}_k_acc_affine", bases_dev),
+                                                keys, xz)
+            S = max(1, min(half, 16384 // nwin))
+            seg = xp.empty((nwin * S, xz), dtype=xp.uint64)
+            self._launch(f"{pre}_k_segments", nwin * S, seg, buckets, boff, np.uint64(half), np.int32(nwin), np.uint64(S))
+            sums, _ = self._segmented_sum(pre, xp.arange(nwin + 1, dtype=xp.int64) * S, nwin, S, nwin * S, None, seg, xz)
+            windows = xp.empty((nwin, width), dtype=xp.uint64)
+            self._launch(f"{pre}_k_window_affine", nwin, windows, sums, np.uint64(nwin))
+            keep += [keys, starts, buckets, boff, seg, sums, sc]
+            weights = _window_weights(c, cw, nwin)
+            msm_host = getattr(native, f"msm_{group}")
+            pending = self._finish(windows, keep, lambda w: msm_host(curve, w, weights))
+        pending.shape = (nwin, width)
         return pending
 
     def msm_g1_async(self, curve: str, bases_dev: Any, scalars: Any) -> PendingResult:
@@ -311,7 +300,7 @@ class GpuDevice:
     # -- NTT -----------------------------------------------------------------------------
 
     def _const(self, c: CurveParams, v: int) -> Any:
-        return self.cp.asarray(_fr_mont_const(c, v))
+        return self.xp.asarray(_fr_mont_const(c, v))
 
     def _tw(self, c: CurveParams, n: int, inverse: bool) -> Any:
         key = (c.name, n, inverse)
@@ -320,11 +309,11 @@ class GpuDevice:
             w = root_of_unity(c, n.bit_length() - 1)
             if inverse:
                 w = pow(w, -1, c.r)
-            with self.device, self.stream:
-                t = self.cp.empty((max(1, n // 2), 4), dtype=self.cp.uint64)
+            with self._on():
+                t = self.xp.empty((max(1, n // 2), 4), dtype=self.xp.uint64)
                 g = self._const(c, w)
                 self._launch(f"{c.name}_fr_k_powers", (n // 2 + 63) // 64, t, g, np.uint64(n // 2))
-                self.stream.synchronize()
+                self.synchronize()
             self._twiddles[key] = t
         return t
 
@@ -351,16 +340,15 @@ class GpuDevice:
         c = get_curve(curve)
         n = self._check_domain(a)
         keep: list[Any] = []
-        with self.device:
+        with self._on():
             x = self.upload(np.ascontiguousarray(a, dtype=np.uint64), keep)
-            with self.stream:
-                self._launch(f"{c.name}_fr_k_to_mont", n, x, np.uint64(n))
-                self._ntt_mont_dev(c, x, n, inverse)
-                if inverse:
-                    s = self._const(c, pow(n, -1, c.r))
-                    keep.append(s)
-                    self._launch(f"{c.name}_fr_k_scale", n, x, s, np.uint64(n))
-                self._launch(f"{c.name}_fr_k_from_mont", n, x, np.uint64(n))
+            self._launch(f"{c.name}_fr_k_to_mont", n, x, np.uint64(n))
+            self._ntt_mont_dev(c, x, n, inverse)
+            if inverse:
+                s = self._const(c, pow(n, -1, c.r))
+                keep.append(s)
+                self._launch(f"{c.name}_fr_k_scale", n, x, s, np.uint64(n))
+            self._launch(f"{c.name}_fr_k_from_mont", n, x, np.uint64(n))
             return self._finish(x, keep)
 
     def ntt(self, curve: str, a: np.ndarray, *, inverse: bool = False) -> np.ndarray:
@@ -376,26 +364,23 @@ class GpuDevice:
         keep: list[Any],
     ) -> Any:
         """snarkjs's H evaluations left on the device (std form), ready for the H MSM."""
-        from engine.prover.native import h_shift
-
         c = get_curve(curve)
         n = self._check_domain(a)
         if shift is None:
-            shift = h_shift(c, n)
-        with self.device:
+            shift = native.h_shift(c, n)
+        with self._on():
             xs = [self.upload(np.ascontiguousarray(v, dtype=np.uint64), keep) for v in (a, b, c_)]
-            with self.stream:
-                pw = self.cp.empty((n, 4), dtype=self.cp.uint64)
-                g, ninv = self._const(c, shift), self._const(c, pow(n, -1, c.r))
-                self._launch(f"{c.name}_fr_k_powers", (n + 63) // 64, pw, g, np.uint64(n))
-                self._launch(f"{c.name}_fr_k_scale", n, pw, ninv, np.uint64(n))  # fold in 1/n
-                for x in xs:
-                    self._launch(f"{c.name}_fr_k_to_mont", n, x, np.uint64(n))
-                    self._ntt_mont_dev(c, x, n, True)
-                    self._launch(f"{c.name}_fr_k_pointwise_mul", n, x, pw, np.uint64(n))
-                    self._ntt_mont_dev(c, x, n, False)
-                out = self.cp.empty((n, 4), dtype=self.cp.uint64)
-                self._launch(f"{c.name}_fr_k_h_final", n, out, xs[0], xs[1], xs[2], np.uint64(n))
+            pw = self.xp.empty((n, 4), dtype=self.xp.uint64)
+            g, ninv = self._const(c, shift), self._const(c, pow(n, -1, c.r))
+            self._launch(f"{c.name}_fr_k_powers", (n + 63) // 64, pw, g, np.uint64(n))
+            self._launch(f"{c.name}_fr_k_scale", n, pw, ninv, np.uint64(n))  # fold in 1/n
+            for x in xs:
+                self._launch(f"{c.name}_fr_k_to_mont", n, x, np.uint64(n))
+                self._ntt_mont_dev(c, x, n, True)
+                self._launch(f"{c.name}_fr_k_pointwise_mul", n, x, pw, np.uint64(n))
+                self._ntt_mont_dev(c, x, n, False)
+            out = self.xp.empty((n, 4), dtype=self.xp.uint64)
+            self._launch(f"{c.name}_fr_k_h_final", n, out, xs[0], xs[1], xs[2], np.uint64(n))
             keep += [pw, g, ninv, *xs]
         return out
 
@@ -404,11 +389,89 @@ class GpuDevice:
     ) -> PendingResult:
         keep: list[Any] = []
         out = self.h_coset_dev(curve, a, b, c_, shift, keep)
-        with self.device:
+        with self._on():
             return self._finish(out, keep)
 
     def h_coset(self, curve: str, a: np.ndarray, b: np.ndarray, c_: np.ndarray, shift: int | None = None) -> np.ndarray:
         return self.h_coset_async(curve, a, b, c_, shift).wait()
+
+
+class GpuDevice(Grid):
+    """One GPU: the loaded kernels, a stream, cached twiddles."""
+
+    def __init__(self, index: int = 0) -> None:
+        import cupy
+
+        super().__init__()
+        self.cp = self.xp = cupy
+        self.index = index
+        self.device = cupy.cuda.Device(index)
+        with self.device:
+            cc = self.device.compute_capability
+            self.arch = f"sm_{cc}"
+            binary = compile_for_arch(self.arch)
+            path = cache_dir() / "kernels" / f"gpu-{source_hash(self.arch)}" / f"kernels-{self.arch}.cubin"
+            if not path.exists():
+                path.write_bytes(binary)
+            self.module = cupy.RawModule(path=str(path))
+            self.stream = cupy.cuda.Stream(non_blocking=True)
+        self._fns: dict[str, Any] = {}
+
+    def name(self) -> str:
+        props = self.cp.cuda.runtime.getDeviceProperties(self.index)
+        n = props["name"]
+        return n.decode() if isinstance(n, bytes) else str(n)
+
+    def _fn(self, name: str) -> Any:
+        f = self._fns.get(name)
+        if f is None:
+            f = self._fns[name] = self.module.get_function(name)
+        return f
+
+    def _on(self) -> AbstractContextManager[Any]:
+        # CuPy's array steps (sort, cumsum ...) and RawKernel launches both go to the current
+        # stream: make ours current, on our device
+        stack = ExitStack()
+        stack.enter_context(self.device)
+        stack.enter_context(self.stream)
+        return stack
+
+    def _launch(self, name: str, threads: int, *args: Any) -> None:
+        if threads <= 0:
+            return
+        grid = (threads + BLOCK - 1) // BLOCK
+        with self.device, self.stream:
+            self._fn(name)((grid,), (BLOCK,), args)
+
+    def pinned(self, shape: tuple[int, ...], dtype: Any = np.uint64) -> np.ndarray:
+        count = int(np.prod(shape))
+        mem = self.cp.cuda.alloc_pinned_memory(max(1, count * np.dtype(dtype).itemsize))
+        return np.frombuffer(mem, dtype, count).reshape(shape)
+
+    def upload(self, arr: np.ndarray, keep: list[Any] | None = None) -> Any:
+        """Async host->device copy through a pinned staging buffer."""
+        a = np.ascontiguousarray(arr)
+        with self.device:
+            stage = self.pinned(a.shape, a.dtype)
+            stage[...] = a
+            dev = self.cp.empty(a.shape, dtype=a.dtype)
+            dev.set(stage, stream=self.stream)
+        if keep is not None:
+            keep.append(stage)
+        else:
+            self.stream.synchronize()
+        return dev
+
+    def _finish(self, dev: Any, keep: list[Any], post: Callable[[np.ndarray], np.ndarray] | None = None) -> PendingResult:
+        host = self.pinned(tuple(dev.shape), dev.dtype)
+        dev.get(stream=self.stream, out=host, blocking=False)
+        ev = self.cp.cuda.Event(block=False, disable_timing=True)
+        ev.record(self.stream)
+        keep.append(dev)
+        return PendingResult(ev, host, tuple(dev.shape), keep, post)
+
+    def synchronize(self) -> None:
+        self.stream.synchronize()
 
 
 _devices: dict[int, GpuDevice] = {}

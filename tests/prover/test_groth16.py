@@ -162,6 +162,23 @@ def test_cuda_proof_is_byte_identical(curve: str) -> None:
     assert verify(vk, cuda, public_inputs_of(asg))
 
 
+@pytest.mark.parametrize("curve", CURVES)
+def test_the_cuda_branch_on_the_emulated_grid_gives_the_cpu_proof(curve: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the device orchestration (bases kept per device, H left on the device for its MSM, the
+    # C MSM over the private rows) run launch for launch on the host emulation of the kernels
+    from engine.prover import gpu
+    from engine.prover.grid_emu import EmulatedGrid
+
+    grid = EmulatedGrid()
+    monkeypatch.setattr(gpu, "get_device", lambda index=0: grid)
+    r1cs, w = synthetic_circuit(curve, 200, n_public=2, seed=3)
+    pk, vk = setup(r1cs, seed=4)
+    asg = assignment_from_r1cs(r1cs, w)
+    emulated = gpu_prove_finish(gpu_prove_start(pk, asg, "cuda:0", r=11, s=13))
+    assert proof_to_json(emulated) == proof_to_json(prove(pk, asg, r=11, s=13))
+    assert verify(vk, emulated, public_inputs_of(asg))
+
+
 def test_rejections_bls() -> None:
     """Tampered proof, wrong public input, malformed points and inputs: False or InvalidProof."""
     _, pk, asg = _fixture("bls12381")

@@ -1,29 +1,27 @@
 /* GPU kernels over one scalar field (NTT building blocks). One thread per element or
  * butterfly; the host (engine/prover/gpu.py) sequences the launches on a stream.
  * Instantiated once per Fr by each_fr.h (which names it: FIELD, FN, FT). */
-#define GID ((u64)blockIdx.x * blockDim.x + threadIdx.x)
-
-extern "C" __global__ void FN(k_to_mont)(FT *a, u64 n) {
+KERNEL FN(k_to_mont)(FT *a, u64 n) {
     u64 i = GID; if (i < n) FN(to_mont)(&a[i], &a[i]);
 }
-extern "C" __global__ void FN(k_from_mont)(FT *a, u64 n) {
+KERNEL FN(k_from_mont)(FT *a, u64 n) {
     u64 i = GID; if (i < n) FN(from_mont)(&a[i], &a[i]);
 }
 /* out[i] = g^i (Montgomery g), 64 consecutive powers per thread from one exponentiation. */
-extern "C" __global__ void FN(k_powers)(FT *out, const FT *g, u64 n) {
+KERNEL FN(k_powers)(FT *out, const FT *g, u64 n) {
     u64 s = GID * 64;
     if (s >= n) return;
     u64 e[1] = { s };
     FT acc; FN(pow_limbs)(&acc, g, e, 1);
     for (u64 i = s; i < n && i < s + 64; i++) { out[i] = acc; FN(mul)(&acc, &acc, g); }
 }
-extern "C" __global__ void FN(k_bitrev)(FT *a, u64 n, int logn) {
+KERNEL FN(k_bitrev)(FT *a, u64 n, int logn) {
     u64 i = GID; if (i >= n) return;
-    u64 j = __brevll(i) >> (64 - logn);
+    u64 j = ps_brev64(i) >> (64 - logn);
     if (i < j) { FT t = a[i]; a[i] = a[j]; a[j] = t; }
 }
 /* One radix-2 DIT stage with half-size m; tw[k] = w^k for k < n/2. */
-extern "C" __global__ void FN(k_ntt_stage)(FT *a, const FT *tw, u64 n, u64 m) {
+KERNEL FN(k_ntt_stage)(FT *a, const FT *tw, u64 n, u64 m) {
     u64 t = GID; if (t >= n / 2) return;
     u64 blk = t / m, j = t % m, step = n / (2 * m);
     u64 i0 = blk * 2 * m + j, i1 = i0 + m;
@@ -32,16 +30,15 @@ extern "C" __global__ void FN(k_ntt_stage)(FT *a, const FT *tw, u64 n, u64 m) {
     FN(add)(&a[i0], &u, &v);
     FN(sub)(&a[i1], &u, &v);
 }
-extern "C" __global__ void FN(k_pointwise_mul)(FT *a, const FT *b, u64 n) {
+KERNEL FN(k_pointwise_mul)(FT *a, const FT *b, u64 n) {
     u64 i = GID; if (i < n) FN(mul)(&a[i], &a[i], &b[i]);
 }
-extern "C" __global__ void FN(k_scale)(FT *a, const FT *s, u64 n) {
+KERNEL FN(k_scale)(FT *a, const FT *s, u64 n) {
     u64 i = GID; if (i < n) FN(mul)(&a[i], &a[i], s);
 }
 /* out = a*b - c, then back to standard form (the H evaluations snarkjs feeds its H MSM). */
-extern "C" __global__ void FN(k_h_final)(FT *out, const FT *a, const FT *b, const FT *c, u64 n) {
+KERNEL FN(k_h_final)(FT *out, const FT *a, const FT *b, const FT *c, u64 n) {
     u64 i = GID; if (i >= n) return;
     FT t; FN(mul)(&t, &a[i], &b[i]); FN(sub)(&t, &t, &c[i]); FN(from_mont)(&out[i], &t);
 }
 
-#undef GID

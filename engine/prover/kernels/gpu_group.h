@@ -1,59 +1,97 @@
-/* GPU Pippenger MSM over one group. Pipeline (host: gpu.py):
- *   k_digits   one thread per scalar: signed c-bit digits -> (bucket key, signed point index)
- *   (cupy argsort by key groups every bucket's points together; searchsorted gives offsets)
- *   k_buckets  one thread per bucket: XYZZ sum of its points (mixed adds)
- *   k_segments per window, S threads each reduce a contiguous bucket range to
- *              W + lo*S_sum (sum_j (j+1) B_j restricted to the range)
- *   k_combine  one thread: sum segments per window, Horner over windows, to affine.
+/* GPU Pippenger MSM over one group, in launches the host (engine/prover/gpu.py) sequences:
+ *   k_digits         one thread per scalar: its signed c-bit digits as sortable keys
+ *   (a device sort groups every bucket's entries; a search gives each bucket's offset)
+ *   k_acc_affine     one thread per chunk of at most K entries of one bucket: their XYZZ sum
+ *   k_acc_xyzz       the same over partial sums, level after level, until one per bucket
+ *   k_segments       per window, S threads each sum a range of buckets, weighted
+ *   k_acc_xyzz       again, S segment sums to one per window
+ *   k_window_affine  one thread per window: its sum in affine form
+ * The host then weighs window w by 2^(c w) (an MSM of nwin points on the CPU).
+ * Chunking, not one thread per bucket, keeps the work balanced whatever the scalars: witness
+ * scalars (mostly 0 and 1) put nearly every point in one bucket of the lowest window.
  * Instantiated once per group by each_group.h (which names it: CN, FF, ET, AFF, XZ). */
 #include "digits.h"
-#define GID ((u64)blockIdx.x * blockDim.x + threadIdx.x)
 
-/* Signed c-bit digits d (digits.h) as sort keys: keys[w*n + i] = w*half + |d| - 1
- * (0xffffffff when d = 0: sorts last, never read); vals[w*n + i] = i | (d < 0) << 31.
- * Scalars: (n, 4) standard form, n < 2^31. */
-extern "C" __global__ void CN(k_digits)(u32 *keys, u32 *vals, const u64 *scalars, u64 n, int c, int nwin) {
+/* Signed c-bit digits d (digits.h) as sort keys, keys[w*n + i] = bucket << 32 | entry with
+ * bucket = w*half + |d| - 1 and entry = i | (d < 0) << 31; a zero digit sorts last
+ * (bucket 0xffffffff) and is never read. Scalars: (n, 4) standard form, n < 2^31. */
+KERNEL CN(k_digits)(u64 *keys, const u64 *scalars, u64 n, int c, int nwin) {
     u64 i = GID; if (i >= n) return;
-    const u32 half = (u32)1 << (c - 1);
+    const u64 half = (u64)1 << (c - 1);
     i64 carry = 0;
     for (int w = 0; w < nwin; w++) {
         i64 d = ps_signed_digit(scalars + 4 * i, w, c, &carry);
-        u64 o = (u64)w * n + i;
-        if (d == 0) { keys[o] = 0xffffffffu; vals[o] = 0; }
-        else {
-            u32 b = (u32)((d > 0 ? d : -d) - 1);
-            keys[o] = (u32)w * half + b;
-            vals[o] = (u32)i | (d < 0 ? 0x80000000u : 0u);
-        }
+        u64 bucket = d == 0 ? 0xffffffffull : (u64)w * half + (u64)(d > 0 ? d : -d) - 1;
+        keys[(u64)w * n + i] = bucket << 32 | i | (d < 0 ? 0x80000000ull : 0);
     }
 }
 
-extern "C" __global__ void CN(k_buckets)(XZ *buckets, const AFF *bases, const u32 *vals,
-                                         const long long *starts, u64 nbuckets) {
-    u64 b = GID; if (b >= nbuckets) return;
+#ifndef PS_SEGMENT_OF
+#define PS_SEGMENT_OF
+/* The segment holding item t: the b with off[b] <= t < off[b + 1] (off is non-decreasing,
+ * off[0] = 0 and t < off[nseg]), by bisection. */
+DEVICE INLINE u64 ps_segment_of(const long long *off, u64 nseg, u64 t) {
+    u64 lo = 0, hi = nseg;
+    while (hi - lo > 1) {
+        u64 mid = lo + (hi - lo) / 2;
+        if ((u64)off[mid] <= t) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+/* Chunk t of a segmented sum: segment b's chunks are chunk_off[b] .. chunk_off[b+1] - 1 and
+ * chunk j of it covers items off[b] + j K up to K of them, inside the segment. */
+DEVICE INLINE int ps_chunk(const long long *off, const long long *chunk_off, u64 nseg, u64 K, u64 t,
+                           long long *start, long long *end) {
+    if (t >= (u64)chunk_off[nseg]) return 0;
+    u64 b = ps_segment_of(chunk_off, nseg, t);
+    *start = off[b] + (long long)((t - (u64)chunk_off[b]) * K);
+    *end = *start + (long long)K < off[b + 1] ? *start + (long long)K : off[b + 1];
+    return 1;
+}
+#endif
+
+/* out[t] = the sum of the bases of chunk t's entries (entries sorted by bucket, in keys). */
+KERNEL CN(k_acc_affine)(XZ *out, const AFF *bases, const u64 *keys, const long long *off,
+                        const long long *chunk_off, u64 nseg, u64 K) {
+    long long s, e;
+    if (!ps_chunk(off, chunk_off, nseg, K, GID, &s, &e)) return;
     XZ acc; CN(set_inf)(&acc);
-    for (long long k = starts[b]; k < starts[b + 1]; k++) {
-        u32 v = vals[k];
+    for (long long k = s; k < e; k++) {
+        u32 v = (u32)keys[k];
         AFF p = bases[v & 0x7fffffffu];
         if (v >> 31) CN(affine_neg)(&p, &p);
         CN(add_affine)(&acc, &acc, &p);
     }
-    buckets[b] = acc;
+    out[GID] = acc;
 }
 
-/* seg_out[w*S + s] = sum_{j in [lo,hi)} (j+1) B_j, computed as W + lo*T where
- * T = sum B_j and W = sum (j - lo + 1) B_j by running sums from the top of the range. */
-extern "C" __global__ void CN(k_segments)(XZ *seg_out, const XZ *buckets, u64 half, int nwin, u64 S) {
+/* out[t] = the sum of chunk t's partial sums: one level of a segmented tree sum. */
+KERNEL CN(k_acc_xyzz)(XZ *out, const XZ *items, const long long *off, const long long *chunk_off,
+                      u64 nseg, u64 K) {
+    long long s, e;
+    if (!ps_chunk(off, chunk_off, nseg, K, GID, &s, &e)) return;
+    XZ acc = items[s];
+    for (long long k = s + 1; k < e; k++) CN(add)(&acc, &acc, &items[k]);
+    out[GID] = acc;
+}
+
+/* Per window, S threads: thread s sums (j + 1) B_j over its bucket range [lo, hi) as
+ * W + lo T, with T = sum B_j and W = sum (j - lo + 1) B_j by running sums from the top.
+ * Bucket b is items[off[b]] when off[b + 1] > off[b], else empty. */
+KERNEL CN(k_segments)(XZ *seg_out, const XZ *items, const long long *off, u64 half, int nwin, u64 S) {
     u64 t = GID; if (t >= (u64)nwin * S) return;
     u64 w = t / S, s = t % S;
     u64 per = (half + S - 1) / S;
-    u64 lo = s * per, hi = lo + per < half ? lo + per : half;
+    u64 lo = s * per < half ? s * per : half, hi = lo + per < half ? lo + per : half;
     XZ run, acc; CN(set_inf)(&run); CN(set_inf)(&acc);
-    const XZ *B = buckets + w * half;
-    for (u64 j = hi; j > lo; j--) { CN(add)(&run, &run, &B[j - 1]); CN(add)(&acc, &acc, &run); }
-    /* acc += lo * run, double-and-add over the bits of lo */
-    XZ m; CN(set_inf)(&m);
+    for (u64 j = hi; j > lo; j--) {
+        u64 b = w * half + j - 1;
+        if (off[b + 1] > off[b]) CN(add)(&run, &run, &items[off[b]]);
+        CN(add)(&acc, &acc, &run);
+    }
+    XZ m; CN(set_inf)(&m);  /* lo * run by double-and-add over lo's bits only */
     for (int bit = 63; bit >= 0; bit--) {
+        if ((lo >> bit) == 0) continue;
         CN(dbl)(&m, &m);
         if ((lo >> bit) & 1) CN(add)(&m, &m, &run);
     }
@@ -61,14 +99,6 @@ extern "C" __global__ void CN(k_segments)(XZ *seg_out, const XZ *buckets, u64 ha
     seg_out[t] = acc;
 }
 
-extern "C" __global__ void CN(k_combine)(AFF *out, const XZ *seg, int nwin, u64 S, int c) {
-    if (GID != 0) return;
-    XZ r; CN(set_inf)(&r);
-    for (int w = nwin - 1; w >= 0; w--) {
-        for (int k = 0; k < c; k++) CN(dbl)(&r, &r);
-        for (u64 s = 0; s < S; s++) CN(add)(&r, &r, &seg[(u64)w * S + s]);
-    }
-    CN(to_affine)(out, &r);
+KERNEL CN(k_window_affine)(AFF *out, const XZ *sums, u64 nwin) {
+    u64 w = GID; if (w < nwin) CN(to_affine)(&out[w], &sums[w]);
 }
-
-#undef GID

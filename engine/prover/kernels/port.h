@@ -97,6 +97,22 @@ static inline __attribute__((always_inline)) u64 ps_sbb(u64 a, u64 b, unsigned c
 #define UNROLL _Pragma("GCC unroll 16")
 #endif
 
+/* The grid: a kernel is KERNEL f(...) and finds its thread's index as GID. On the GPU these
+ * are CUDA's; the host emulation (engine/prover/grid_emu.py) compiles the same kernel bodies
+ * as plain C functions, calls them once per thread index, and supplies GID itself. */
+#ifdef __CUDACC__
+#define KERNEL extern "C" __global__ void
+#define GID ((u64)blockIdx.x * blockDim.x + threadIdx.x)
+#define ps_brev64 __brevll
+#else
+#define KERNEL void
+static inline u64 ps_brev64(u64 x) {
+    u64 r = 0;
+    for (int i = 0; i < 64; i++) { r = (r << 1) | (x & 1); x >>= 1; }
+    return r;
+}
+#endif
+
 #define PS_CAT_(a, b) a##b
 #define PS_CAT(a, b) PS_CAT_(a, b)
 #define PS_CAT3(a, b, c) PS_CAT(PS_CAT(a, b), c)
