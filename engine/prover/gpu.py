@@ -112,17 +112,19 @@ def compile_for_arch(arch: str = "sm_90") -> bytes:
 CHUNK = 32  # entries one thread sums per bucket chunk and per level of the tree
 
 
-def msm_window_gpu(n: int) -> int:
+def msm_window_gpu(n: int, bias: int = 3, cap: int = 16) -> int:
     """The window c: total work is about nwin n mixed additions plus 3 nwin 2^(c-1) for the
-    buckets, least near c = log2(n) - 3; 16 bounds the bucket tables (keys hold 31 bits)."""
+    buckets, least near c = log2(n) - 3 (``bias``); ``cap`` bounds the bucket tables (a key's
+    32 bucket bits allow far more)."""
     lg = max(n, 1).bit_length() - 1
-    return max(4, min(16, lg - 3))
+    return max(4, min(cap, lg - bias))
 
 
 def kernel_names() -> list[str]:
     names: list[str] = []
     for curve in ("bn128", "bls12381"):
-        for k in ("to_mont", "from_mont", "powers", "bitrev", "ntt_stage", "pointwise_mul", "scale", "h_final"):
+        for k in ("to_mont", "from_mont", "powers", "bitrev", "ntt_stage", "ntt_stage2", "pointwise_mul", "scale",
+                  "h_final"):
             names.append(f"{curve}_fr_k_{k}")
         for g in ("g1", "g2"):
             for k in ("digits", "acc_affine", "acc_xyzz", "segments", "window_affine"):
@@ -197,6 +199,12 @@ class Grid:
 
     def __init__(self) -> None:
         self._twiddles: dict[tuple[str, int, bool], Any] = {}
+        # the MSM's tuning, per grid so a benchmark can sweep it
+        self.chunk = CHUNK
+        self.window: Callable[[int], int] = msm_window_gpu
+
+    def _mark(self, label: str) -> None:
+        """A point between an algorithm's steps, for a grid that times them (GpuDevice.trace)."""
 
     def _launch(self, name: str, threads: int, *args: Any) -> None:
         raise NotImplementedError
@@ -226,20 +234,20 @@ class Grid:
         a segment's length and ``bound`` the number of items; ``first`` names the kernel of the
         first level and its extra input where it differs (the affine bases). Returns the sums
         and their offsets (an empty segment keeps an empty range)."""
-        xp = self.xp
+        xp, k = self.xp, self.chunk
         level = 0
         while level == 0 or most > 1:
             chunks = xp.zeros(nseg + 1, dtype=xp.int64)
-            xp.cumsum((off[1:] - off[:-1] + (CHUNK - 1)) // CHUNK, out=chunks[1:])
-            bound = (bound + CHUNK - 1) // CHUNK + nseg
+            xp.cumsum((off[1:] - off[:-1] + (k - 1)) // k, out=chunks[1:])
+            bound = (bound + k - 1) // k + nseg
             out = xp.empty((bound, xz_width), dtype=xp.uint64)
             if level == 0 and first is not None:
                 kernel, bases = first
-                self._launch(kernel, bound, out, bases, items, off, chunks, np.uint64(nseg), np.uint64(CHUNK))
+                self._launch(kernel, bound, out, bases, items, off, chunks, np.uint64(nseg), np.uint64(k))
             else:
-                self._launch(f"{pre}_k_acc_xyzz", bound, out, items, off, chunks, np.uint64(nseg), np.uint64(CHUNK))
+                self._launch(f"{pre}_k_acc_xyzz", bound, out, items, off, chunks, np.uint64(nseg), np.uint64(k))
             items, off = out, chunks
-            most = (most + CHUNK - 1) // CHUNK
+            most = (most + k - 1) // k
             level += 1
         return items, off
 
@@ -261,23 +269,30 @@ class Grid:
             else:
                 sc = xp.ascontiguousarray(scalars, dtype=xp.uint64)
             pre = f"{c.name}_{group}"
-            cw = msm_window_gpu(n)
+            cw = self.window(n)
             nwin = (256 + cw) // cw
             half = 1 << (cw - 1)
             nb = nwin * half
             keys = xp.empty(nwin * n, dtype=xp.uint64)
+            self._mark("upload")
             self._launch(f"{pre}_k_digits", n, keys, sc, np.uint64(n), np.int32(cw), np.int32(nwin))
+            self._mark("digits")
             keys.sort()
+            self._mark("sort")
             starts = xp.searchsorted(keys, xp.arange(nb + 1, dtype=xp.uint64) << xp.uint64(32)).astype(xp.int64)
+            self._mark("bucket offsets")
             xz = 2 * width
             buckets, boff = self._segmented_sum(pre, starts, nb, n, nwin * n, (f"{pre}_k_acc_affine", bases_dev),
                                                 keys, xz)
+            self._mark("bucket sums")
             S = max(1, min(half, 16384 // nwin))
             seg = xp.empty((nwin * S, xz), dtype=xp.uint64)
             self._launch(f"{pre}_k_segments", nwin * S, seg, buckets, boff, np.uint64(half), np.int32(nwin), np.uint64(S))
+            self._mark("bucket reduction")
             sums, _ = self._segmented_sum(pre, xp.arange(nwin + 1, dtype=xp.int64) * S, nwin, S, nwin * S, None, seg, xz)
             windows = xp.empty((nwin, width), dtype=xp.uint64)
             self._launch(f"{pre}_k_window_affine", nwin, windows, sums, np.uint64(nwin))
+            self._mark("window sums")
             keep += [keys, starts, buckets, boff, seg, sums, sc]
             weights = _window_weights(c, cw, nwin)
             msm_host = getattr(native, f"msm_{group}")
@@ -318,16 +333,18 @@ class Grid:
         return t
 
     def _ntt_mont_dev(self, c: CurveParams, x: Any, n: int, inverse: bool) -> None:
-        """In place, Montgomery form, on the stream: bit reversal then log2(n) stages."""
+        """In place, Montgomery form, on the stream: bit reversal then log2(n) stages, two a launch."""
         logn = n.bit_length() - 1
         if n <= 1:
             return
         tw = self._tw(c, n, inverse)
         self._launch(f"{c.name}_fr_k_bitrev", n, x, np.uint64(n), np.int32(logn))
         m = 1
-        while m < n:
+        while 4 * m <= n:  # two stages a launch while two remain
+            self._launch(f"{c.name}_fr_k_ntt_stage2", n // 4, x, tw, np.uint64(n), np.uint64(m))
+            m <<= 2
+        if m < n:
             self._launch(f"{c.name}_fr_k_ntt_stage", n // 2, x, tw, np.uint64(n), np.uint64(m))
-            m <<= 1
 
     @staticmethod
     def _check_domain(a: np.ndarray) -> int:
@@ -416,6 +433,13 @@ class GpuDevice(Grid):
             self.module = cupy.RawModule(path=str(path))
             self.stream = cupy.cuda.Stream(non_blocking=True)
         self._fns: dict[str, Any] = {}
+        self.trace: list[tuple[str, Any]] | None = None  # a list to record (step, CUDA event) into
+
+    def _mark(self, label: str) -> None:
+        if self.trace is not None:
+            ev = self.cp.cuda.Event()
+            ev.record(self.stream)
+            self.trace.append((label, ev))
 
     def name(self) -> str:
         props = self.cp.cuda.runtime.getDeviceProperties(self.index)

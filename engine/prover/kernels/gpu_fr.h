@@ -30,6 +30,24 @@ KERNEL FN(k_ntt_stage)(FT *a, const FT *tw, u64 n, u64 m) {
     FN(add)(&a[i0], &u, &v);
     FN(sub)(&a[i1], &u, &v);
 }
+/* Two radix-2 DIT stages at once, half-sizes m and 2m, over groups of 4m elements: thread
+ * (group, j) owns e0..e3 = base + j + {0, m, 2m, 3m}. Stage m pairs (e0, e1) and (e2, e3), both
+ * with w^(j n/2m); stage 2m pairs (e0, e2) with w^(j n/4m) and (e1, e3) with w^((j+m) n/4m).
+ * Half the launches and passes over memory of k_ntt_stage. tw[k] = w^k for k < n/2. */
+KERNEL FN(k_ntt_stage2)(FT *a, const FT *tw, u64 n, u64 m) {
+    u64 t = GID; if (t >= n / 4) return;
+    u64 grp = t / m, j = t % m, q = n / (4 * m);
+    u64 e0 = grp * 4 * m + j, e1 = e0 + m, e2 = e1 + m, e3 = e2 + m;
+    FT x0 = a[e0], x1, x2 = a[e2], x3, v;
+    FN(mul)(&x1, &a[e1], &tw[2 * j * q]);
+    FN(mul)(&x3, &a[e3], &tw[2 * j * q]);
+    FN(sub)(&v, &x0, &x1); FN(add)(&x0, &x0, &x1); x1 = v;
+    FN(sub)(&v, &x2, &x3); FN(add)(&x2, &x2, &x3); x3 = v;
+    FN(mul)(&x2, &x2, &tw[j * q]);
+    FN(mul)(&x3, &x3, &tw[(j + m) * q]);
+    FN(add)(&a[e0], &x0, &x2); FN(sub)(&a[e2], &x0, &x2);
+    FN(add)(&a[e1], &x1, &x3); FN(sub)(&a[e3], &x1, &x3);
+}
 KERNEL FN(k_pointwise_mul)(FT *a, const FT *b, u64 n) {
     u64 i = GID; if (i < n) FN(mul)(&a[i], &a[i], &b[i]);
 }
