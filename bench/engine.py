@@ -86,6 +86,7 @@ def run(scale: str, split: bool, jobs: int, args: argparse.Namespace) -> dict[st
         "device_busy": busy / (window * devices) if window else 0.0,
         "worker_busy": [round(w.busy_s / window, 3) if window else 0.0 for w in engine.workers],
         "failed": ProofJob.objects.filter(state="failed").count(),
+        "gpu_window": (gpu["a"].isoformat(), gpu["b"].isoformat()) if window else None,
     }
 
 
@@ -110,6 +111,8 @@ def main() -> None:
                   f"{r['finish_ms']:>9.0f} {r['device_busy']:>11.3f}  {r['worker_busy']}"
                   f"{'  FAILED ' + str(r['failed']) if r['failed'] else ''}  ({time.perf_counter() - t0:.0f}s)",
                   flush=True)
+            if r["gpu_window"]:  # for lining up with an outside sampler of the device (gpu_check.sh)
+                print(f"  gpu window {scale} split {'on' if split else 'off'}: {r['gpu_window'][0]} {r['gpu_window'][1]}")
 
 
 if __name__ == "__main__":

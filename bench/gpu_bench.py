@@ -115,11 +115,12 @@ def run(quick: bool = False, deadline_s: float = 300.0) -> dict:
     rows += kind_rows("cuda:0", out_of_time, ("tiny",))
     if not quick:
         rows += tuning_rows(dev, out_of_time)
-        best = min((r for r in rows if r["what"] == "msm-tuning" and "ms" in r), key=lambda r: r["ms"], default=None)
-        if best is not None:  # the rest of this run uses the fastest setting found
-            dev.chunk = best["chunk"]
+        best = min((r for r in rows if r["what"] == "msm-tuning" and r["curve"] == "bls12381" and "ms" in r),
+                   key=lambda r: r["ms"], default=None)
+        if best is not None:  # the rest of this run uses the fastest setting found for BLS12-381
+            dev.chunk, dev.segments = best["chunk"], best["segments"]
             dev.window = functools.partial(gpu.msm_window_gpu, bias=best["bias"], cap=20)
-            info["msm_setting"] = {"chunk": best["chunk"], "bias": best["bias"], "cap": 20}
+            info["msm_setting"] = {"chunk": best["chunk"], "bias": best["bias"], "cap": 20, "segments": best["segments"]}
     logs = (16,) if quick else (16, 20, 22)
     # every size's four MSMs before the next size, so a deadline drops the largest first
     msm_plan = [(lg, curve, group) for lg in logs for curve in ("bls12381", "bn128") for group in ("g1", "g2")]
@@ -185,29 +186,41 @@ def run(quick: bool = False, deadline_s: float = 300.0) -> dict:
 
 
 def tuning_rows(dev: Any, out_of_time: Any) -> list[dict]:
-    """The MSM's two settings swept at 2^20 (BLS12-381 and BN254 G1, random scalars): the
-    entries a thread sums per chunk, and the window c = log2(n) - bias; then one MSM's steps
-    timed with CUDA events at the default setting."""
+    """The MSM's settings swept at 2^20 (BLS12-381 and BN254 G1, random scalars): the entries a
+    thread sums per chunk and the window c = log2(n) - bias, then the bucket reduction's
+    thread count at the best of those; and one MSM's steps timed with CUDA events at the
+    default setting."""
     from engine.prover import gpu
 
     rows: list[dict] = []
     lg = 20
+
+    def timed(curve: str, bases_dev: Any, scalars: Any, chunk: int, bias: int, segments: int) -> None:
+        row = {"what": "msm-tuning", "curve": curve, "group": "g1", "log_n": lg, "chunk": chunk, "bias": bias,
+               "c": gpu.msm_window_gpu(1 << lg, bias, cap=20), "segments": segments}
+        if out_of_time():
+            rows.append({**row, "skipped": "time budget"})
+            return
+        dev.chunk, dev.segments = chunk, segments
+        dev.window = functools.partial(gpu.msm_window_gpu, bias=bias, cap=20)
+        t = _timed(dev, functools.partial(dev.msm_g1_async, curve, bases_dev, scalars), 3)
+        rows.append({**row, "ms": t * 1e3})
+        print(f"msm tuning {curve} g1 2^{lg} chunk {chunk} c {row['c']} segments {segments}: {t * 1e3:.2f} ms",
+              flush=True)
+
     for curve in ("bls12381", "bn128"):
         bases = random_points(curve, "g1", 1 << lg, lg)
         bases_dev = dev.upload_bases(bases)
         scalars = random_scalars(curve, 1 << lg, lg)
-        for chunk in (16, 32, 64):
-            for bias in (2, 3, 4, 5):
-                row = {"what": "msm-tuning", "curve": curve, "group": "g1", "log_n": lg, "chunk": chunk, "bias": bias,
-                       "c": gpu.msm_window_gpu(1 << lg, bias, cap=20)}
-                if out_of_time():
-                    rows.append({**row, "skipped": "time budget"})
-                    continue
-                dev.chunk, dev.window = chunk, functools.partial(gpu.msm_window_gpu, bias=bias, cap=20)
-                t = _timed(dev, functools.partial(dev.msm_g1_async, curve, bases_dev, scalars), 3)
-                rows.append({**row, "ms": t * 1e3})
-                print(f"msm tuning {curve} g1 2^{lg} chunk {chunk} c {row['c']}: {t * 1e3:.2f} ms", flush=True)
-        dev.chunk, dev.window = gpu.CHUNK, gpu.msm_window_gpu
+        for chunk in (8, 16, 32):
+            for bias in (3, 4, 5):
+                timed(curve, bases_dev, scalars, chunk, bias, gpu.SEGMENTS)
+        mine = [r for r in rows if r.get("curve") == curve and "ms" in r]
+        if mine:
+            best = min(mine, key=lambda r: r["ms"])
+            for segments in (1 << 13, 1 << 15, 1 << 16):
+                timed(curve, bases_dev, scalars, best["chunk"], best["bias"], segments)
+        dev.chunk, dev.segments, dev.window = gpu.CHUNK, gpu.SEGMENTS, gpu.msm_window_gpu
         dev.trace = []
         dev.msm_g1_async(curve, bases_dev, scalars).wait()
         marks, dev.trace = dev.trace, None
@@ -359,9 +372,10 @@ def markdown(res: dict) -> str:
         out.append(f"{head} {r['ms']:.2f} | {_cell(r.get('matches_cpu', ''))} | {anc} | {ratio} | {r.get('h200_floor_ms', '')} |")
     tuning = [r for r in rows if r["what"] == "msm-tuning" and "ms" in r]
     if tuning:
-        out += ["", "| MSM setting (G1, 2^20, random) | curve | chunk | c | ms |", "|---|---|---|---|---|"]
-        out += [f"| chunk {r['chunk']}, c = log2 n - {r['bias']} | {r['curve']} | {r['chunk']} | {r['c']} | {r['ms']:.2f} |"
-                for r in tuning]
+        out += ["", "| MSM setting (G1, 2^20, random) | curve | chunk | c | reduction threads | ms |",
+                "|---|---|---|---|---|---|"]
+        out += [f"| chunk {r['chunk']}, c = log2 n - {r['bias']} | {r['curve']} | {r['chunk']} | {r['c']} |"
+                f" {r['segments']} | {r['ms']:.2f} |" for r in tuning]
         if "msm_setting" in i:
             out += ["", f"The rows below ran with the fastest setting found: {i['msm_setting']}."]
     for r in rows:

@@ -35,6 +35,10 @@ echo "== pytest: the GPU's algorithms on the device and on the emulated grid"
 timeout 150 "$PY" -m pytest tests/prover/test_gpu_kernels.py tests/prover/test_groth16.py -k "cuda or emulated" -q -p no:cacheprovider \
     --timeout 60 -rfE 2>&1 | tee "$OUT/gpu_tests.log" | tail -25
 tests_rc=${PIPESTATUS[0]}
+if [ "$tests_rc" -ne 0 ]; then  # a device that answers wrong has no figures worth the time
+    echo "gpu_check: the GPU tests failed (rc=$tests_rc); no benchmarks were run" >&2
+    exit 1
+fi
 
 echo "== bench/gpu_bench.py"
 timeout 300 "$PY" bench/gpu_bench.py --out "$OUT" --deadline 170 $QUICK 2>&1 | tee "$OUT/gpu_bench.log" | grep -v DEVELOPMENT
@@ -43,9 +47,14 @@ bench_rc=${PIPESTATUS[0]}
 echo "== bench/engine.py: 2 workers on cuda:0, split proving on and off"
 scales=medium
 [ -n "$QUICK" ] && scales=small
+# the device's own utilization, sampled beside the run, read over each proving window
+nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader -lms 100 > "$OUT/gpu_util.csv" 2>&1 &
+sampler=$!
 PROVINGSITE_PARAMS_DIR="$(mktemp -d)" timeout 150 "$PY" bench/engine.py --scales "$scales" --jobs 3 --devices cuda:0 \
-    --workers 2 --synthesis 12 --budget 32GiB 2>&1 | grep -v DEVELOPMENT | tee "$OUT/engine.txt"
+    --workers 2 --synthesis 14 --budget 32GiB 2>&1 | grep -v DEVELOPMENT | tee "$OUT/engine.txt"
 engine_rc=${PIPESTATUS[0]}
+kill "$sampler" 2>/dev/null
+"$PY" bench/gpu_util.py "$OUT/gpu_util.csv" "$OUT/engine.txt" | tee -a "$OUT/engine.txt"
 
 echo "gpu_check: tests rc=$tests_rc, bench rc=$bench_rc, engine rc=$engine_rc; results in $OUT"
 [ "$tests_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ] && [ "$engine_rc" -eq 0 ]

@@ -16,8 +16,8 @@ compiled by NVRTC (through CuPy's bindings) and launched on a CuPy stream.
 MSM (kernels/gpu_group.h): signed c-bit digits as packed 64-bit keys, one device sort, bucket
 sums by chunks of at most ``CHUNK`` entries and a segmented tree over the partial sums (so a
 bucket holding most points, as witness scalars make one, is summed by many threads), bucket
-reduction by segments, window sums to affine on the device, and the final weighing of the
-windows by 2^(c w) on the host as an MSM of a few points.
+reduction by segments and a tree to one sum per window; on the host, the window sums to
+affine and weighed by 2^(c w) as an MSM of a few points.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from engine.prover import native
-from engine.prover.curves import CurveParams, fr_to_limbs, get_curve, root_of_unity
+from engine.prover.curves import CurveParams, fp_to_limbs, fr_to_limbs, get_curve, limbs_to_ints, root_of_unity
 from engine.prover.native_build import KERNEL_DIR, SHARED_KERNEL_FILES, cache_dir, params_prelude
 
 GPU_KERNEL_FILES = (*SHARED_KERNEL_FILES, "gpu_fr.h", "gpu_group.h", "gpu.cu")
@@ -109,13 +109,16 @@ def compile_for_arch(arch: str = "sm_90") -> bytes:
             return data
 
 
-CHUNK = 32  # entries one thread sums per bucket chunk and per level of the tree
+# The MSM's settings, measured on an H200 at 2^20 (bench/results/gpu.md, "MSM setting"):
+# chunks of 16 entries beat 32 and 64 by 5-10 %, and c = log2(n) - 4 beat - 3 by 15 %.
+CHUNK = 16  # entries one thread sums per bucket chunk and per level of the tree
+SEGMENTS = 1 << 14  # threads of the bucket reduction, over all windows
 
 
-def msm_window_gpu(n: int, bias: int = 3, cap: int = 16) -> int:
+def msm_window_gpu(n: int, bias: int = 4, cap: int = 16) -> int:
     """The window c: total work is about nwin n mixed additions plus 3 nwin 2^(c-1) for the
-    buckets, least near c = log2(n) - 3 (``bias``); ``cap`` bounds the bucket tables (a key's
-    32 bucket bits allow far more)."""
+    buckets, least near c = log2(n) - 4 (``bias``) as measured; ``cap`` bounds the bucket
+    tables (a key's 32 bucket bits allow far more)."""
     lg = max(n, 1).bit_length() - 1
     return max(4, min(cap, lg - bias))
 
@@ -127,7 +130,7 @@ def kernel_names() -> list[str]:
                   "h_final"):
             names.append(f"{curve}_fr_k_{k}")
         for g in ("g1", "g2"):
-            for k in ("digits", "acc_affine", "acc_xyzz", "segments", "window_affine"):
+            for k in ("digits", "acc_affine", "acc_xyzz", "segments"):
                 names.append(f"{curve}_{g}_k_{k}")
     return names
 
@@ -188,6 +191,30 @@ def _window_weights(c: CurveParams, cw: int, nwin: int) -> np.ndarray:
     return fr_to_limbs([pow(2, cw * w, c.r) for w in range(nwin)])
 
 
+def xyzz_to_affine(c: CurveParams, points: np.ndarray, ext: int) -> np.ndarray:
+    """XYZZ points (Montgomery limbs, coordinates in Fp or, ext = 2, Fp2 = Fp[u]/(u^2 + 1)) to
+    affine (x = X/ZZ, y = Y/ZZZ; the point at infinity, ZZ = 0, to zeros) on the host: a few
+    window sums, where one GPU thread's inversion took milliseconds."""
+    p, R = c.p, c.fp_r
+    rinv = pow(R, -1, p)
+    L = c.fp_limbs
+    vals = [v * rinv % p for v in limbs_to_ints(points.reshape(-1, L))]
+    out: list[int] = []
+    for i in range(0, len(vals), 4 * ext):
+        X, Y, ZZ, ZZZ = (tuple(vals[i + k * ext : i + (k + 1) * ext]) for k in range(4))
+        if not any(ZZ):
+            out += [0] * (2 * ext)
+            continue
+        for num, den in ((X, ZZ), (Y, ZZZ)):
+            if ext == 1:
+                out.append(num[0] * pow(den[0], -1, p) * R % p)
+            else:  # (a + b u) / (d + e u) = (a + b u)(d - e u) / (d^2 + e^2)
+                (a, b), (d, e) = num, den
+                inv = pow(d * d + e * e, -1, p)
+                out += [(a * d + b * e) * inv * R % p, (b * d - a * e) * inv * R % p]
+    return fp_to_limbs(out, c).reshape(points.shape[0], 2 * ext * L)
+
+
 class Grid:
     """The GPU's algorithms over an array module (``xp``) and a kernel launcher. A subclass
     provides ``xp``, ``_launch``, ``upload``, ``_finish`` and ``_on`` (the context its array
@@ -201,6 +228,7 @@ class Grid:
         self._twiddles: dict[tuple[str, int, bool], Any] = {}
         # the MSM's tuning, per grid so a benchmark can sweep it
         self.chunk = CHUNK
+        self.segments = SEGMENTS
         self.window: Callable[[int], int] = msm_window_gpu
 
     def _mark(self, label: str) -> None:
@@ -285,19 +313,19 @@ class Grid:
             buckets, boff = self._segmented_sum(pre, starts, nb, n, nwin * n, (f"{pre}_k_acc_affine", bases_dev),
                                                 keys, xz)
             self._mark("bucket sums")
-            S = max(1, min(half, 16384 // nwin))
+            S = max(1, min(half, self.segments // nwin))
             seg = xp.empty((nwin * S, xz), dtype=xp.uint64)
             self._launch(f"{pre}_k_segments", nwin * S, seg, buckets, boff, np.uint64(half), np.int32(nwin), np.uint64(S))
             self._mark("bucket reduction")
             sums, _ = self._segmented_sum(pre, xp.arange(nwin + 1, dtype=xp.int64) * S, nwin, S, nwin * S, None, seg, xz)
-            windows = xp.empty((nwin, width), dtype=xp.uint64)
-            self._launch(f"{pre}_k_window_affine", nwin, windows, sums, np.uint64(nwin))
+            windows = xp.ascontiguousarray(sums[:nwin])  # every window has segments, so sum w is item w
             self._mark("window sums")
             keep += [keys, starts, buckets, boff, seg, sums, sc]
             weights = _window_weights(c, cw, nwin)
             msm_host = getattr(native, f"msm_{group}")
-            pending = self._finish(windows, keep, lambda w: msm_host(curve, w, weights))
-        pending.shape = (nwin, width)
+            ext = 1 if group == "g1" else 2
+            pending = self._finish(windows, keep, lambda w: msm_host(curve, xyzz_to_affine(c, w, ext), weights))
+        pending.shape = (nwin, xz)
         return pending
 
     def msm_g1_async(self, curve: str, bases_dev: Any, scalars: Any) -> PendingResult:

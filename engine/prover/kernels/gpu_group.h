@@ -5,8 +5,8 @@
  *   k_acc_xyzz       the same over partial sums, level after level, until one per bucket
  *   k_segments       per window, S threads each sum a range of buckets, weighted
  *   k_acc_xyzz       again, S segment sums to one per window
- *   k_window_affine  one thread per window: its sum in affine form
- * The host then weighs window w by 2^(c w) (an MSM of nwin points on the CPU).
+ * The host then takes the window sums to affine and weighs window w by 2^(c w) (an MSM of
+ * nwin points on the CPU): one thread's inversion on the GPU costs milliseconds.
  * Chunking, not one thread per bucket, keeps the work balanced whatever the scalars: witness
  * scalars (mostly 0 and 1) put nearly every point in one bucket of the lowest window.
  * Instantiated once per group by each_group.h (which names it: CN, FF, ET, AFF, XZ). */
@@ -97,8 +97,4 @@ KERNEL CN(k_segments)(XZ *seg_out, const XZ *items, const long long *off, u64 ha
     }
     CN(add)(&acc, &acc, &m);
     seg_out[t] = acc;
-}
-
-KERNEL CN(k_window_affine)(AFF *out, const XZ *sums, u64 nwin) {
-    u64 w = GID; if (w < nwin) CN(to_affine)(&out[w], &sums[w]);
 }
