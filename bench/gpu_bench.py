@@ -1,7 +1,11 @@
-"""GPU benchmarks: MSM (G1/G2, BLS12-381 and BN254), NTT, pinned transfers, and whole
-Groth16 proofs against the CPU prover in the same process; results as JSON and a markdown table with the ratio to ANCHORS.md figures.
+"""GPU benchmarks, each beside its ANCHORS.md figure where one exists: whole Groth16 proofs
+(the snarkjs fixtures, every kind at tiny and medium, synthetic circuits up to 2^20) against
+the CPU prover in the same process, byte for byte and verified; the MSM's settings swept at
+2^20 and its steps timed; MSM G1/G2 on both curves at 2^16, 2^20 and 2^22 with random and
+witness scalars; the NTT on device-resident data; pinned and pageable transfers. Writes
+gpu.json and gpu.md.
 
-    .venv/bin/python bench/gpu_bench.py [--out DIR] [--quick]
+    .venv/bin/python bench/gpu_bench.py [--out DIR] [--quick] [--deadline S]
 
 Run by bench/gpu_check.sh. Each GPU timing is the best of a few runs after one warm-up,
 measured around the stream (upload of scalars included for MSM; bases resident, as in
@@ -377,7 +381,7 @@ def markdown(res: dict) -> str:
         out += [f"| chunk {r['chunk']}, c = log2 n - {r['bias']} | {r['curve']} | {r['chunk']} | {r['c']} |"
                 f" {r['segments']} | {r['ms']:.2f} |" for r in tuning]
         if "msm_setting" in i:
-            out += ["", f"The rows below ran with the fastest setting found: {i['msm_setting']}."]
+            out += ["", f"The sweep ran first: every other row ran with its fastest setting for BLS12-381, {i['msm_setting']}."]
     for r in rows:
         if r["what"] == "msm-steps":
             out += ["", f"Steps of one {r['curve']} {r['group']} MSM at 2^{r['log_n']} (CUDA events, ms, default setting): "

@@ -109,16 +109,17 @@ def compile_for_arch(arch: str = "sm_90") -> bytes:
             return data
 
 
-# The MSM's settings, measured on an H200 at 2^20 (bench/results/gpu.md, "MSM setting"):
-# chunks of 16 entries beat 32 and 64 by 5-10 %, and c = log2(n) - 4 beat - 3 by 15 %.
-CHUNK = 16  # entries one thread sums per bucket chunk and per level of the tree
-SEGMENTS = 1 << 14  # threads of the bucket reduction, over all windows
+# The MSM's settings, the fastest of a sweep on an H200 at 2^20 (bench/results/gpu.md, "MSM
+# setting"): chunks of 8 or 16 entries beat 32 by 5-10 %, c = log2(n) - 5 beat - 3 by 13 %,
+# and 32768 reduction threads beat 8192 by 6 %.
+CHUNK = 8  # entries one thread sums per bucket chunk and per level of the tree
+SEGMENTS = 1 << 15  # threads of the bucket reduction, over all windows
 
 
-def msm_window_gpu(n: int, bias: int = 4, cap: int = 16) -> int:
+def msm_window_gpu(n: int, bias: int = 5, cap: int = 20) -> int:
     """The window c: total work is about nwin n mixed additions plus 3 nwin 2^(c-1) for the
-    buckets, least near c = log2(n) - 4 (``bias``) as measured; ``cap`` bounds the bucket
-    tables (a key's 32 bucket bits allow far more)."""
+    buckets, least near c = log2(n) - 5 (``bias``) as measured; ``cap`` bounds the bucket
+    tables (nwin 2^(c-1) buckets must fit a key's 32 bucket bits: c = 20 uses 2^23)."""
     lg = max(n, 1).bit_length() - 1
     return max(4, min(cap, lg - bias))
 
