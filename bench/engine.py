@@ -76,13 +76,12 @@ def run(scale: str, split: bool, jobs: int, args: argparse.Namespace) -> dict[st
     window = (gpu["b"] - gpu["a"]).total_seconds()
     busy = sum(w.busy_s for w in engine.workers)
     devices = max(len(engine.devices), 1)
-    items = engine.stats.items
     return {
         "partitions": n, "wall_s": wall, "proofs_per_min": 60 * n / wall if wall else 0.0,
         "overhead_ms": 1000 * engine.writer.busy_s / n if n else 0.0,
-        "synth_ms": 1000 * sum(i.get("synth_s", 0) for i in items) / max(len(items), 1),
-        "gpu_ms": 1000 * sum(i.get("gpu_s", 0) for i in items) / max(len(items), 1),
-        "finish_ms": 1000 * sum(i.get("finish_s", 0) for i in items) / max(len(items), 1),
+        "synth_ms": engine.stats.mean_ms("synth_s"),
+        "gpu_ms": engine.stats.mean_ms("gpu_s"),
+        "finish_ms": engine.stats.mean_ms("finish_s"),
         "device_busy": busy / (window * devices) if window else 0.0,
         "worker_busy": [round(w.busy_s / window, 3) if window else 0.0 for w in engine.workers],
         "failed": ProofJob.objects.filter(state="failed").count(),

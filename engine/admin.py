@@ -125,11 +125,11 @@ class ProofJobAdmin(admin.ModelAdmin):
 
     @admin.action(description="Retry selected failed or cancelled jobs")
     def retry_jobs(self, request: HttpRequest, queryset: QuerySet[ProofJob]) -> None:
-        from engine.ledger.jobs import retry_job
+        from engine.ledger.submission import retry
 
         jobs = [job for job in queryset if job.state in (JobState.FAILED, JobState.CANCELLED)]
         for job in jobs:
-            retry_job(job)
+            retry(job)
         self.message_user(request, f"Requeued {len(jobs)} job(s).", messages.SUCCESS)
 
 

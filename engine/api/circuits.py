@@ -35,6 +35,7 @@ from engine.api.uploads import (
     checked_upload,
     discard,
 )
+from engine.ledger import submission
 from engine.models import Circuit, ProofJob
 from engine.states import JOB_ACTIVE
 
@@ -261,6 +262,7 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
         wtns = request.FILES.get("wtns")
         job_id = check_job_id(request.POST.get("job_id"))
         level = parse_priority(request.POST.get("priority"))
+        submission.check_priority(request.auth, level)  # type: ignore[attr-defined]
         if "zkey" in request.FILES:
             raise ApiError(400, "invalid", "zkey", "the circuit's zkey is registered already; send only the wtns")
         if not isinstance(wtns, StagedFile) or wtns.size == 0:

@@ -13,6 +13,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from engine.ledger.submission import Refused
+
 if TYPE_CHECKING:
     from ninja import NinjaAPI
 
@@ -63,6 +65,11 @@ def install(api: NinjaAPI) -> None:
         if exc.retry_after is not None:
             response["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
         return response
+
+    @api.exception_handler(Refused)
+    def refused(request: HttpRequest, exc: Refused) -> HttpResponse:
+        # the submission rules' refusals (engine.ledger.submission): each kind carries its status
+        return respond(request, exc.status, body(exc.code, exc.field, exc.message))
 
     @api.exception_handler(AuthenticationError)
     def unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:

@@ -80,13 +80,3 @@ def _mine(job: ProofJob, created: bool, client: Any) -> tuple[ProofJob, bool]:
     if not created and _foreign(job, client):
         raise _taken(job)
     return job, created
-
-
-def check_priority_limit(client: Any, level: int | None) -> None:
-    """A token asks for at most its own maximum priority (lower numbers are higher)."""
-    if isinstance(client, ApiToken) and level is not None and level < client.max_priority:
-        allowed = Priority(client.max_priority).label
-        raise ApiError(403, "forbidden", "priority",
-                       f"this token may ask for {allowed} priority at most; an operator can raise its limit")
-
-

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Count, Max, QuerySet, Sum
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
@@ -23,14 +22,7 @@ from pydantic import Field, field_validator
 
 from engine.api.errors import ApiError
 from engine.api.etags import _etag, _matches, _not_modified
-from engine.api.job_fields import (
-    _conflict,
-    _limited_to,
-    _mine,
-    check_job_id,
-    check_priority_limit,
-    parse_priority,
-)
+from engine.api.job_fields import _conflict, _limited_to, _mine, check_job_id, parse_priority
 from engine.api.job_out import _detail, _summary, proof_document, snarkjs_files
 from engine.api.proof_bytes import BYTES_RESPONSE, job_proof_bytes
 from engine.api.schemas import (
@@ -57,9 +49,10 @@ from engine.api.uploads import (
 )
 from engine.api.validate_upload import validate_custom
 from engine.circuits import kinds
-from engine.ledger.jobs import JobConflict, submit_job
-from engine.models import ApiToken, ProofJob
-from engine.states import JOB_ACTIVE, JOB_TERMINAL, JobState, PartitionState, ProofKind
+from engine.ledger import submission
+from engine.ledger.submission import JobConflict, Submission
+from engine.models import ProofJob
+from engine.states import JOB_TERMINAL, JobState, PartitionState, ProofKind
 from engine.status.read import one_snapshot
 
 router = Router(tags=["jobs"])
@@ -74,40 +67,22 @@ MAX_OFFSET = 10**9
 JobIdPath = Annotated[str, PathParam(..., example="winning-post-epoch-1234")]  # POST /jobs/custom is the upload, not a job
 
 
-def check_active_cap(client: Any, job_id: str) -> None:
-    """A token holds at most its cap of queued and running jobs; a resubmission adds none.
-
-    Call inside the transaction that submits: the token's row is locked first, so two
-    submissions of one token cannot both take the last place."""
-    if not isinstance(client, ApiToken) or client.max_active_jobs is None:
-        return
-    cap = ApiToken.objects.select_for_update().filter(pk=client.pk).values_list("max_active_jobs", flat=True).first()
-    if cap is None or ProofJob.objects.filter(job_id=job_id).exists():
-        return
-    active = ProofJob.objects.filter(client=client, state__in=JOB_ACTIVE).count()
-    if active >= cap:
-        raise ApiError(429, "too_many_active_jobs", None,
-                       f"this token already has {active} queued or running jobs, its cap; "
-                       "submit again once one has finished")
-
-
 def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: Any = None) -> tuple[ProofJob, bool]:
-    """Validate and submit a job of a built-in kind; ApiError on any malformed part."""
+    """Validate and submit a job of a built-in kind; ApiError on any malformed part, the
+    submission rules' Refused on a token's limits."""
     check_job_id(job_id)
     level = parse_priority(priority)
-    check_priority_limit(client, level)
+    submission.check_priority(client, level)
     try:
         normalised, n_partitions = kinds.validate_inputs(kind, inputs)
     except kinds.InputError as exc:
         field = exc.field if exc.field in ("kind", "inputs") else f"inputs.{exc.field}"
         raise ApiError(400, "invalid", field, exc.message) from None
     scale = settings.PROVINGSITE["SCALE"]
+    sub = Submission(kind=kind, job_id=job_id, inputs=normalised, num_partitions=n_partitions,
+                     circuit_id=kinds.circuit_for(kind, scale).circuit_id, scale=scale, priority=level, curve=kinds.CURVE)
     try:
-        with transaction.atomic():
-            check_active_cap(client, job_id)
-            job, created = submit_job(kind=kind, job_id=job_id, inputs=normalised, num_partitions=n_partitions,
-                                      circuit_id=kinds.circuit_for(kind, scale).circuit_id, scale=scale,
-                                      priority=level, curve=kinds.CURVE, client=client)
+        job, created = submission.submit(sub, client)
     except JobConflict as exc:
         raise _conflict(exc, client) from None
     return _mine(job, created, client)
@@ -199,7 +174,7 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
     files = request.FILES  # reads the body through StreamingLimitHandler
     job_id = check_job_id(request.POST.get("job_id"))
     level = parse_priority(request.POST.get("priority"))
-    check_priority_limit(request.auth, level)  # type: ignore[attr-defined]
+    submission.check_priority(request.auth, level)  # type: ignore[attr-defined]  (before the files are read)
     staged: dict[str, StagedFile] = {}
     for name in UPLOAD_FIELDS:
         item = files.get(name)
@@ -215,18 +190,10 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
     except BadCircuitFile as exc:
         raise ApiError(400, "invalid", exc.field, exc.message) from None
     inputs = {f"{n}_{attr}": getattr(staged[n], attr) for n in UPLOAD_FIELDS for attr in ("sha256", "size")}
+    sub = Submission(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
+                     circuit_id=f"custom/{staged['zkey'].sha256[:16]}", priority=level, curve=curve)
     try:
-        with transaction.atomic():
-            check_active_cap(request.auth, job_id)  # type: ignore[attr-defined]
-            job, created = submit_job(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
-                                      circuit_id=f"custom/{staged['zkey'].sha256[:16]}", priority=level,
-                                      curve=curve, client=request.auth)  # type: ignore[attr-defined]
-            if created:
-                # Inside the job's transaction: no engine sees the job before its files.
-                target = uploads / str(job.pk)
-                staging.rename(target)
-                job.upload_dir = str(target)
-                job.save(update_fields=["upload_dir"])
+        job, created = submission.submit(sub, request.auth, staged=staging)  # type: ignore[attr-defined]
     except JobConflict as exc:
         raise _conflict(exc, request.auth) from None  # type: ignore[attr-defined]
     job, created = _mine(job, created, request.auth)  # type: ignore[attr-defined]
@@ -356,13 +323,12 @@ def cancel(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
 
 @router.post("/jobs/{job_id}/retry", response={200: JobOut, **ERRORS}, summary="Retry a failed or cancelled job")
 def retry(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
-    from engine.ledger import jobs as ledger_jobs
-
+    """Under the submission rules: a 403 for a priority above the token's, a 429 at its cap."""
     job = _job(request, job_id)
     if job.state not in (JobState.FAILED, JobState.CANCELLED):
         raise ApiError(409, "invalid_state", "job_id", f"job {job_id!r} is {job.state}; only failed or cancelled "
                                                        "jobs can be retried")
-    ledger_jobs.retry_job(job)
+    submission.retry(job, request.auth)  # type: ignore[attr-defined]
     return _detail(_job(request, job_id))
 
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 
 from engine.api.circuit_files import NAMES_FILE
 from engine.api.errors import ApiError
@@ -28,7 +27,8 @@ from engine.api.job_fields import _conflict, check_job_id, parse_priority
 from engine.api.satisfaction import CircuitShape, check_satisfied
 from engine.api.schemas import CircuitJobIn
 from engine.api.uploads import STORED_NAMES, BadCircuitFile, discard
-from engine.ledger.jobs import JobConflict, submit_job
+from engine.ledger import submission
+from engine.ledger.submission import JobConflict, Submission
 from engine.models import Circuit, ProofJob
 from engine.prover.wasm_witness import WitnessError, calculate_witness, witness_array
 from engine.states import ProofKind
@@ -114,29 +114,21 @@ def submit_staged(circuit: Circuit, job_id: str, level: int | None, staging: Pat
     witness names: the uploaded ``wtns``, or the ``inputs`` it was computed from."""
     check_witness(circuit, staging / STORED_NAMES["wtns"], witness_field)
     _link_key(circuit, staging / STORED_NAMES["zkey"])
-    uploads = Path(settings.DATA_DIR) / "uploads"
-    inputs = {"circuit": circuit.pk, "wtns_sha256": wtns_sha256}
+    sub = Submission(kind=ProofKind.CUSTOM, job_id=job_id, inputs={"circuit": circuit.pk, "wtns_sha256": wtns_sha256},
+                     num_partitions=1, circuit_id=circuit.job_circuit_id, priority=level, curve=circuit.curve)
     try:
-        with transaction.atomic():
-            # Locked against a concurrent DELETE, which refuses while an active job uses the circuit.
-            circuit_of(client, circuit.pk, lock=True)
-            job, created = submit_job(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
-                                      circuit_id=circuit.job_circuit_id, priority=level, curve=circuit.curve,
-                                      client=client)
-            if created:  # inside the job's transaction: no engine sees the job before its files
-                target = uploads / str(job.pk)
-                staging.rename(target)
-                job.upload_dir = str(target)
-                job.save(update_fields=["upload_dir"])
+        # the circuit's row held against a concurrent DELETE, which refuses while an active job uses it
+        return submission.submit(sub, client, staged=staging,
+                                 also_locked=lambda: circuit_of(client, circuit.pk, lock=True))
     except JobConflict as exc:
         raise _conflict(exc, client) from None
-    return job, created
 
 
 def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[ProofJob, bool]:
     """Validate, compute the witness and submit; ApiError (4xx) for anything refused."""
     job_id = check_job_id(payload.job_id)
     level = parse_priority(payload.priority)
+    submission.check_priority(client, level)  # before the client's .wasm runs
     circuit = circuit_of(client, payload.circuit)
     witness = witness_for(circuit, payload.inputs)
     staging = Path(settings.DATA_DIR) / "uploads" / f".incoming-{secrets.token_hex(8)}"

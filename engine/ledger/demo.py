@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 
 from engine.circuits.kinds import KINDS, demo_inputs, validate_inputs
-from engine.ledger.jobs import submit_job
+from engine.ledger.submission import Submission, submit
 from engine.models import ProofJob
 
 
@@ -15,7 +15,7 @@ def submit_demo_jobs(scale: str, per_kind: int = 1, prefix: str = "demo") -> lis
     for kind in KINDS:
         for _ in range(per_kind):
             inputs, n = validate_inputs(kind, demo_inputs(kind))
-            job, _ = submit_job(kind=kind, job_id=f"{prefix}-{kind}-{secrets.token_hex(4)}", inputs=inputs,
-                                num_partitions=n, circuit_id=f"{kind}/{scale}", scale=scale)
+            job, _ = submit(Submission(kind=kind, job_id=f"{prefix}-{kind}-{secrets.token_hex(4)}", inputs=inputs,
+                                       num_partitions=n, circuit_id=f"{kind}/{scale}", scale=scale))
             jobs.append(job)
     return jobs

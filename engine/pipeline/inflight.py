@@ -30,7 +30,20 @@ class Stats:
     completed: int = 0
     failed: int = 0
     dropped: int = 0
-    items: list[dict[str, float]] = field(default_factory=list)
+    # Each phase's seconds summed over the completed partitions: constant memory however long
+    # the engine runs (it kept every partition's timings once, a leak over a process's life).
+    timing_sums: dict[str, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add_timings(self, timings: dict[str, float]) -> None:
+        with self._lock:  # finalizer threads complete partitions concurrently
+            self.completed += 1
+            for phase, seconds in timings.items():
+                self.timing_sums[phase] = self.timing_sums.get(phase, 0.0) + seconds
+
+    def mean_ms(self, phase: str) -> float:
+        """A phase's mean over the completed partitions, in ms (bench/engine.py reports them)."""
+        return 1000 * self.timing_sums.get(phase, 0.0) / max(self.completed, 1)
 
 
 @dataclass
@@ -112,8 +125,7 @@ class InFlight:
         self.release(item)
 
     def completed(self, item: WorkItem) -> None:
-        self.stats.completed += 1
-        self.stats.items.append(dict(item.timings))
+        self.stats.add_timings(item.timings)
         self.release(item)
 
     def release(self, item: WorkItem) -> None:

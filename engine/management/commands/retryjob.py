@@ -1,6 +1,6 @@
 """retryjob <job_id>...: requeue failed or cancelled jobs, as the admin and the console do.
 
-The same service (engine.ledger.jobs.retry_job) writes the records: unfinished partitions start
+The same service (engine.ledger.submission.retry) writes the records: unfinished partitions start
 again, finished ones are kept. When no engine is running it says so, since the job would wait.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from engine.ledger.jobs import retry_job
+from engine.ledger.submission import retry
 from engine.management.commands._common import jobs_named, no_engine_hint
 from engine.states import JobState
 
@@ -28,7 +28,7 @@ class Command(BaseCommand):
             if job.state not in (JobState.FAILED, JobState.CANCELLED):
                 refused.append(f"{job.job_id} is {job.state} (only failed or cancelled jobs are retried)")
                 continue
-            retry_job(job)
+            retry(job)
             job.refresh_from_db()
             retried += 1
             self.stdout.write(f"requeued {job.job_id} (it is {job.state})")

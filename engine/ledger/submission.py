@@ -1,0 +1,121 @@
+"""The one way in: every rule a job must pass to be created or retried, whichever path asks.
+
+The REST API (a built-in kind, a custom upload, a registered circuit from inputs or from a
+.wtns), the retry endpoint, the ``submitjob`` command and the console all come through here, so
+a token's limits hold on each: the priority it may ask for, its cap on queued and running
+jobs, idempotency on the job id. Refusals are domain errors (``Refused`` and its kinds,
+``JobConflict``); the callers only map them to an HTTP status or a message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from engine.ledger.jobs import JobConflict, retry_job, submit_job
+from engine.models import ApiToken, ProofJob
+from engine.states import JOB_ACTIVE, KIND_PRIORITY, Curve, Priority
+
+__all__ = ["ActiveCapReached", "JobConflict", "PriorityNotAllowed", "Refused", "Submission", "check_priority",
+           "retry", "submit"]
+
+
+class Refused(Exception):
+    """A submission the rules refuse; ``status`` is the HTTP answer the API gives it."""
+
+    status = 400
+    code = "invalid"
+
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field, self.message = field, message
+
+
+class PriorityNotAllowed(Refused):
+    status, code = 403, "forbidden"
+
+
+class ActiveCapReached(Refused):
+    status, code = 429, "too_many_active_jobs"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What a job is: its inputs already validated by the path that received them."""
+
+    kind: str
+    job_id: str
+    inputs: dict[str, Any]
+    num_partitions: int
+    circuit_id: str = ""
+    scale: str = ""
+    priority: int | None = None
+    curve: str = Curve.BLS12_381
+
+
+def check_priority(client: Any, level: int | None) -> None:
+    """A token asks for at most its own maximum priority (lower numbers are higher). Cheap, so
+    paths check it before reading a request's files."""
+    if isinstance(client, ApiToken) and level is not None and level < client.max_priority:
+        allowed = Priority(client.max_priority).label
+        raise PriorityNotAllowed("priority", f"this token may ask for {allowed} priority at most; "
+                                             "an operator can raise its limit")
+
+
+def _check_active_cap(client: Any, job_id: str | None) -> None:
+    """A token holds at most its cap of queued and running jobs; a resubmission of an existing
+    job (``job_id`` names it) adds none. Inside the transaction that creates or revives the job:
+    the token's row is locked first, so two requests of one token cannot both take the last place."""
+    if not isinstance(client, ApiToken) or client.max_active_jobs is None:
+        return
+    cap = ApiToken.objects.select_for_update().filter(pk=client.pk).values_list("max_active_jobs", flat=True).first()
+    if cap is None or (job_id is not None and ProofJob.objects.filter(job_id=job_id).exists()):
+        return
+    active = ProofJob.objects.filter(client=client, state__in=JOB_ACTIVE).count()
+    if active >= cap:
+        raise ActiveCapReached(None, f"this token already has {active} queued or running jobs, its cap; "
+                                     "submit again once one has finished")
+
+
+def _adopt(job: ProofJob, staging: Path) -> None:
+    """The request's files become the job's folder, uploads/<job pk>. Inside the job's
+    transaction: no engine sees the job before its files."""
+    target = Path(settings.DATA_DIR) / "uploads" / str(job.pk)
+    staging.rename(target)
+    job.upload_dir = str(target)
+    job.save(update_fields=["upload_dir"])
+
+
+def submit(sub: Submission, client: Any = None, *, staged: Path | None = None,
+           also_locked: Any = None) -> tuple[ProofJob, bool]:
+    """The job, created or (the same request again) the existing one: (job, created).
+
+    ``staged``: a folder of the request's files, moved into place when the job is created.
+    ``also_locked``: a callable run first inside the transaction, for a path that must hold a
+    row of its own (a registered circuit, against its deletion) while the job is made.
+    Raises Refused or JobConflict."""
+    check_priority(client, sub.priority)
+    with transaction.atomic():
+        if also_locked is not None:
+            also_locked()
+        _check_active_cap(client, sub.job_id)
+        job, created = submit_job(kind=sub.kind, job_id=sub.job_id, inputs=sub.inputs,
+                                  num_partitions=sub.num_partitions, circuit_id=sub.circuit_id, scale=sub.scale,
+                                  priority=sub.priority, curve=sub.curve, client=client)
+        if created and staged is not None:
+            _adopt(job, staged)
+    return job, created
+
+
+def retry(job: ProofJob, client: Any = None) -> None:
+    """A failed or cancelled job queued again, under the same rules as a new one for the asking
+    token: a priority it asked for (one other than its kind's own) within its limit, and a place
+    under its cap."""
+    check_priority(client, None if job.priority == KIND_PRIORITY.get(job.kind) else job.priority)
+    with transaction.atomic():
+        _check_active_cap(client, None)
+        retry_job(job)
