@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -65,6 +66,14 @@ def _start_job(job: ProofJob, host: EngineHost, now, version: int) -> None:  # t
     """queued → running on the first claim; the conditional UPDATE is safe across hosts."""
     ProofJob.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
         state=JobState.RUNNING, started_at=now, host=host, version=version)
+
+
+def close_gpu_interval(row: Partition, now: Any = None) -> None:
+    """A partition leaving ``gpu`` by any way (finished, failed, cancelled, lapsed, handed back)
+    ends its GPU interval, so no reader counts a worker busy after it left. Call before the
+    row's state changes; the caller saves the row."""
+    if row.state == PartitionState.GPU and row.gpu_finished_at is None:
+        row.gpu_finished_at = now or timezone.now()
 
 
 def release_claim(row: Partition) -> None:

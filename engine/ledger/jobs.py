@@ -110,6 +110,8 @@ def cancel_job(job: ProofJob) -> None:
         row.error = "cancelled"
         row.version = version
         row.save()
+        # a partition cancelled on the GPU ends its interval there (close_gpu_interval, in bulk)
+        Partition.objects.filter(job=row, state=P.GPU, gpu_finished_at__isnull=True).update(gpu_finished_at=now)
         Partition.objects.filter(job=row).exclude(state__in=PARTITION_TERMINAL).update(
             state=P.CANCELLED, lease_expires_at=None, finished_at=now, error="job cancelled", version=version)
     publish_hint(job=job.job_id, version=version)

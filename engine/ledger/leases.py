@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from engine.ledger.claims import Claim, release_claim
+from engine.ledger.claims import Claim, close_gpu_interval, release_claim
 from engine.ledger.settle import error_entry, failures_since_retry, settle_job
 from engine.models import Partition
 from engine.states import PARTITION_LIVE, PartitionState
@@ -55,6 +55,7 @@ def requeue_lapsed_rows(version: int, max_attempts: int, rescuer: str, limit: in
         row.errors = [*row.errors, error_entry(row.attempt, rescuer, reason)]
         row.error = reason
         spent = failures_since_retry(row.errors) >= max_attempts
+        close_gpu_interval(row)
         row.state = P.FAILED if spent else P.PENDING
         release_claim(row)
         if spent:

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from engine.ledger.claims import Claim, claim_partitions, release_claim
+from engine.ledger.claims import Claim, claim_partitions, close_gpu_interval, release_claim
 from engine.ledger.clock import ensure_clock, next_version
 from engine.ledger.hints import publish_hint
 from engine.ledger.leases import requeue_lapsed_rows
@@ -120,8 +120,12 @@ class StatusWriter:
 
     def _write_partition(self, row: Partition, t: Transition, version: int) -> dict[str, Any]:
         target = self._resolved_target(row, t)
+        if target == P.GPU:
+            row.gpu_finished_at = None  # a new attempt's interval: the last one's end is not its
         for name, value in t.fields.items():
             setattr(row, name, value)
+        if target != P.GPU:
+            close_gpu_interval(row)
         if t.target == P.FAILED:
             row.errors = [*row.errors, error_entry(row.attempt, self.host.name, t.reason)]
             row.error = t.reason
@@ -179,6 +183,7 @@ class StatusWriter:
             if row.attempt != claim.attempt or row.host_id != claim.host_id or row.state in PARTITION_TERMINAL:
                 return []
             row.errors = [*row.errors, error_entry(row.attempt, self.host.name, reason, handed_back=True)]
+            close_gpu_interval(row)
             release_claim(row)
             row.state = P.PENDING
             row.version = version

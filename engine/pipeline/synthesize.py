@@ -86,10 +86,15 @@ class Synthesis:
             if entry is None:
                 return
             item, future = entry
-            with self._slots:
-                self.active -= 1
-                self._slots.notify_all()
-            self.collect(item, future)
+            try:
+                self.collect(item, future)
+            finally:
+                # The slot is free only once the partition is recorded out of synthesizing:
+                # freed before, a third partition was claimed and recorded synthesizing first,
+                # and the records said "3/2 active" for a moment.
+                with self._slots:
+                    self.active -= 1
+                    self._slots.notify_all()
 
     def collect(self, item: WorkItem, future: Future[Any]) -> None:
         book = self.book

@@ -1,0 +1,74 @@
+"""A partition's GPU interval ends whenever it leaves ``gpu``, whichever way: readers that
+count a worker busy between ``gpu_started_at`` and ``gpu_finished_at`` never count it busy
+after it left (a cancel in ``gpu`` once left the interval open, and the worker 100 % busy on
+/history/ for ever after)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from engine.ledger.jobs import cancel_job
+from engine.ledger.writer import Transition
+from engine.models import Partition
+from engine.states import PartitionState
+from tests.engine.conftest import on_a_worker, walk
+
+pytestmark = pytest.mark.django_db
+P = PartitionState
+
+
+def on_the_gpu(writer, make_job):  # type: ignore[no-untyped-def]
+    job = make_job()
+    [claim] = writer.claim(1)
+    walk(writer, claim, P.SYNTHESIZING, P.SYNTH_DONE)
+    writer.apply(Transition(claim, P.GPU, {**on_a_worker(writer, claim), "gpu_started_at": timezone.now()}))
+    return job, claim
+
+
+def interval(claim) -> tuple:  # type: ignore[no-untyped-def]
+    row = Partition.objects.get(pk=claim.partition_id)
+    return row.gpu_started_at, row.gpu_finished_at
+
+
+def test_a_cancel_while_on_the_gpu_ends_the_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    job, claim = on_the_gpu(make_writer(), make_job)
+    cancel_job(job)
+    started, finished = interval(claim)
+    assert finished is not None and finished >= started
+
+
+def test_a_failure_on_the_gpu_ends_the_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    writer = make_writer()
+    _, claim = on_the_gpu(writer, make_job)
+    writer.apply(Transition(claim, P.FAILED, reason="device lost", retryable=True))
+    started, finished = interval(claim)
+    assert Partition.objects.get(pk=claim.partition_id).state == P.PENDING
+    assert finished is not None and finished >= started
+
+
+def test_the_next_attempt_on_the_gpu_starts_an_open_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    writer = make_writer()
+    _, claim = on_the_gpu(writer, make_job)
+    writer.apply(Transition(claim, P.FAILED, reason="device lost", retryable=True))
+    [again] = writer.claim(1)
+    walk(writer, again, P.SYNTHESIZING, P.SYNTH_DONE)
+    writer.apply(Transition(again, P.GPU, {**on_a_worker(writer, again), "gpu_started_at": timezone.now()}))
+    assert interval(again)[1] is None  # the first attempt's end is not this attempt's
+
+
+def test_a_lapsed_lease_on_the_gpu_ends_the_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    writer = make_writer()
+    _, claim = on_the_gpu(writer, make_job)
+    Partition.objects.filter(pk=claim.partition_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert make_writer("host-b").requeue_lapsed() == 1
+    assert interval(claim)[1] is not None
+
+
+def test_a_hand_back_from_the_gpu_ends_the_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    writer = make_writer()
+    _, claim = on_the_gpu(writer, make_job)
+    assert writer.hand_back(claim, "engine stopping")
+    assert interval(claim)[1] is not None
