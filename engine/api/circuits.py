@@ -251,7 +251,7 @@ _WTNS_BODY = {
              summary="Prove a registered circuit from a ready witness (.wtns) instead of inputs")
 def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
     """Like POST /jobs with a circuit and inputs, for a client that computes its witness itself."""
-    from engine.api.job_fields import _mine, check_job_id, parse_priority
+    from engine.api.job_fields import _mine
     from engine.api.job_out import _detail
 
     circuit = circuit_of(request.auth, circuit_id)  # type: ignore[attr-defined]
@@ -260,8 +260,8 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
     request.upload_handlers = [StreamingLimitHandler(staging, limit, request)]
     try:
         wtns = request.FILES.get("wtns")
-        job_id = check_job_id(request.POST.get("job_id"))
-        level = parse_priority(request.POST.get("priority"))
+        job_id = submission.job_id_of(request.POST.get("job_id"))
+        level = submission.priority_of(request.POST.get("priority"))
         submission.check_priority(request.auth, level)  # type: ignore[attr-defined]
         if "zkey" in request.FILES:
             raise ApiError(400, "invalid", "zkey", "the circuit's zkey is registered already; send only the wtns")

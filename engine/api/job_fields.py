@@ -1,54 +1,14 @@
-"""What a job request's fields must be, and who may see a job: shared by the jobs API, the
-circuit jobs, and the command line.
-
-Every refusal is an ApiError naming the field.
-"""
+"""Who may see a job, and how a conflict is told to the one asking: shared by the jobs API and
+the circuit jobs. What a request's fields must be is the submission service's
+(engine.ledger.submission: job_id_of, priority_of)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from engine.api.errors import ApiError
-from engine.api.schemas import JOB_ID_MAX, JOB_ID_PATTERN
 from engine.ledger.jobs import JobConflict
 from engine.models import ApiToken, ProofJob
-from engine.states import Priority
-
-# POST /jobs/custom is the upload, not a job.
-RESERVED_JOB_IDS = frozenset({"custom"})
-
-
-def check_job_id(job_id: Any) -> str:
-    import re
-
-    if not isinstance(job_id, str) or not job_id:
-        raise ApiError(400, "invalid", "job_id", "is required")
-    if len(job_id) > JOB_ID_MAX or not re.fullmatch(JOB_ID_PATTERN, job_id):
-        raise ApiError(400, "invalid", "job_id",
-                       f"must be 1..{JOB_ID_MAX} characters of letters, digits and . _ - :, starting alphanumeric")
-    if job_id in RESERVED_JOB_IDS:
-        raise ApiError(400, "invalid", "job_id", f"{job_id!r} is reserved")
-    return job_id
-
-
-def parse_priority(value: Any) -> int | None:
-    """A priority override: a name (critical, high, normal, low) or its number 0..3."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        raise ApiError(400, "invalid", "priority", "must be a name or an integer 0..3")
-    if isinstance(value, str):
-        text = value.strip().lower()
-        names = {label: number for number, label in Priority.choices}
-        if text in names:
-            return int(names[text])
-        if text.lstrip("-").isdigit():
-            value = int(text)
-        else:
-            raise ApiError(400, "invalid", "priority", "must be one of critical, high, normal, low, or 0..3")
-    if isinstance(value, int) and value in Priority.values:
-        return int(value)
-    raise ApiError(400, "invalid", "priority", "must be one of critical, high, normal, low, or 0..3")
 
 
 def _limited_to(caller: Any) -> ApiToken | None:

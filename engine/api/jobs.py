@@ -22,7 +22,7 @@ from pydantic import Field, field_validator
 
 from engine.api.errors import ApiError
 from engine.api.etags import _etag, _matches, _not_modified
-from engine.api.job_fields import _conflict, _limited_to, _mine, check_job_id, parse_priority
+from engine.api.job_fields import _conflict, _limited_to, _mine
 from engine.api.job_out import _detail, _summary, proof_document, snarkjs_files
 from engine.api.proof_bytes import BYTES_RESPONSE, job_proof_bytes
 from engine.api.schemas import (
@@ -48,7 +48,6 @@ from engine.api.uploads import (
     discard,
 )
 from engine.api.validate_upload import validate_custom
-from engine.circuits import kinds
 from engine.ledger import submission
 from engine.ledger.submission import JobConflict, Submission
 from engine.models import ProofJob
@@ -68,19 +67,8 @@ JobIdPath = Annotated[str, PathParam(..., example="winning-post-epoch-1234")]  #
 
 
 def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: Any = None) -> tuple[ProofJob, bool]:
-    """Validate and submit a job of a built-in kind; ApiError on any malformed part, the
-    submission rules' Refused on a token's limits."""
-    check_job_id(job_id)
-    level = parse_priority(priority)
-    submission.check_priority(client, level)
-    try:
-        normalised, n_partitions = kinds.validate_inputs(kind, inputs)
-    except kinds.InputError as exc:
-        field = exc.field if exc.field in ("kind", "inputs") else f"inputs.{exc.field}"
-        raise ApiError(400, "invalid", field, exc.message) from None
-    scale = settings.PROVINGSITE["SCALE"]
-    sub = Submission(kind=kind, job_id=job_id, inputs=normalised, num_partitions=n_partitions,
-                     circuit_id=kinds.circuit_for(kind, scale).circuit_id, scale=scale, priority=level, curve=kinds.CURVE)
+    """A job of a built-in kind through the submission rules (their Refused is the caller's 4xx)."""
+    sub = submission.builtin(kind, job_id, inputs, priority, settings.PROVINGSITE["SCALE"])
     try:
         job, created = submission.submit(sub, client)
     except JobConflict as exc:
@@ -172,8 +160,8 @@ def create_custom_job(request: HttpRequest) -> Status:
 
 def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status:
     files = request.FILES  # reads the body through StreamingLimitHandler
-    job_id = check_job_id(request.POST.get("job_id"))
-    level = parse_priority(request.POST.get("priority"))
+    job_id = submission.job_id_of(request.POST.get("job_id"))
+    level = submission.priority_of(request.POST.get("priority"))
     submission.check_priority(request.auth, level)  # type: ignore[attr-defined]  (before the files are read)
     staged: dict[str, StagedFile] = {}
     for name in UPLOAD_FIELDS:
@@ -332,4 +320,4 @@ def retry(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
     return _detail(_job(request, job_id))
 
 
-__all__ = ["router", "submit_builtin", "check_job_id", "parse_priority", "JobSummary"]
+__all__ = ["router", "submit_builtin", "JobSummary"]

@@ -14,12 +14,11 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field, StrictInt, StrictStr, model_validator
 
+from engine.ledger.submission import JOB_ID_MAX, JOB_ID_PATTERN
 from engine.states import MAX_WINDOW_POST_PARTITIONS
 
 # Letters, digits and . _ - : only: no slash, so /jobs/{job_id}/proof is never ambiguous,
 # and nothing a shell or a URL would need quoted. 200 is the records' column width.
-JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
-JOB_ID_MAX = 200
 
 BuiltinKind = Literal["winning-post", "window-post", "porep-c2", "snap-update"]
 

@@ -23,7 +23,7 @@ from django.conf import settings
 
 from engine.api.circuit_files import NAMES_FILE
 from engine.api.errors import ApiError
-from engine.api.job_fields import _conflict, check_job_id, parse_priority
+from engine.api.job_fields import _conflict
 from engine.api.satisfaction import CircuitShape, check_satisfied
 from engine.api.schemas import CircuitJobIn
 from engine.api.uploads import STORED_NAMES, BadCircuitFile, discard
@@ -126,8 +126,8 @@ def submit_staged(circuit: Circuit, job_id: str, level: int | None, staging: Pat
 
 def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[ProofJob, bool]:
     """Validate, compute the witness and submit; ApiError (4xx) for anything refused."""
-    job_id = check_job_id(payload.job_id)
-    level = parse_priority(payload.priority)
+    job_id = submission.job_id_of(payload.job_id)
+    level = submission.priority_of(payload.priority)
     submission.check_priority(client, level)  # before the client's .wasm runs
     circuit = circuit_of(client, payload.circuit)
     witness = witness_for(circuit, payload.inputs)

@@ -9,6 +9,7 @@ jobs, idempotency on the job id. Refusals are domain errors (``Refused`` and its
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,17 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from engine.circuits import kinds
 from engine.ledger.jobs import JobConflict, retry_job, submit_job
 from engine.models import ApiToken, ProofJob
 from engine.states import JOB_ACTIVE, KIND_PRIORITY, Curve, Priority
 
-__all__ = ["ActiveCapReached", "JobConflict", "PriorityNotAllowed", "Refused", "Submission", "check_priority",
-           "retry", "submit"]
+__all__ = ["ActiveCapReached", "JobConflict", "JOB_ID_MAX", "JOB_ID_PATTERN", "PriorityNotAllowed", "Refused",
+           "Submission", "builtin", "check_priority", "job_id_of", "priority_of", "retry", "submit"]
+
+JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
+JOB_ID_MAX = 200
+RESERVED_JOB_IDS = frozenset({"custom"})  # POST /jobs/custom is the upload, not a job
 
 
 class Refused(Exception):
@@ -55,6 +61,51 @@ class Submission:
     scale: str = ""
     priority: int | None = None
     curve: str = Curve.BLS12_381
+
+
+def job_id_of(value: Any) -> str:
+    """The job id a request names, by the syntax every path shares."""
+    if not isinstance(value, str) or not value:
+        raise Refused("job_id", "is required")
+    if len(value) > JOB_ID_MAX or not re.fullmatch(JOB_ID_PATTERN, value):
+        raise Refused("job_id", f"must be 1..{JOB_ID_MAX} characters of letters, digits and . _ - :, "
+                                "starting alphanumeric")
+    if value in RESERVED_JOB_IDS:
+        raise Refused("job_id", f"{value!r} is reserved")
+    return value
+
+
+def priority_of(value: Any) -> int | None:
+    """A priority override: a name (critical, high, normal, low) or its number 0..3; None for none."""
+    if value is None or value == "":
+        return None
+    wrong = Refused("priority", "must be one of critical, high, normal, low, or 0..3")
+    if isinstance(value, bool):
+        raise wrong
+    if isinstance(value, str):
+        text = value.strip().lower()
+        names = {label: number for number, label in Priority.choices}
+        if text in names:
+            return int(names[text])
+        if not text.lstrip("-").isdigit():
+            raise wrong
+        value = int(text)
+    if isinstance(value, int) and value in Priority.values:
+        return int(value)
+    raise wrong
+
+
+def builtin(kind: str, job_id: Any, inputs: Any, priority: Any, scale: str) -> Submission:
+    """A job of a built-in kind from a request's raw fields, each checked (Refused names it)."""
+    job_id = job_id_of(job_id)
+    level = priority_of(priority)
+    try:
+        normalised, n_partitions = kinds.validate_inputs(kind, inputs)
+    except kinds.InputError as exc:
+        raise Refused(exc.field if exc.field in ("kind", "inputs") else f"inputs.{exc.field}", exc.message) from None
+    return Submission(kind=kind, job_id=job_id, inputs=normalised, num_partitions=n_partitions,
+                      circuit_id=kinds.circuit_for(kind, scale).circuit_id, scale=scale, priority=level,
+                      curve=kinds.CURVE)
 
 
 def check_priority(client: Any, level: int | None) -> None:

@@ -5,8 +5,8 @@ Inputs come from --inputs file.json or from flags (--sector-seed, --randomness, 
 writes the proof under DATA_DIR/proofs/ and prints the path; --out PATH waits the same way
 and writes it to PATH instead (--format bytes: the compressed A‖B‖C encoding the API serves
 at /proof?format=bytes). When no engine is running it says so, since the job would wait
-forever. The same checks as the REST API apply (engine.api.jobs.submit_builtin), so the two
-never disagree about what is valid.
+forever. The same rules as the REST API apply (engine.ledger.submission), so the two never
+disagree about what is valid.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from engine.api.errors import ApiError
 from engine.api.job_out import proof_document
-from engine.api.jobs import submit_builtin
+from engine.ledger import submission
 from engine.management.commands._common import live_hosts, no_engine_hint
 from engine.models import ProofJob
 from engine.states import JobState, PartitionState
@@ -86,9 +85,12 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
-            job, created = submit_builtin(opts["kind"], opts["job_id"], self._inputs(opts), opts["priority"])
-        except ApiError as exc:
-            raise CommandError(f"{exc.field}: {exc.detail}" if exc.field else exc.detail) from None
+            job, created = submission.submit(submission.builtin(opts["kind"], opts["job_id"], self._inputs(opts),
+                                                                opts["priority"], settings.PROVINGSITE["SCALE"]))
+        except submission.Refused as exc:
+            raise CommandError(f"{exc.field}: {exc.message}" if exc.field else exc.message) from None
+        except submission.JobConflict as exc:
+            raise CommandError(f"job_id: {exc}") from None
         self.stdout.write(f"{'submitted' if created else 'already submitted'}: {job.kind} {job.job_id} "
                           f"({job.num_partitions} partition(s), state {job.state})")
         hint = no_engine_hint() if job.state not in (JobState.DONE, JobState.FAILED, JobState.CANCELLED) else None
