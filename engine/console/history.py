@@ -1,11 +1,14 @@
-"""History, not only five minutes: proofs and failures per minute, queue depth and per-worker
-utilisation over the last hour or day, read from the records in one snapshot and drawn on the
-server as SVG (no JavaScript, no chart library).
+"""History, not only five minutes: proofs and failures per minute, queue depth, active
+partitions and per-worker utilisation over the last hour, 6 hours, day or week, read from the
+records in one snapshot and drawn on the server as SVG (no JavaScript, no chart library).
 
 Every series is derived from timestamps the records already keep: a job counts as proved or
-failed in the bucket of its ``finished_at``; the queue depth at a moment is the number of jobs
-submitted by then and not yet started (nor ended); a worker's utilisation in a bucket is the
-share of it its partitions spent between ``gpu_started_at`` and ``gpu_finished_at``.
+failed in the bucket of its ``finished_at``; a job waits in the queue from ``submitted_at``
+until it starts (or ends), a partition is active from ``claimed_at`` until ``finished_at``,
+and each bucket shows the most of them at any moment inside it and their time-weighted mean
+(a sample at the bucket's end missed every burst shorter than a bucket); a worker's
+utilisation in a bucket is the share of it its partitions spent between ``gpu_started_at``
+and ``gpu_finished_at``.
 """
 
 from __future__ import annotations
@@ -25,15 +28,23 @@ from engine.models import Partition, ProofJob, Worker
 from engine.states import JobState
 from engine.status.read import one_snapshot
 
-WINDOWS = {"hour": (timedelta(hours=1), 60), "day": (timedelta(days=1), 96)}
-WIDTH, HEIGHT, PAD = 720, 140, 28
+# (span, buckets, label): a bucket of 1, 5, 15 and 60 minutes
+WINDOWS = {
+    "hour": (timedelta(hours=1), 60, "hour"),
+    "6h": (timedelta(hours=6), 72, "6 hours"),
+    "day": (timedelta(days=1), 96, "day"),
+    "week": (timedelta(days=7), 168, "7 days"),
+}
+WIDTH, HEIGHT, PAD = 1200, 140, 28
 
 
 @dataclass(frozen=True)
 class Series:
     title: str
     unit: str
-    values: list[float]
+    values: list[float]  # per bucket; for a count of things at once, the most at any moment
+    means: list[float] | None = None  # the time-weighted mean per bucket, for such counts
+    counts: bool = False  # whole numbers: labelled without decimals
 
 
 def _edges(now: datetime, span: timedelta, buckets: int) -> list[datetime]:
@@ -58,17 +69,47 @@ def _per_minute(moments: list[datetime], edges: list[datetime]) -> list[float]:
     return [c / minutes for c in counts]
 
 
-def _queue_depth(edges: list[datetime]) -> list[float]:
+def _concurrency(intervals: list[tuple[datetime, datetime]], edges: list[datetime]) -> tuple[list[float], list[float]]:
+    """Per bucket, how many of the intervals were open at once at most, and on average over
+    the bucket's time. One sweep over their starts and ends (an end sorts before a start at
+    the same moment: a job handed on is not counted twice)."""
+    events = sorted([(a, 1) for a, b in intervals if b > a] + [(b, -1) for a, b in intervals if b > a])
+    buckets = len(edges) - 1
+    peaks, means = [0.0] * buckets, [0.0] * buckets
+    level, i = 0, 0
+    while i < len(events) and events[i][0] <= edges[0]:
+        level += events[i][1]
+        i += 1
+    for b in range(buckets):
+        lo, hi = edges[b], edges[b + 1]
+        at, peak, area = lo, level, 0.0
+        while i < len(events) and events[i][0] < hi:
+            moment, step = events[i]
+            area += level * (moment - at).total_seconds()
+            at, level = moment, level + step
+            peak = max(peak, level)
+            i += 1
+        area += level * (hi - at).total_seconds()
+        peaks[b], means[b] = float(peak), area / (hi - lo).total_seconds()
+    return peaks, means
+
+
+def _queue_depth(edges: list[datetime], now: datetime) -> Series:
     start = edges[0]
-    rows = list(ProofJob.objects.filter(Q(started_at__isnull=True) | Q(started_at__gt=start),
-                                        Q(finished_at__isnull=True) | Q(finished_at__gt=start))
-                .values_list("submitted_at", "started_at", "finished_at"))
-    depth = []
-    for moment in edges[1:]:  # at each bucket's end: submitted by then, not yet started nor ended
-        depth.append(float(sum(1 for submitted, started, finished in rows
-                               if submitted <= moment and (started is None or started > moment)
-                               and (finished is None or finished > moment))))
-    return depth
+    rows = (ProofJob.objects.filter(submitted_at__lt=edges[-1])
+            .filter(Q(started_at__isnull=True) | Q(started_at__gt=start))
+            .filter(Q(finished_at__isnull=True) | Q(finished_at__gt=start))
+            .values_list("submitted_at", "started_at", "finished_at"))
+    waits = [(submitted, started or finished or now) for submitted, started, finished in rows]
+    return Series("queue depth", "jobs", *_concurrency(waits, edges), counts=True)
+
+
+def _active_partitions(edges: list[datetime], now: datetime) -> Series:
+    rows = (Partition.objects.filter(claimed_at__isnull=False, claimed_at__lt=edges[-1])
+            .filter(Q(finished_at__isnull=True) | Q(finished_at__gt=edges[0]))
+            .values_list("claimed_at", "finished_at"))
+    spans = [(claimed, finished or now) for claimed, finished in rows]
+    return Series("active partitions", "partitions", *_concurrency(spans, edges), counts=True)
 
 
 def _utilisation(edges: list[datetime], now: datetime) -> list[Series]:
@@ -93,33 +134,48 @@ def _utilisation(edges: list[datetime], now: datetime) -> list[Series]:
 
 
 def read_history(window: str, now: datetime) -> tuple[list[datetime], list[Series]]:
-    span, buckets = WINDOWS[window]
+    span, buckets, _ = WINDOWS[window]
     edges = _edges(now, span, buckets)
     ended = list(ProofJob.objects.filter(finished_at__gte=edges[0]).values_list("finished_at", "state"))
     series = [
         Series("proofs per minute", "/min", _per_minute([t for t, s in ended if s == JobState.DONE], edges)),
         Series("failures per minute", "/min", _per_minute([t for t, s in ended if s == JobState.FAILED], edges)),
-        Series("queue depth", "jobs", _queue_depth(edges)),
+        _queue_depth(edges, now),
+        _active_partitions(edges, now),
         *_utilisation(edges, now),
     ]
     return edges, series
 
 
+def _figure(value: float, counts: bool) -> str:
+    return f"{value:.0f}" if counts else f"{value:.2f}"
+
+
 def svg(series: Series, edges: list[datetime], dom_id: str) -> str:
-    """One bar chart with a time axis: a bar per bucket, the peak labelled."""
+    """One bar chart with a time axis: a bar per bucket (the most at once, for counts, with a
+    bar of the mean inside it), the peak labelled."""
     top = max(series.values, default=0.0) or 1.0
     plot_w, plot_h = WIDTH - 2 * PAD, HEIGHT - 2 * PAD
     step = plot_w / max(1, len(series.values))
+    means = series.means or [None] * len(series.values)
+
+    def bar(i: int, v: float, cls: str) -> str:
+        return (f'<rect class="{cls}" x="{PAD + i * step:.1f}" y="{PAD + plot_h * (1 - v / top):.1f}" '
+                f'width="{max(step - 1, 1):.1f}" height="{plot_h * v / top:.1f}">')
+
     bars = "".join(
-        f'<rect class="bar" x="{PAD + i * step:.1f}" y="{PAD + plot_h * (1 - v / top):.1f}" '
-        f'width="{max(step - 1, 1):.1f}" height="{plot_h * v / top:.1f}"><title>{edges[i]:%H:%M} {v:.2f}</title></rect>'
-        for i, v in enumerate(series.values) if v > 0)
+        bar(i, v, "bar") + f"<title>{edges[i]:%H:%M} {_figure(v, series.counts)}"
+        + (f" at most, {m:.1f} on average" if m is not None else "") + "</title></rect>"
+        + (bar(i, m, "mean") + "</rect>" if m else "")
+        for i, (v, m) in enumerate(zip(series.values, means, strict=True)) if v > 0)
     ticks = "".join(
-        f'<text class="tick" x="{PAD + i * step:.1f}" y="{HEIGHT - 8}">{edges[i].astimezone():%H:%M}</text>'
-        for i in range(0, len(series.values), max(1, len(series.values) // 6)))
+        f'<text class="tick" x="{PAD + i * step:.1f}" y="{HEIGHT - 8}">{edges[i].astimezone():%d %H:%M}</text>'
+        for i in range(0, len(series.values), max(1, len(series.values) // 8)))
+    peak = _figure(max(series.values, default=0.0), series.counts)
+    mean = f", mean {sum(series.means) / len(series.means):.1f}" if series.means else ""
     return (f'<svg id="{escape(dom_id)}" class="history" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-            f'aria-label="{escape(series.title)}"><text class="title" x="{PAD}" y="16">{escape(series.title)} '
-            f'(peak {max(series.values, default=0.0):.2f} {escape(series.unit)})</text>'
+            f'aria-label="{escape(series.title)}" data-peak="{peak}"><text class="title" x="{PAD}" y="16">'
+            f'{escape(series.title)} (peak {peak} {escape(series.unit)}{mean})</text>'
             f'<line class="axis" x1="{PAD}" y1="{PAD + plot_h}" x2="{WIDTH - PAD}" y2="{PAD + plot_h}"/>'
             f"{bars}{ticks}</svg>")
 
@@ -133,4 +189,5 @@ def history_page(request: HttpRequest) -> HttpResponse:
         now = timezone.now()
         edges, series = read_history(window, now)
     charts = [svg(s, edges, f"history-{i}") for i, s in enumerate(series)]
-    return render(request, "console/history.html", {"charts": charts, "window": window, "windows": list(WINDOWS)})
+    windows = [(key, label) for key, (_, _, label) in WINDOWS.items()]
+    return render(request, "console/history.html", {"charts": charts, "window": window, "windows": windows})

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from engine.console.history import read_history
+from engine.console.history import read_history, svg
 from engine.ledger.jobs import submit_job
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JobState, PartitionState
@@ -45,6 +45,48 @@ def test_queue_depth_counts_jobs_waiting_at_each_moment() -> None:
     assert depth[-1] == 1 and depth[-10] == 0
 
 
+def burst(n: int, minutes_ago: float) -> None:
+    """n jobs submitted together that all started 20 s later, inside one minute."""
+    at = (timezone.now() - timedelta(minutes=minutes_ago)).replace(second=5, microsecond=0)
+    for i in range(n):
+        job, _ = submit_job(kind="porep-c2", job_id=f"burst-{i}", inputs={}, num_partitions=1)
+        ProofJob.objects.filter(pk=job.pk).update(state=JobState.DONE, submitted_at=at, started_at=at + timedelta(seconds=20),
+                                                  finished_at=at + timedelta(seconds=30))
+
+
+def test_a_burst_shorter_than_a_bucket_shows_at_its_peak_and_its_mean() -> None:
+    # sampled at each bucket's end, 28 jobs waiting for 20 s showed as none (or "peak 4.00")
+    burst(28, 20)
+    _, series = read_history("hour", timezone.now())
+    (depth,) = [s for s in series if s.title == "queue depth"]
+    assert max(depth.values) == 28
+    assert depth.means is not None and max(depth.means) == pytest.approx(28 * 20 / 60, rel=0.2)
+
+
+def test_a_count_s_peak_is_labelled_as_a_whole_number() -> None:
+    burst(28, 20)
+    _, series = read_history("hour", now := timezone.now())
+    (depth,) = [s for s in series if s.title == "queue depth"]
+    edges = [now - timedelta(hours=1) + timedelta(minutes=i) for i in range(61)]
+    assert "(peak 28 jobs, mean" in svg(depth, edges, "history-x")
+
+
+def test_active_partitions_count_the_claimed_ones_at_most_and_on_average() -> None:
+    job, _ = submit_job(kind="porep-c2", job_id="three", inputs={}, num_partitions=3)
+    at = (timezone.now() - timedelta(minutes=15)).replace(second=0, microsecond=0)
+    Partition.objects.filter(job=job).update(state=PartitionState.DONE, claimed_at=at,
+                                             finished_at=at + timedelta(seconds=30))
+    (active,) = [s for s in read_history("hour", timezone.now())[1] if s.title == "active partitions"]
+    assert max(active.values) == 3
+    assert active.means is not None and sum(active.means) == pytest.approx(1.5, rel=0.05)  # 3 × 30 s of 60 s
+
+
+@pytest.mark.parametrize("window, label", [("hour", "hour"), ("6h", "6 hours"), ("day", "day"), ("week", "7 days")])
+def test_every_range_draws_its_charts(staff: Client, window: str, label: str) -> None:
+    html = staff.get(f"/history/?window={window}").content.decode()
+    assert f"<b>last {label}</b>" in html and 'aria-label="active partitions"' in html
+
+
 def test_a_worker_busy_for_half_a_minute_shows_half_of_that_bucket() -> None:
     host = EngineHost.objects.create(name="h")
     worker = Worker.objects.create(host=host, device="cpu", ordinal=0)
@@ -61,5 +103,5 @@ def test_a_worker_busy_for_half_a_minute_shows_half_of_that_bucket() -> None:
 def test_the_history_page_draws_one_svg_per_series(staff: Client) -> None:
     finished("a", JobState.DONE, 3)
     html = staff.get("/history/?window=day").content.decode()
-    assert html.count('<svg id="history-') == 3
+    assert html.count('<svg id="history-') == 4
     assert "<b>last day</b>" in html and 'aria-label="proofs per minute"' in html
