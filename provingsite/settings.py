@@ -175,6 +175,8 @@ PROVINGSITE = {
     "LEASE_SECONDS": env_float("PROVINGSITE_LEASE_SECONDS", 15.0, minimum=1.0),
     "MAX_ATTEMPTS": env_int("PROVINGSITE_MAX_ATTEMPTS", 3, minimum=1, maximum=100),
     "DRAIN_SECONDS": env_float("PROVINGSITE_DRAIN_SECONDS", 30.0, minimum=0.0),
+    # A circuit's witness generator (the client's .wasm) runs at most this long per partition.
+    "WITNESS_SECONDS": env_float("PROVINGSITE_WITNESS_SECONDS", 60.0, minimum=0.1),
     "UPLOAD_LIMIT": env_size("PROVINGSITE_UPLOAD_LIMIT", "256MiB"),
     # Every other request body (JSON, forms): refused at header time above this.
     "BODY_LIMIT": env_size("PROVINGSITE_BODY_LIMIT", "16KiB"),

@@ -26,7 +26,7 @@ from pydantic import Field
 from engine.api.circuit_files import NAMES_FILE, SYM_NAME, ZkeyHeader, check_r1cs, check_sym, check_wasm, check_zkey
 from engine.api.errors import ApiError
 from engine.api.schemas import JOB_ID_MAX, JOB_ID_PATTERN, ErrorOut, JobOut
-from engine.api.submit_circuit import circuit_of, submit_staged, visible_circuits
+from engine.api.submit_circuit import SIGNALS_FILE, circuit_of, submit_staged, visible_circuits
 from engine.api.uploads import (
     BadCircuitFile,
     StagedFile,
@@ -37,6 +37,7 @@ from engine.api.uploads import (
 )
 from engine.ledger import submission
 from engine.models import Circuit, ProofJob
+from engine.prover.wasm_witness import WitnessError, input_signals
 from engine.states import JOB_ACTIVE
 
 router = Router(tags=["circuits"])
@@ -92,11 +93,17 @@ def _checked(files: Any) -> tuple[dict[str, StagedFile], ZkeyHeader]:
             check_wasm(staged["wasm"].path, header)
         if "r1cs" in staged:
             check_r1cs(staged["r1cs"].path, header)
+        names: list[str] = []
         if "sym" in staged:
             names = check_sym(staged["sym"].path)
             staged["sym"].path.with_name(NAMES_FILE).write_text(json.dumps(names))
+        if "wasm" in staged:  # what a job's inputs are checked against, read once here
+            meta = input_signals(staged["wasm"].path.read_bytes(), names)
+            staged["zkey"].path.with_name(SIGNALS_FILE).write_text(json.dumps(meta))
     except BadCircuitFile as exc:
         raise ApiError(400, "invalid", exc.field, exc.message) from None
+    except WitnessError as exc:
+        raise ApiError(400, "invalid", "wasm", f"is not a circom witness generator ({exc.message})") from None
     return staged, header
 
 
@@ -112,9 +119,12 @@ def _existing(circuit: Circuit, client: Any, staged: dict[str, StagedFile]) -> S
             setattr(circuit, f"{name}_path", str(folder / FILES[name]))
             setattr(circuit, f"{name}_bytes", staged[name].size)
             changed += [f"{name}_path", f"{name}_bytes"]
-    if "sym" in staged and not (folder / NAMES_FILE).exists():
+    sym_joined = "sym" in staged and not (folder / NAMES_FILE).exists()
+    if sym_joined:
         staged["sym"].path.replace(folder / SYM_NAME)
         staged["sym"].path.with_name(NAMES_FILE).replace(folder / NAMES_FILE)
+    if changed or sym_joined:  # the input signals are probed again, with what joined, at the next job
+        (folder / SIGNALS_FILE).unlink(missing_ok=True)
     if changed:
         circuit.save(update_fields=changed)
     return Status(200, _out(circuit))

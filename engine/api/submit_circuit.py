@@ -1,12 +1,15 @@
-"""Jobs by circuit id: the witness computed here from the registered .wasm, then a custom job.
+"""Jobs by circuit id: a registered circuit proved from input signals or from a ready witness.
 
-The inputs are refused before any proving when the circuit refuses them (an unknown or
-missing signal, a value outside the field, a failing assertion), with the signal named.
-When the circuit was registered with its .r1cs, every witness (computed here or uploaded)
-is checked against every constraint before the job exists: a witness that does not satisfy
-the circuit is a 400, never a job that fails at verification.
-The job stores the witness file's digest, not the signals (they are often the prover's
-secrets), so the same inputs again are recognised as the same request.
+From inputs, the request only checks them against the circuit's metadata (input_metadata:
+every signal known and of its length, every value in the field, none missing; a signal at
+fault is named) and the job is accepted at once: the client's .wasm runs in the engine's
+synthesis stage, under the partition's memory reservation and an instruction and time budget,
+never in the web process. A failing assertion in the circuit fails the job with the
+generator's own message.
+From a .wtns, the witness is checked here against every constraint when the circuit was
+registered with its .r1cs: a witness that does not satisfy the circuit is a 400.
+The job stores a digest of the inputs or of the witness file, not the signals (they are often
+the prover's secrets), so the same request again is recognised as the same.
 """
 
 from __future__ import annotations
@@ -26,12 +29,16 @@ from engine.api.errors import ApiError
 from engine.api.job_fields import _conflict
 from engine.api.satisfaction import CircuitShape, check_satisfied
 from engine.api.schemas import CircuitJobIn
-from engine.api.uploads import STORED_NAMES, BadCircuitFile, discard
+from engine.api.uploads import CURVES, BadCircuitFile, discard
+from engine.circuits import job_folder
 from engine.ledger import submission
 from engine.ledger.submission import JobConflict, Submission
 from engine.models import Circuit, ProofJob
-from engine.prover.wasm_witness import WitnessError, calculate_witness, witness_array
+from engine.prover.wasm_witness import WitnessError, check_inputs, input_signals
 from engine.states import ProofKind
+
+# Beside a registered circuit's files: its input signals, probed once from its .wasm.
+SIGNALS_FILE = "input_signals.json"
 
 
 def visible_circuits(client: Any) -> Any:
@@ -56,38 +63,33 @@ def circuit_of(client: Any, circuit_id: str, lock: bool = False) -> Circuit:
     return circuit
 
 
-def witness_for(circuit: Circuit, inputs: dict[str, Any]) -> list[int]:
-    if not circuit.wasm_path:
-        raise ApiError(409, "no_wasm", "circuit", "this circuit was registered without its .wasm; "
-                                                  "register it again with the wasm to prove from inputs")
-    names_file = Path(circuit.zkey_path).with_name(NAMES_FILE)
+def input_metadata(circuit: Circuit) -> dict[str, Any]:
+    """The circuit's input signals (wasm_witness.input_signals), probed from its .wasm once, at
+    registration or at the first job after a file joined it, and kept beside its files."""
+    folder = Path(circuit.zkey_path).parent
+    try:
+        return dict(json.loads((folder / SIGNALS_FILE).read_text()))
+    except (OSError, ValueError):
+        pass
+    names_file = folder / NAMES_FILE
     names = json.loads(names_file.read_text()) if names_file.exists() else []
     try:
-        witness = calculate_witness(Path(circuit.wasm_path).read_bytes(), inputs, names)
+        meta = input_signals(Path(circuit.wasm_path).read_bytes(), names)
     except WitnessError as exc:
-        field = f"inputs.{exc.signal}" if exc.signal else "inputs"
-        raise ApiError(400, "invalid", field, exc.message) from None
-    if len(witness) != circuit.n_vars:
-        raise ApiError(409, "mismatch", "circuit", f"the .wasm computes {len(witness)} signals; "
-                                                   f"the zkey has {circuit.n_vars}")
-    return witness
+        raise ApiError(409, "mismatch", "circuit", f"the circuit's .wasm cannot be read: {exc.message}; "
+                                                   "register it again") from None
+    tmp = folder / f"{SIGNALS_FILE}.tmp{os.getpid()}"
+    tmp.write_text(json.dumps(meta))
+    os.replace(tmp, folder / SIGNALS_FILE)
+    return meta
 
 
-def _link_key(circuit: Circuit, target: Path) -> None:
-    # A hard link: the job keeps its key even if the circuit is deleted once the job is done.
+def _link(source: str, target: Path) -> None:
+    # A hard link: the job keeps its files even if the circuit is deleted once the job is done.
     try:
-        os.link(circuit.zkey_path, target)
+        os.link(source, target)
     except OSError:
-        os.symlink(circuit.zkey_path, target)
-
-
-def _write_witness(circuit: Circuit, witness: list[int], staging: Path) -> str:
-    from engine.prover.snarkjs import write_wtns
-
-    staging.mkdir(parents=True)
-    wtns = staging / STORED_NAMES["wtns"]
-    write_wtns(wtns, circuit.curve, witness_array(witness))
-    return hashlib.sha256(wtns.read_bytes()).hexdigest()
+        os.symlink(source, target)
 
 
 def check_witness(circuit: Circuit, wtns: Path, field: str) -> None:
@@ -106,16 +108,18 @@ def check_witness(circuit: Circuit, wtns: Path, field: str) -> None:
 
 
 def submit_staged(circuit: Circuit, job_id: str, level: int | None, staging: Path, wtns_sha256: str,
-                  client: Any, witness_field: str = "wtns") -> tuple[ProofJob, bool]:
+                  client: Any) -> tuple[ProofJob, bool]:
     """A job of ``circuit`` proving the witness.wtns in ``staging`` (moved into place if created).
+    With the circuit's .r1cs, the witness is checked against every constraint first."""
+    check_witness(circuit, staging / job_folder.WTNS, "wtns")
+    return _submit_folder(circuit, job_id, level, staging, {"circuit": circuit.pk, "wtns_sha256": wtns_sha256}, client)
 
-    The job's inputs are the circuit and the witness file's digest: the same witness sent as
-    inputs or as a .wtns is the same request. ``witness_field`` is what a refusal of the
-    witness names: the uploaded ``wtns``, or the ``inputs`` it was computed from."""
-    check_witness(circuit, staging / STORED_NAMES["wtns"], witness_field)
-    _link_key(circuit, staging / STORED_NAMES["zkey"])
-    sub = Submission(kind=ProofKind.CUSTOM, job_id=job_id, inputs={"circuit": circuit.pk, "wtns_sha256": wtns_sha256},
-                     num_partitions=1, circuit_id=circuit.job_circuit_id, priority=level, curve=circuit.curve)
+
+def _submit_folder(circuit: Circuit, job_id: str, level: int | None, staging: Path, inputs: dict[str, Any],
+                   client: Any) -> tuple[ProofJob, bool]:
+    _link(circuit.zkey_path, staging / job_folder.ZKEY)
+    sub = Submission(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
+                     circuit_id=circuit.job_circuit_id, priority=level, curve=circuit.curve)
     try:
         # the circuit's row held against a concurrent DELETE, which refuses while an active job uses it
         return submission.submit(sub, client, staged=staging,
@@ -125,18 +129,29 @@ def submit_staged(circuit: Circuit, job_id: str, level: int | None, staging: Pat
 
 
 def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[ProofJob, bool]:
-    """Validate, compute the witness and submit; ApiError (4xx) for anything refused."""
+    """Check the inputs against the circuit's metadata and submit; ApiError (4xx) for anything
+    refused. Nothing of the client's .wasm runs here (see the module doc)."""
     job_id = submission.job_id_of(payload.job_id)
     level = submission.priority_of(payload.priority)
-    submission.check_priority(client, level)  # before the client's .wasm runs
+    submission.check_priority(client, level)
     circuit = circuit_of(client, payload.circuit)
-    witness = witness_for(circuit, payload.inputs)
+    if not circuit.wasm_path:
+        raise ApiError(409, "no_wasm", "circuit", "this circuit was registered without its .wasm; "
+                                                  "register it again with the wasm to prove from inputs")
+    try:
+        inputs = check_inputs(payload.inputs, input_metadata(circuit), CURVES[circuit.curve][1])
+    except WitnessError as exc:
+        raise ApiError(400, "invalid", f"inputs.{exc.signal}" if exc.signal else "inputs", exc.message) from None
+    canonical = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
     staging = Path(settings.DATA_DIR) / "uploads" / f".incoming-{secrets.token_hex(8)}"
     try:
-        digest = _write_witness(circuit, witness, staging)
-        return submit_staged(circuit, job_id, level, staging, digest, client, witness_field="inputs")
+        staging.mkdir(parents=True)
+        (staging / job_folder.INPUTS).write_text(canonical)
+        _link(circuit.wasm_path, staging / job_folder.WASM)
+        record = {"circuit": circuit.pk, "inputs_sha256": hashlib.sha256(canonical.encode()).hexdigest()}
+        return _submit_folder(circuit, job_id, level, staging, record, client)
     finally:
         discard(staging)
 
 
-__all__ = ["circuit_of", "submit_circuit_job", "submit_staged", "visible_circuits", "witness_array"]
+__all__ = ["circuit_of", "input_metadata", "submit_circuit_job", "submit_staged", "visible_circuits"]

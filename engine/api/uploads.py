@@ -23,15 +23,16 @@ from py_ecc import bn128
 from py_ecc import optimized_bls12_381 as bls
 
 from engine.api.errors import ApiError
+from engine.circuits import job_folder
 from engine.states import Curve
 from provingsite.env import parse_size
 
 UPLOAD_FIELDS = ("zkey", "wtns")
 # The names the engine reads a custom circuit from (engine/synthesize.py).
-STORED_NAMES = {"zkey": "circuit.zkey", "wtns": "witness.wtns"}
+STORED_NAMES = {"zkey": job_folder.ZKEY, "wtns": job_folder.WTNS}
 # A custom upload may also bring the circuit's .r1cs: then the witness is checked against
 # it at upload (engine.api.satisfaction). Kept beside the key; the engine does not need it.
-CUSTOM_NAMES = {**STORED_NAMES, "r1cs": "circuit.r1cs"}
+CUSTOM_NAMES = {**STORED_NAMES, "r1cs": job_folder.R1CS}
 # (base field q, scalar field r) of each curve a snarkjs file can be over.
 CURVES: dict[str, tuple[int, int]] = {
     Curve.BN254: (int(bn128.field_modulus), int(bn128.curve_order)),

@@ -60,6 +60,17 @@ def _table_bytes(n_vars: int, n_public: int, domain: int, g1: int, g2: int) -> i
     return sum(table_nbytes_bound(rows, size) for rows, size in sections)
 
 
+# A circom witness generator's own memory (its signals and components, in wasm linear memory)
+# when the engine runs it from a request's inputs: reserved with the partition, and the limit
+# the generator runs under. The circuits seen so far take well under this.
+GENERATOR_BASE = 64 << 20
+GENERATOR_PER_SIGNAL = 256
+
+
+def generator_bytes(n_vars: int) -> int:
+    return GENERATOR_BASE + GENERATOR_PER_SIGNAL * max(0, n_vars)
+
+
 def custom_memory(n_vars: int, n_public: int, domain_size: int, n_coefficients: int, n8q: int,
                   zkey_bytes: int) -> MemoryNeeds:
     """A custom (snarkjs) circuit's needs, from the sizes its zkey declares, not the upload's

@@ -75,17 +75,33 @@ def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int) -> t
     return assignment, time.perf_counter() - started
 
 
-def synthesize_circom(upload_dir: str) -> tuple[Any, float]:
-    """A circom circuit's assignment from its snarkjs witness (no circuit code to run)."""
+def synthesize_circom(upload_dir: str, memory_limit: int, witness_seconds: float) -> tuple[Any, float]:
+    """A circom circuit's assignment from its witness: the client's snarkjs witness, or the one
+    its generator (the client's .wasm) computes here from the request's inputs, with at most
+    ``memory_limit`` bytes of wasm memory (what the partition reserved), an instruction budget
+    for the circuit's size and ``witness_seconds`` of time. A generator that traps, fails an
+    assertion or runs past a budget raises WitnessError with its own message (not retried)."""
+    import json
     from pathlib import Path
 
+    from engine.circuits import job_folder
     from engine.prover import assignment_from_witness, read_wtns
     from engine.prover.snarkjs import read_zkey_constraints
+    from engine.prover.wasm_witness import WitnessError, calculate_witness, fuel_for, witness_array
 
     started = time.perf_counter()
+    folder = Path(upload_dir)
     # Only the matrices: the points are the prover's, read once per job in reserve.
-    constraints = read_zkey_constraints(Path(upload_dir) / "circuit.zkey")
-    witness = read_wtns(Path(upload_dir) / "witness.wtns", constraints.curve)
+    constraints = read_zkey_constraints(folder / job_folder.ZKEY)
+    if job_folder.from_inputs(folder):
+        inputs = json.loads((folder / job_folder.INPUTS).read_text())
+        values = calculate_witness((folder / job_folder.WASM).read_bytes(), inputs, fuel=fuel_for(constraints.n_vars),
+                                   memory=memory_limit, seconds=witness_seconds)
+        if len(values) != constraints.n_vars:
+            raise WitnessError(None, f"the .wasm computes {len(values)} signals; the zkey has {constraints.n_vars}")
+        witness = witness_array(values)
+    else:
+        witness = read_wtns(folder / job_folder.WTNS, constraints.curve)
     return assignment_from_witness(constraints, witness), time.perf_counter() - started
 
 

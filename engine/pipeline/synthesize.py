@@ -2,7 +2,8 @@
 
 ``start`` records ``synthesizing`` and submits the partition to a pool of processes (a
 built-in kind runs its circuit on the job's inputs; a circom circuit's assignment comes from
-the client's witness). The collector thread records ``synth_done`` and hands the item to the
+the client's witness, or from the witness its generator computes from the request's inputs,
+under the partition's reservation and a budget of instructions and time). The collector thread records ``synth_done`` and hands the item to the
 proving queue, or fails it: an error the inputs or the circuit cause is not retried.
 """
 
@@ -42,8 +43,9 @@ def new_pool(concurrency: int) -> ProcessPoolExecutor:
 
 
 class Synthesis:
-    def __init__(self, book: InFlight, outbox: ProofQueue, concurrency: int) -> None:
+    def __init__(self, book: InFlight, outbox: ProofQueue, concurrency: int, witness_seconds: float = 60.0) -> None:
         self.book = book
+        self.witness_seconds = witness_seconds
         self.outbox = outbox
         self.concurrency = concurrency
         self.pool = new_pool(concurrency)
@@ -75,7 +77,9 @@ class Synthesis:
         if item.source is CircuitSource.BUILTIN:
             future = self.pool.submit(synthesis_process.synthesize_builtin, item.circuit_id, item.inputs, item.index)
         else:
-            future = self.pool.submit(synthesis_process.synthesize_circom, item.upload_dir)
+            # the client's generator may use what the partition reserved, no more
+            future = self.pool.submit(synthesis_process.synthesize_circom, item.upload_dir, item.reservation.nbytes,
+                                      self.witness_seconds)
         future.add_done_callback(lambda f, item=item: self._done.put((item, f)))
 
     # -- collector -------------------------------------------------------------------------

@@ -131,7 +131,8 @@ def size_item(item: WorkItem) -> None:
 def _size_circom(item: WorkItem) -> None:
     """Circom circuits: the reservation follows the sizes the zkey declares (validated when it
     was uploaded or registered)."""
-    from engine.circuits.sizing import custom_memory
+    from engine.circuits import job_folder
+    from engine.circuits.sizing import custom_memory, generator_bytes
     from engine.prover.snarkjs import FormatError, inspect_zkey
 
     zkey = item.zkey_path  # a registered circuit's job folder links the circuit's zkey
@@ -141,10 +142,12 @@ def _size_circom(item: WorkItem) -> None:
     except (OSError, FormatError):
         return  # nothing reserved: reading the key fails the partition, not retried
     needs = custom_memory(header.n_vars, header.n_public, header.domain_size, n_coef, header.n8q, zkey_bytes)
+    # from inputs, the client's witness generator runs in synthesis within this partition's reservation
+    generator = generator_bytes(header.n_vars) if job_folder.from_inputs(item.upload_dir) else 0
     item.abc_bytes = int(needs.abc_bytes)
     if item.source.shares_key:  # the key cache holds a registered circuit's key once for every job
         item.key_bytes = int(needs.key_bytes + keys.table_bytes(needs))
-        item.partition_bytes = int(needs.witness_bytes + needs.abc_bytes)
+        item.partition_bytes = int(needs.witness_bytes + needs.abc_bytes + generator)
         return
     item.key_bytes = 0
-    item.partition_bytes = int(needs.key_bytes + needs.witness_bytes + needs.abc_bytes)
+    item.partition_bytes = int(needs.key_bytes + needs.witness_bytes + needs.abc_bytes + generator)

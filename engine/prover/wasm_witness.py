@@ -9,6 +9,7 @@ wasmtime; it imports nothing from Django so the CLI and tests can call it direct
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -18,10 +19,17 @@ import wasmtime
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
 _MASK64 = (1 << 64) - 1
-# The .wasm is the client's code: it runs on a budget of instructions (wasmtime fuel) and of
-# linear memory, so a circuit that loops or grows without end is refused, not left running.
+# The .wasm is the client's code: it runs on a budget of instructions (wasmtime fuel), of
+# linear memory and of wall-clock time, so a circuit that loops or grows without end is
+# refused, not left running. Witnesses are computed in the engine's synthesis processes, with
+# the partition's reserved memory and a fuel budget for the circuit's size (fuel_for); the
+# requests that register a circuit or take its inputs only probe it (PROBE_*), never run it.
 DEFAULT_FUEL = 1 << 40
 DEFAULT_MEMORY = 8 << 30
+FUEL_BASE = 1_000_000_000
+FUEL_PER_SIGNAL = 1_000_000  # a field operation in wasm is hundreds of instructions; ample
+PROBE_FUEL = 10_000_000
+PROBE_MEMORY = 256 << 20
 # circom's runtime error codes, as its exceptionHandler receives them.
 _CODES = {
     1: "signal not found",
@@ -40,6 +48,10 @@ class WitnessError(ValueError):
         super().__init__(f"{signal}: {message}" if signal else message)
         self.signal = signal
         self.message = message
+
+    def __reduce__(self) -> tuple[Any, tuple[str | None, str]]:
+        # raised in a synthesis process, it travels back to the engine by pickle
+        return (WitnessError, (self.signal, self.message))
 
 
 def fnv1a64(name: str) -> int:
@@ -111,14 +123,30 @@ class _Runtime:
 
 
 class _Calculator:
-    def __init__(self, wasm_bytes: bytes, fuel: int = DEFAULT_FUEL, memory: int = DEFAULT_MEMORY) -> None:
+    def __init__(self, wasm_bytes: bytes, fuel: int = DEFAULT_FUEL, memory: int = DEFAULT_MEMORY,
+                 seconds: float | None = None) -> None:
         self.runtime = _Runtime()
         config = wasmtime.Config()
         config.consume_fuel = True
+        config.epoch_interruption = seconds is not None
         engine = wasmtime.Engine(config)
         self.store = wasmtime.Store(engine)
         self.store.set_fuel(fuel)
         self.store.set_limits(memory_size=memory)
+        self.seconds = seconds
+        self.timed_out = threading.Event()
+        self._timer: threading.Timer | None = None
+        if seconds is not None:
+            # past the deadline the next epoch check traps, wherever the generator is
+            self.store.set_epoch_deadline(1)
+
+            def expire() -> None:
+                self.timed_out.set()
+                engine.increment_epoch()
+
+            self._timer = threading.Timer(seconds, expire)
+            self._timer.daemon = True
+            self._timer.start()
         module = wasmtime.Module(engine, wasm_bytes)
         linker = wasmtime.Linker(engine)
         rt = self.runtime
@@ -135,6 +163,10 @@ class _Calculator:
 
     def call(self, name: str, *args: int) -> int:
         return self.instance.exports(self.store)[name](self.store, *args)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
 
     def witness_value(self, index: int) -> int:
         self.call("getWitness", index)
@@ -155,6 +187,8 @@ class _Calculator:
         reason = _CODES.get(rt.code, fallback)
         if not rt.code and self.store.get_fuel() == 0:
             reason = "the witness generator ran past its instruction budget"
+        if not rt.code and self.timed_out.is_set():
+            reason = f"the witness generator ran past its time limit of {self.seconds:g} s"
         detail = "; ".join(m.strip() for m in rt.messages if m.strip())
         return WitnessError(signal, f"{reason} ({detail})" if detail else reason)
 
@@ -194,7 +228,7 @@ def _missing(calc: _Calculator, given: set[str], candidates: Iterable[str]) -> l
 
 
 def calculate_witness(wasm_bytes: bytes, inputs: dict[str, Any], signal_names: Iterable[str] = (), *,
-                      fuel: int = DEFAULT_FUEL, memory: int = DEFAULT_MEMORY) -> list[int]:
+                      fuel: int = DEFAULT_FUEL, memory: int = DEFAULT_MEMORY, seconds: float | None = None) -> list[int]:
     """The full witness (w[0] = 1, outputs, public inputs, private values) for ``inputs``.
 
     Raises WitnessError naming the signal for an unknown signal, a wrong number of values,
@@ -204,9 +238,16 @@ def calculate_witness(wasm_bytes: bytes, inputs: dict[str, Any], signal_names: I
     if not isinstance(inputs, dict):
         raise WitnessError(None, "inputs must be an object of signal names to values")
     try:
-        calc = _Calculator(wasm_bytes, fuel, memory)
+        calc = _Calculator(wasm_bytes, fuel, memory, seconds)
     except (wasmtime.WasmtimeError, KeyError, TypeError) as exc:
         raise WitnessError(None, f"the circuit's .wasm is not a circom witness generator ({exc})") from None
+    try:
+        return _run(calc, inputs, signal_names)
+    finally:
+        calc.close()
+
+
+def _run(calc: _Calculator, inputs: dict[str, Any], signal_names: Iterable[str]) -> list[int]:
     try:
         calc.call("init", 1)
     except (_Abort, wasmtime.Trap):
@@ -245,11 +286,68 @@ def calculate_witness(wasm_bytes: bytes, inputs: dict[str, Any], signal_names: I
 
 
 def circuit_prime(wasm_bytes: bytes) -> int:
-    """The field the circuit was compiled for (circom's --prime)."""
-    return _Calculator(wasm_bytes).prime
+    """The field the circuit was compiled for (circom's --prime): a probe, not a run."""
+    return _Calculator(wasm_bytes, PROBE_FUEL, PROBE_MEMORY).prime
 
 
-__all__ = ["WitnessError", "calculate_witness", "circuit_prime", "fnv1a64", "top_level_names"]
+def fuel_for(n_signals: int) -> int:
+    """The instruction budget of one witness of a circuit with ``n_signals`` signals."""
+    return FUEL_BASE + FUEL_PER_SIGNAL * max(0, n_signals)
+
+
+def input_signals(wasm_bytes: bytes, names: Iterable[str] = ()) -> dict[str, Any]:
+    """What a request's inputs are checked against: ``count``, the input values the circuit
+    takes, and ``signals``, each input's length by name (None when no names are known, e.g.
+    without the .sym). A probe of the generator's tables (never ``init``), on a small budget."""
+    names = list(names)
+    try:
+        calc = _Calculator(wasm_bytes, PROBE_FUEL, PROBE_MEMORY)
+        count = calc.call("getInputSize")
+        sizes = {}
+        for name in names:
+            try:
+                size = calc.call("getInputSignalSize", *_split(fnv1a64(name)))
+            except (_Abort, wasmtime.Trap):
+                continue  # not an input: the runtime reports "signal not found"
+            if size > 0:
+                sizes[name] = size
+    except (wasmtime.WasmtimeError, wasmtime.Trap, KeyError, TypeError, _Abort) as exc:
+        raise WitnessError(None, f"the circuit's .wasm is not a circom witness generator ({exc})") from None
+    return {"count": int(count), "signals": sizes if names else None}
+
+
+def check_inputs(inputs: Any, meta: dict[str, Any], prime: int) -> dict[str, list[str]]:
+    """The checks a request's inputs get before they are accepted, from the circuit's metadata
+    alone (input_signals): every signal known and of its length, every value in the field,
+    none missing. Returns them as the witness generator will take them: each signal's values,
+    flattened, as decimal strings. WitnessError names the signal at fault."""
+    if not isinstance(inputs, dict):
+        raise WitnessError(None, "inputs must be an object of signal names to values")
+    signals: dict[str, int] | None = meta.get("signals")
+    out: dict[str, list[str]] = {}
+    for name, value in inputs.items():
+        name = str(name)
+        values = list(_flatten(name, value))
+        if signals is not None:
+            if name not in signals:
+                raise WitnessError(name, "is not an input signal of this circuit")
+            if len(values) != signals[name]:
+                raise WitnessError(name, f"takes {signals[name]} value(s), got {len(values)}")
+        out[name] = [str(_field_value(name, v, prime)) for v in values]
+    if signals is not None:
+        missing = [n for n in signals if n not in out]
+        if missing:
+            raise WitnessError(missing[0], "is an input signal of the circuit and has no value"
+                               + (f" (nor {', '.join(missing[1:])})" if missing[1:] else ""))
+    given = sum(len(v) for v in out.values())
+    if given != meta["count"]:
+        raise WitnessError(None, f"not every input signal is set: {given} of {meta['count']} values given"
+                           if given < meta["count"] else f"{given} values given; the circuit takes {meta['count']}")
+    return out
+
+
+__all__ = ["WitnessError", "calculate_witness", "check_inputs", "circuit_prime", "fnv1a64", "fuel_for",
+           "input_signals", "top_level_names"]
 
 
 def witness_array(witness: list[int]) -> np.ndarray:
