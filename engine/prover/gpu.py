@@ -258,7 +258,7 @@ class Grid:
 
     def _segmented_sum(self, pre: str, off: Any, nseg: int, most: int, bound: int,
                        first: tuple[str, Any] | None, items: Any, xz_width: int) -> tuple[Any, Any]:
-        """Sums each segment's items (segment b: items off[b] .. off[b+1] - 1), CHUNK at a time,
+        """Sums each segment's items (segment b: items off[b] .. off[b+1] - 1), ``chunk`` at a time,
         level after level, until at most one partial sum is left per segment. ``most`` bounds
         a segment's length and ``bound`` the number of items; ``first`` names the kernel of the
         first level and its extra input where it differs (the affine bases). Returns the sums
