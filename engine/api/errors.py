@@ -13,7 +13,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from engine.ledger.submission import Refused
+from engine.ledger.submission import SubmissionRefused
 
 if TYPE_CHECKING:
     from ninja import NinjaAPI
@@ -66,8 +66,8 @@ def install(api: NinjaAPI) -> None:
             response["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
         return response
 
-    @api.exception_handler(Refused)
-    def refused(request: HttpRequest, exc: Refused) -> HttpResponse:
+    @api.exception_handler(SubmissionRefused)
+    def refused(request: HttpRequest, exc: SubmissionRefused) -> HttpResponse:
         # the submission rules' refusals (engine.ledger.submission): each kind carries its status
         return respond(request, exc.status, body(exc.code, exc.field, exc.message))
 

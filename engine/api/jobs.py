@@ -67,7 +67,7 @@ JobIdPath = Annotated[str, PathParam(..., example="winning-post-epoch-1234")]  #
 
 
 def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: Any = None) -> tuple[ProofJob, bool]:
-    """A job of a built-in kind through the submission rules (their Refused is the caller's 4xx)."""
+    """A job of a built-in kind through the submission rules (their SubmissionRefused is the caller's 4xx)."""
     sub = submission.builtin(kind, job_id, inputs, priority, settings.PROVINGSITE["SCALE"])
     try:
         job, created = submission.submit(sub, client)

@@ -2,9 +2,10 @@
 
 The REST API (a built-in kind, a custom upload, a registered circuit from inputs or from a
 .wtns), the retry endpoint, the ``submitjob`` command and the console all come through here, so
-a token's limits hold on each: the priority it may ask for, its cap on queued and running
-jobs, idempotency on the job id. Refusals are domain errors (``Refused`` and its kinds,
-``JobConflict``); the callers only map them to an HTTP status or a message.
+the same rules hold on each: the syntax of a job id and of a priority, a built-in kind's
+inputs, the priority a token may ask for, its cap on queued and running jobs, idempotency on
+the job id. Refusals are domain errors (``SubmissionRefused`` and its kinds, ``JobConflict``);
+the callers only map them to an HTTP status or a message.
 """
 
 from __future__ import annotations
@@ -22,15 +23,15 @@ from engine.ledger.jobs import JobConflict, retry_job, submit_job
 from engine.models import ApiToken, ProofJob
 from engine.states import JOB_ACTIVE, KIND_PRIORITY, Curve, Priority
 
-__all__ = ["ActiveCapReached", "JobConflict", "JOB_ID_MAX", "JOB_ID_PATTERN", "PriorityNotAllowed", "Refused",
-           "Submission", "builtin", "check_priority", "job_id_of", "priority_of", "retry", "submit"]
+__all__ = ["ActiveCapReached", "JobConflict", "JOB_ID_MAX", "JOB_ID_PATTERN", "PriorityNotAllowed", "Submission",
+           "SubmissionRefused", "builtin", "check_priority", "job_id_of", "priority_of", "retry", "submit"]
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
 JOB_ID_MAX = 200
 RESERVED_JOB_IDS = frozenset({"custom"})  # POST /jobs/custom is the upload, not a job
 
 
-class Refused(Exception):
+class SubmissionRefused(Exception):
     """A submission the rules refuse; ``status`` is the HTTP answer the API gives it."""
 
     status = 400
@@ -41,11 +42,11 @@ class Refused(Exception):
         self.field, self.message = field, message
 
 
-class PriorityNotAllowed(Refused):
+class PriorityNotAllowed(SubmissionRefused):
     status, code = 403, "forbidden"
 
 
-class ActiveCapReached(Refused):
+class ActiveCapReached(SubmissionRefused):
     status, code = 429, "too_many_active_jobs"
 
 
@@ -66,12 +67,12 @@ class Submission:
 def job_id_of(value: Any) -> str:
     """The job id a request names, by the syntax every path shares."""
     if not isinstance(value, str) or not value:
-        raise Refused("job_id", "is required")
+        raise SubmissionRefused("job_id", "is required")
     if len(value) > JOB_ID_MAX or not re.fullmatch(JOB_ID_PATTERN, value):
-        raise Refused("job_id", f"must be 1..{JOB_ID_MAX} characters of letters, digits and . _ - :, "
+        raise SubmissionRefused("job_id", f"must be 1..{JOB_ID_MAX} characters of letters, digits and . _ - :, "
                                 "starting alphanumeric")
     if value in RESERVED_JOB_IDS:
-        raise Refused("job_id", f"{value!r} is reserved")
+        raise SubmissionRefused("job_id", f"{value!r} is reserved")
     return value
 
 
@@ -79,7 +80,7 @@ def priority_of(value: Any) -> int | None:
     """A priority override: a name (critical, high, normal, low) or its number 0..3; None for none."""
     if value is None or value == "":
         return None
-    wrong = Refused("priority", "must be one of critical, high, normal, low, or 0..3")
+    wrong = SubmissionRefused("priority", "must be one of critical, high, normal, low, or 0..3")
     if isinstance(value, bool):
         raise wrong
     if isinstance(value, str):
@@ -96,13 +97,13 @@ def priority_of(value: Any) -> int | None:
 
 
 def builtin(kind: str, job_id: Any, inputs: Any, priority: Any, scale: str) -> Submission:
-    """A job of a built-in kind from a request's raw fields, each checked (Refused names it)."""
+    """A job of a built-in kind from a request's raw fields, each checked (SubmissionRefused names it)."""
     job_id = job_id_of(job_id)
     level = priority_of(priority)
     try:
         normalised, n_partitions = kinds.validate_inputs(kind, inputs)
     except kinds.InputError as exc:
-        raise Refused(exc.field if exc.field in ("kind", "inputs") else f"inputs.{exc.field}", exc.message) from None
+        raise SubmissionRefused(exc.field if exc.field in ("kind", "inputs") else f"inputs.{exc.field}", exc.message) from None
     return Submission(kind=kind, job_id=job_id, inputs=normalised, num_partitions=n_partitions,
                       circuit_id=kinds.circuit_for(kind, scale).circuit_id, scale=scale, priority=level,
                       curve=kinds.CURVE)
@@ -148,7 +149,7 @@ def submit(sub: Submission, client: Any = None, *, staged: Path | None = None,
     ``staged``: a folder of the request's files, moved into place when the job is created.
     ``also_locked``: a callable run first inside the transaction, for a path that must hold a
     row of its own (a registered circuit, against its deletion) while the job is made.
-    Raises Refused or JobConflict."""
+    Raises SubmissionRefused or JobConflict."""
     check_priority(client, sub.priority)
     with transaction.atomic():
         if also_locked is not None:

@@ -87,7 +87,7 @@ class Command(BaseCommand):
         try:
             job, created = submission.submit(submission.builtin(opts["kind"], opts["job_id"], self._inputs(opts),
                                                                 opts["priority"], settings.PROVINGSITE["SCALE"]))
-        except submission.Refused as exc:
+        except submission.SubmissionRefused as exc:
             raise CommandError(f"{exc.field}: {exc.message}" if exc.field else exc.message) from None
         except submission.JobConflict as exc:
             raise CommandError(f"job_id: {exc}") from None
