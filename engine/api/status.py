@@ -28,22 +28,29 @@ def status_schema() -> dict[str, Any]:
     return json.loads(SCHEMA_PATH.read_text())
 
 
-def _allowed(request: HttpRequest) -> bool:
+def _refusal(request: HttpRequest) -> HttpResponse | None:
+    """None for a console login or an operator token; a 403 for a valid client token (known,
+    but the farm's status names every client's jobs); else a 401."""
     if can_view(request.user):
-        return True
+        return None
     raw = bearer_token(request)
     token = token_for(raw) if raw is not None else None
-    # The farm's status names every client's jobs: operator tokens only.
-    return token is not None and token.sees_every_job
+    if token is not None and token.sees_every_job:
+        return None
+    if token is not None:
+        return JsonResponse(body("forbidden", "Authorization", "this is a client token: /status names every "
+                                 "client's jobs and needs an operator token or a console login"), status=403)
+    response = JsonResponse(body("unauthorized", "Authorization",
+                                 "log in to the console or send an operator token: 'Authorization: Bearer ps_…'"), status=401)
+    response["WWW-Authenticate"] = 'Bearer realm="provingsite"'
+    return response
 
 
 @require_GET
 def status(request: HttpRequest) -> HttpResponse:
-    if not _allowed(request):
-        response = JsonResponse(body("unauthorized", "Authorization",
-                                     "log in to the console or send an operator token: 'Authorization: Bearer ps_…'"), status=401)
-        response["WWW-Authenticate"] = 'Bearer realm="provingsite"'
-        return response
+    refused = _refusal(request)
+    if refused is not None:
+        return refused
     response = JsonResponse(farm_snapshot())
     response["Cache-Control"] = "no-store"  # it is live; a cached copy is a wrong copy
     return response

@@ -24,6 +24,11 @@ def init_worker(engine_pid: int, kernel_tied: bool) -> None:
     is killed (kill -9 runs no shutdown): it must watch for that itself, before anything slow.
     """
     die_with(engine_pid, kernel_tied)
+    # Ctrl-C reaches the terminal's whole process group; the engine stops its pool itself, so
+    # a worker taking the SIGINT only printed a KeyboardInterrupt traceback per process.
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provingsite.settings")

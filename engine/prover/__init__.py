@@ -85,10 +85,6 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
-# What the NVIDIA driver leaves on a machine it runs (WSL's is /dev/dxg).
-_NVIDIA_DRIVER_PATHS = ("/dev/nvidiactl", "/proc/driver/nvidia/version", "/dev/dxg")
-
-
 def select_device(preferred: str | None = None) -> str:
     """"cuda:0" when a GPU is usable, else "cpu"; an explicit choice (argument, then the
     PROVINGSITE_DEVICE environment variable) wins. "auto" means: choose."""
@@ -97,7 +93,9 @@ def select_device(preferred: str | None = None) -> str:
         if choice != "cpu" and not (choice.startswith("cuda:") and choice[5:].isdigit()):
             raise ValueError(f"unknown device {choice!r}; expected 'cpu', 'cuda:N' or 'auto'")
         return choice
-    if not any(os.path.exists(p) for p in _NVIDIA_DRIVER_PATHS):
+    from engine.prover.driver import nvidia_driver_present
+
+    if not nvidia_driver_present():
         return "cpu"  # without the driver CUDA sees no device: no need to import CuPy to learn it
     try:
         from engine.prover import gpu

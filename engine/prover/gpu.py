@@ -34,6 +34,7 @@ import numpy as np
 
 from engine.prover import native
 from engine.prover.curves import CurveParams, fp_to_limbs, fr_to_limbs, get_curve, limbs_to_ints, root_of_unity
+from engine.prover.driver import NO_DRIVER, nvidia_driver_present
 from engine.prover.native_build import KERNEL_DIR, SHARED_KERNEL_FILES, cache_dir, params_prelude
 
 GPU_KERNEL_FILES = (*SHARED_KERNEL_FILES, "gpu_fr.h", "gpu_group.h", "gpu.cu")
@@ -138,6 +139,8 @@ def kernel_names() -> list[str]:
 
 def gpu_available() -> bool:
     """True when CuPy imports and sees at least one CUDA device. Never raises."""
+    if not nvidia_driver_present():
+        return False
     try:
         import cupy
 
@@ -147,6 +150,8 @@ def gpu_available() -> bool:
 
 
 def gpu_unavailable_reason() -> str:
+    if not nvidia_driver_present():
+        return NO_DRIVER  # not CUDA's "driver version is insufficient", which reads like a driver fault
     try:
         import cupy
 

@@ -63,3 +63,48 @@ def test_sigterm_finishes_in_flight_work_and_exits_zero(engine_params, settings)
     assert not Partition.objects.filter(job=job, state=P.PENDING, host__isnull=False).exists()
     assert EngineHost.objects.get(name="drain-host").stopped_at is not None
     assert "engine drain-host stopped" in out
+
+
+def _read_until(fd: int, needle: str, timeout: float) -> str:
+    """What the terminal shows until ``needle`` appears (or its end, or the timeout)."""
+    import select
+
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while needle not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the terminal closed: every process of the engine has ended
+            break
+        if not chunk:
+            break
+        seen += chunk.decode(errors="replace")
+    return seen
+
+
+def test_ctrl_c_in_a_terminal_stops_the_engine_cleanly_without_a_traceback(engine_params, settings) -> None:  # type: ignore[no-untyped-def]
+    # Ctrl-C signals the terminal's whole process group: the engine and its synthesis processes
+    import pty
+
+    env = {**os.environ, "DATABASE_URL": database_url(), "PROVINGSITE_PARAMS_DIR": str(settings.PROVINGSITE["PARAMS_DIR"]),
+           "PROVINGSITE_DEVICES": "cpu", "PROVINGSITE_SCALE": "tiny", "PYTHONUNBUFFERED": "1"}
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, str(REPO / "manage.py"), "runengine", "--host-name", "ctrl-c-host",
+                             "--synthesis", "2", "--workers-per-device", "1"],
+                            cwd=REPO, env=env, stdin=follower, stdout=follower, stderr=follower, start_new_session=True)
+    os.close(follower)
+    try:
+        out = _read_until(leader, "engine ctrl-c-host started", 120)
+        assert "engine ctrl-c-host started" in out, out[-3000:]
+        os.killpg(proc.pid, signal.SIGINT)
+        out += _read_until(leader, "\0never\0", 60)
+        assert proc.wait(timeout=60) == 0, out[-3000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        os.close(leader)
+    assert "engine ctrl-c-host stopped" in out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]

@@ -73,8 +73,9 @@ def test_a_cpu_proof_loads_neither_django_nor_the_numeric_stack(tmp_path: Path) 
 
 def test_choosing_the_device_without_an_nvidia_driver_does_not_import_cupy(monkeypatch: pytest.MonkeyPatch) -> None:
     import engine.prover as prover
+    from engine.prover import driver
 
-    monkeypatch.setattr(prover, "_NVIDIA_DRIVER_PATHS", (str(REPO / "no-such-device"),))
+    monkeypatch.setattr(driver, "NVIDIA_DRIVER_PATHS", (str(REPO / "no-such-device"),))
     monkeypatch.delenv("PROVINGSITE_DEVICE", raising=False)
     monkeypatch.setitem(sys.modules, "cupy", None)  # importing it would now raise
     assert prover.select_device() == "cpu"

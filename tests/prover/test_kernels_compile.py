@@ -47,3 +47,12 @@ def test_sources_shared_with_cpu_build() -> None:
 
     shared = {"port.h", "field.h", "fp2.h", "curve.h", "instances.h"}
     assert shared <= set(native.KERNEL_FILES) and shared <= set(gpu.GPU_KERNEL_FILES)
+
+
+def test_a_machine_without_an_nvidia_driver_is_told_so_plainly(monkeypatch: pytest.MonkeyPatch) -> None:
+    # not CUDA's "driver version is insufficient", which reads like a fault of a driver that is not there
+    from engine.prover import driver
+
+    monkeypatch.setattr(driver, "NVIDIA_DRIVER_PATHS", ("/no/such/device",))
+    assert not gpu.gpu_available()
+    assert gpu.gpu_unavailable_reason() == "no NVIDIA GPU on this machine (no NVIDIA driver)"
