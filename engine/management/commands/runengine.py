@@ -52,12 +52,13 @@ class Command(BaseCommand):
             port_is_free(opts["host"], opts["port"])  # before the engine claims any work
             import daphne.server  # noqa: F401 - installs the asyncio reactor before anything imports Twisted
         build_kernels(self.stdout, config.devices)  # a first start compiles for minutes: say so, not go quiet
-        engine = Engine(config).start()
-        # from here a SIGTERM drains: one that came while the demo jobs went in used to kill
-        # the process by the default action, undrained and with its output unflushed
+        # From here a SIGTERM or Ctrl-C drains, even one that comes while the engine starts or
+        # the demo jobs go in: either used to end the process by the default action (a
+        # traceback, undrained, its output unflushed).
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
+        engine = Engine(config).start()
         if opts["demo"] and ProofJob.objects.exists():
             self.stdout.write("the database already holds jobs: no demo jobs added")
         elif opts["demo"]:
