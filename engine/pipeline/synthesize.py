@@ -3,8 +3,9 @@
 ``start`` records ``synthesizing`` and submits the partition to a pool of processes (a
 built-in kind runs its circuit on the job's inputs; a circom circuit's assignment comes from
 the client's witness, or from the witness its generator computes from the request's inputs,
-under the partition's reservation and a budget of instructions and time). The collector thread records ``synth_done`` and hands the item to the
-proving queue, or fails it: an error the inputs or the circuit cause is not retried.
+under the partition's reservation and a budget of instructions and time). The collector
+thread records ``synth_done`` and hands the item to the proving queue, or fails it: an error
+the inputs or the circuit cause is not retried.
 """
 
 from __future__ import annotations
