@@ -214,7 +214,7 @@ class Engine:
         self.keycache.clear()
         self.writer.update_host(stopped_at=timezone.now(), memory_used_bytes=0, memory_by_owner={},
                                 synthesis_active=0, key_cache=[])
-        log.info("engine %s stopped: %d proved, %d failed", self.host.name if self.host else "?",
+        log.info("engine %s stopped: %d partitions proved, %d failed", self.host.name if self.host else "?",
                  self.stats.completed, self.stats.failed)
         connection.close()
 

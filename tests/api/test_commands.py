@@ -56,8 +56,8 @@ def test_submitjob_takes_inputs_from_a_file(tmp_path: Path) -> None:
     assert "submitted" in out and ProofJob.objects.get(job_id="p-1").priority == 1
 
 
-def test_submitjob_names_the_bad_input() -> None:
-    with pytest.raises(CommandError, match="inputs.randomness"):
+def test_submitjob_names_the_missing_input_by_its_flag() -> None:
+    with pytest.raises(CommandError, match="^--randomness: is required"):
         run("submitjob", "porep-c2", "p-2", "--sector-seed", SEED)
 
 

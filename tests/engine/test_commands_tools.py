@@ -116,7 +116,7 @@ def test_jobs_adds_the_hint_while_jobs_wait_and_no_engine_runs() -> None:
 def test_canceljob_cancels_a_queued_job_and_its_partitions() -> None:
     submit()
     out, _ = run("canceljob", "w-1")
-    assert "cancelled w-1" in out
+    assert out.strip() == "cancelled w-1"  # not "cancelled w-1 (it is cancelled)"
     job = ProofJob.objects.get(job_id="w-1")
     assert job.state == JobState.CANCELLED
     assert set(job.partitions.values_list("state", flat=True)) == {PartitionState.CANCELLED}

@@ -62,7 +62,7 @@ def test_sigterm_finishes_in_flight_work_and_exits_zero(engine_params, settings)
     assert not live.exists(), "in-flight work must be finished or handed back"
     assert not Partition.objects.filter(job=job, state=P.PENDING, host__isnull=False).exists()
     assert EngineHost.objects.get(name="drain-host").stopped_at is not None
-    assert "engine drain-host stopped" in out
+    assert "engine drain-host stopped" in out and "partitions proved" in out
 
 
 def _read_until(fd: int, needle: str, timeout: float) -> str:

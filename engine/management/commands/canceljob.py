@@ -29,6 +29,6 @@ class Command(BaseCommand):
                 continue
             cancel_job(job)
             job.refresh_from_db()
-            self.stdout.write(f"cancelled {job.job_id} (it is {job.state})")
+            self.stdout.write(f"cancelled {job.job_id}")
         if refused:
             raise CommandError("not cancelled: " + "; ".join(refused))

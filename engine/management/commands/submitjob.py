@@ -50,6 +50,15 @@ def write_proof(job: ProofJob, path: Path | None = None, fmt: str = "json") -> P
     return path
 
 
+# The inputs a flag sets, named as the flag: the command's user never typed "inputs.sector_seed".
+_FLAGS = {f"inputs.{name}": f"--{name.replace('_', '-')}" for name in ("sector_seed", "randomness", "data_seed",
+                                                                          "partitions")}
+
+
+def _flag(field: str) -> str:
+    return _FLAGS.get(field, field)
+
+
 class Command(BaseCommand):
     help = "Submit a proof request (winning-post, window-post, porep-c2, snap-update)."
 
@@ -88,7 +97,7 @@ class Command(BaseCommand):
             job, created = submission.submit(submission.builtin(opts["kind"], opts["job_id"], self._inputs(opts),
                                                                 opts["priority"], settings.PROVINGSITE["SCALE"]))
         except submission.SubmissionRefused as exc:
-            raise CommandError(f"{exc.field}: {exc.message}" if exc.field else exc.message) from None
+            raise CommandError(f"{_flag(exc.field)}: {exc.message}" if exc.field else exc.message) from None
         except submission.JobConflict as exc:
             raise CommandError(f"job_id: {exc}") from None
         self.stdout.write(f"{'submitted' if created else 'already submitted'}: {job.kind} {job.job_id} "
