@@ -55,16 +55,22 @@ def nvrtc_options(arch: str) -> list[str]:
     ]
 
 
-def source_hash(arch: str) -> str:
+def sources_digest(source: str, options: list[str]) -> str:
+    """A build of the GPU kernels' key: every kernel file, the generated source and the
+    compiler's options (the NVRTC build's, and the host emulation's in grid_emu)."""
     h = hashlib.sha256()
     for name in GPU_KERNEL_FILES:
         h.update(name.encode())
         h.update((KERNEL_DIR / name).read_bytes())
-    h.update(kernel_source().encode())
-    # the include path names this checkout; the sources under it are hashed above, so a
-    # cache copied to another checkout (or machine) is still found
-    h.update(repr([o for o in nvrtc_options(arch) if not o.startswith("-I")]).encode())
+    h.update(source.encode())
+    h.update(repr(options).encode())
     return h.hexdigest()[:16]
+
+
+def source_hash(arch: str) -> str:
+    # the include path names this checkout; the sources under it are hashed, so a cache copied
+    # to another checkout (or machine) is still found
+    return sources_digest(kernel_source(), [o for o in nvrtc_options(arch) if not o.startswith("-I")])
 
 
 _compile_lock = threading.Lock()
@@ -328,9 +334,7 @@ class Grid:
             weights = _window_weights(c, cw, nwin)
             msm_host = getattr(native, f"msm_{group}")
             ext = 1 if group == "g1" else 2
-            pending = self._finish(windows, keep, lambda w: msm_host(curve, xyzz_to_affine(c, w, ext), weights))
-        pending.shape = (nwin, xz)
-        return pending
+            return self._finish(windows, keep, lambda w: msm_host(curve, xyzz_to_affine(c, w, ext), weights))
 
     def msm_g1_async(self, curve: str, bases_dev: Any, scalars: Any) -> PendingResult:
         return self._msm_async(curve, "g1", bases_dev, scalars)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
-import hashlib
 import os
 import subprocess
 import threading
@@ -25,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.prover.gpu import GPU_KERNEL_FILES, Grid, PendingResult
+from engine.prover.gpu import Grid, PendingResult, sources_digest
 from engine.prover.native_build import KERNEL_DIR, cache_dir, params_prelude
 
 EMU_FLAGS = ["-O2", "-std=gnu99", "-fno-strict-aliasing", "-shared", "-fPIC"]
@@ -36,13 +35,7 @@ def emu_source() -> str:
 
 
 def _build_key() -> str:
-    h = hashlib.sha256()
-    for name in GPU_KERNEL_FILES:
-        h.update(name.encode())
-        h.update((KERNEL_DIR / name).read_bytes())
-    h.update(emu_source().encode())
-    h.update(repr(EMU_FLAGS).encode())
-    return h.hexdigest()[:16]
+    return sources_digest(emu_source(), EMU_FLAGS)
 
 
 _lock = threading.Lock()
@@ -100,7 +93,6 @@ class EmulatedGrid(Grid):
         self.xp = np
         self.lib = build()
         self._gid = ctypes.c_uint64.in_dll(self.lib, "ps_emu_gid")
-        self.launches: list[tuple[str, int]] = []  # (kernel, threads), for tests that count them
 
     def name(self) -> str:
         return "host emulation of the GPU kernels"
@@ -114,7 +106,6 @@ class EmulatedGrid(Grid):
         fn = getattr(self.lib, name)
         fn.restype = None
         cargs = [_c_arg(a) for a in args]
-        self.launches.append((name, threads))
         gid = self._gid
         for t in range(threads):
             gid.value = t

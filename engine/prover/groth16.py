@@ -145,7 +145,7 @@ class _CudaHandle:
         return {"a": res["a"], "b1": res["b1"], "b2": res["b2"], "c": c}
 
 
-def _cuda_g1_start(pk: ProvingKey, w: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, device: str) -> _CudaHandle:
+def _cuda_start(pk: ProvingKey, w: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, device: str) -> _CudaHandle:
     from engine.prover import gpu
 
     dev = gpu.get_device(_cuda_index(device))
@@ -229,7 +229,7 @@ def gpu_prove_start(
         ph = fixed_base.msm(pk, "h_points", h)
         pending.g1 = {"a": pa, "b1": pb1, "c": native.g1_add_affine(curve, pc, ph)}
     elif device.startswith("cuda"):
-        pending.handle = _cuda_g1_start(pk, w, a, b, c, device)
+        pending.handle = _cuda_start(pk, w, a, b, c, device)
         del a, b, c
     else:
         raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'cuda:N'")

@@ -28,7 +28,6 @@ class Command(BaseCommand):
                 refused.append(f"{job.job_id} is already {job.state}")
                 continue
             cancel_job(job)
-            job.refresh_from_db()
             self.stdout.write(f"cancelled {job.job_id}")
         if refused:
             raise CommandError("not cancelled: " + "; ".join(refused))
