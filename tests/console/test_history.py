@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.test import Client
@@ -45,9 +45,12 @@ def test_queue_depth_counts_jobs_waiting_at_each_moment() -> None:
     assert depth[-1] == 1 and depth[-10] == 0
 
 
-def burst(n: int, minutes_ago: float) -> None:
-    """n jobs submitted together that all started 20 s later, inside one minute."""
-    at = (timezone.now() - timedelta(minutes=minutes_ago)).replace(second=5, microsecond=0)
+def burst(n: int, minutes_ago: int, now: datetime) -> None:
+    """n jobs submitted together that all started 20 s later, inside one of the hour's minute buckets.
+
+    The buckets run from `now`, not from the clock's minutes: a burst placed by the clock straddled
+    two buckets whenever `now` fell in its first 25 s."""
+    at = now - timedelta(minutes=minutes_ago, seconds=-5)
     for i in range(n):
         job, _ = submit_job(kind="porep-c2", job_id=f"burst-{i}", inputs={}, num_partitions=1)
         ProofJob.objects.filter(pk=job.pk).update(state=JobState.DONE, submitted_at=at, started_at=at + timedelta(seconds=20),
@@ -56,16 +59,16 @@ def burst(n: int, minutes_ago: float) -> None:
 
 def test_a_burst_shorter_than_a_bucket_shows_at_its_peak_and_its_mean() -> None:
     # sampled at each bucket's end, 28 jobs waiting for 20 s showed as none (or "peak 4.00")
-    burst(28, 20)
-    _, series = read_history("hour", timezone.now())
+    burst(28, 20, now := timezone.now())
+    _, series = read_history("hour", now)
     (depth,) = [s for s in series if s.title == "queue depth"]
     assert max(depth.values) == 28
     assert depth.means is not None and max(depth.means) == pytest.approx(28 * 20 / 60, rel=0.2)
 
 
 def test_a_count_s_peak_is_labelled_as_a_whole_number() -> None:
-    burst(28, 20)
-    _, series = read_history("hour", now := timezone.now())
+    burst(28, 20, now := timezone.now())
+    _, series = read_history("hour", now)
     (depth,) = [s for s in series if s.title == "queue depth"]
     edges = [now - timedelta(hours=1) + timedelta(minutes=i) for i in range(61)]
     assert "(peak 28 jobs, mean" in svg(depth, edges, "history-x")
