@@ -37,7 +37,7 @@ PG_ADMIN = os.environ.get("PROVINGSITE_TEST_POSTGRES", "postgres://postgres@127.
 PG_BENCH_DB = "provingsite_bench_status"
 PER_JOB = 16
 WORKERS = 8
-LIVE_STATES = ["pending", "synthesizing", "synth_done", "finalizing"]
+LIVE_STATES = ["reserving", "synthesizing", "synth_done", "finalizing"]
 
 
 # ---- inside the child ----------------------------------------------------------------------

@@ -145,8 +145,7 @@ class WorkerInline(admin.TabularInline):
 
 @admin.register(EngineHost)
 class EngineHostAdmin(admin.ModelAdmin):
-    list_display = ("name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_used_bytes",
-                    "memory_budget_bytes")
+    list_display = ("name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes")
     readonly_fields = tuple(f.name for f in EngineHost._meta.fields)
     inlines = [WorkerInline]
 

@@ -8,7 +8,7 @@ from django.db import models
 from django.db.models import Q
 
 from engine.format import ms_between
-from engine.states import Curve, JobState, PartitionState, Priority, ProofKind
+from engine.states import PARTITION_LIVE, Curve, JobState, PartitionState, Priority, ProofKind
 
 
 class ProofJob(models.Model):
@@ -86,6 +86,11 @@ class Partition(models.Model):
             # partition on the GPU names its worker, and a worker proves one partition at a time.
             models.CheckConstraint(condition=~Q(state="gpu") | Q(worker__isnull=False), name="gpu_partition_has_worker"),
             models.UniqueConstraint(fields=["worker"], condition=Q(state="gpu"), name="one_gpu_partition_per_worker"),
+            # Pending means unclaimed and nothing else; every state between a claim and an end
+            # names the host that holds it.
+            models.CheckConstraint(condition=~Q(state="pending") | Q(host__isnull=True), name="pending_is_unclaimed"),
+            models.CheckConstraint(condition=~Q(state__in=sorted(PARTITION_LIVE)) | Q(host__isnull=False),
+                                   name="claimed_partition_has_host"),
         ]
         indexes = [
             models.Index(fields=["state", "job", "index"], name="part_claim_order"),
@@ -124,17 +129,13 @@ class EngineHost(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     stopped_at = models.DateTimeField(null=True, blank=True)
     memory_budget_bytes = models.BigIntegerField(default=0)
-    memory_used_bytes = models.BigIntegerField(default=0)
     memory_total_bytes = models.BigIntegerField(default=0)
-    memory_by_owner = models.JSONField(default=dict, blank=True, help_text="Reserved bytes by job id or key.")
     synthesis_max = models.PositiveIntegerField(default=0)
-    synthesis_active = models.PositiveIntegerField(default=0)
     devices = models.JSONField(default=list, blank=True, help_text="Per device: name, memory total/free/pool.")
-    key_cache = models.JSONField(default=list, blank=True, help_text="Loaded proving keys.")
+    key_cache = models.JSONField(default=list, blank=True, help_text="Resident proving keys, written when one is loaded or evicted.")
     # An operator's drain (from the console): the host claims nothing new and finishes what it
     # holds, until resumed. It outlives a restart of the engine, as the operator's intent does.
     draining = models.BooleanField(default=False, help_text="Claims no new partitions while set (console: drain).")
-    memory_waiting = models.PositiveIntegerField(default=0, help_text="Reservations waiting for memory at the last heartbeat.")
     version = models.BigIntegerField(default=0)
 
     def __str__(self) -> str:

@@ -44,6 +44,7 @@ class JobState(models.TextChoices):
 
 class PartitionState(models.TextChoices):
     PENDING = "pending", "pending"
+    RESERVING = "reserving", "reserving"
     SYNTHESIZING = "synthesizing", "synthesizing"
     SYNTH_DONE = "synth_done", "synth_done"
     GPU = "gpu", "gpu"
@@ -56,11 +57,13 @@ class PartitionState(models.TextChoices):
 P = PartitionState
 J = JobState
 
-# Work moves forward one phase at a time. Any live phase may be handed back to PENDING
-# (drain, lapsed lease, retryable error) or end in FAILED / CANCELLED. A failed or
-# cancelled partition comes back only through an explicit retry.
+# Work moves forward one phase at a time. PENDING is unclaimed work and nothing else: a claim
+# moves it to RESERVING (held by a host, waiting for its key and memory). Any live phase may
+# be handed back to PENDING (drain, lapsed lease, retryable error) or end in FAILED /
+# CANCELLED. A failed or cancelled partition comes back only through an explicit retry.
 PARTITION_TRANSITIONS: dict[str, frozenset[str]] = {
-    P.PENDING: frozenset({P.SYNTHESIZING, P.FAILED, P.CANCELLED}),
+    P.PENDING: frozenset({P.RESERVING, P.FAILED, P.CANCELLED}),
+    P.RESERVING: frozenset({P.SYNTHESIZING, P.PENDING, P.FAILED, P.CANCELLED}),
     P.SYNTHESIZING: frozenset({P.SYNTH_DONE, P.PENDING, P.FAILED, P.CANCELLED}),
     P.SYNTH_DONE: frozenset({P.GPU, P.PENDING, P.FAILED, P.CANCELLED}),
     P.GPU: frozenset({P.FINALIZING, P.PENDING, P.FAILED, P.CANCELLED}),
@@ -78,7 +81,10 @@ JOB_TRANSITIONS: dict[str, frozenset[str]] = {
     J.CANCELLED: frozenset({J.QUEUED}),
 }
 
-PARTITION_LIVE = frozenset({P.SYNTHESIZING, P.SYNTH_DONE, P.GPU, P.FINALIZING})
+# Claimed by a host (leased, fenced): every state between a claim and an end.
+PARTITION_LIVE = frozenset({P.RESERVING, P.SYNTHESIZING, P.SYNTH_DONE, P.GPU, P.FINALIZING})
+# The partition's own memory reservation is held in these (reserving waits for it).
+PARTITION_HOLDING = frozenset({P.SYNTHESIZING, P.SYNTH_DONE, P.GPU, P.FINALIZING})
 PARTITION_TERMINAL = frozenset({P.DONE, P.FAILED, P.CANCELLED})
 JOB_ACTIVE = frozenset({J.QUEUED, J.RUNNING})
 JOB_TERMINAL = frozenset({J.DONE, J.FAILED, J.CANCELLED})

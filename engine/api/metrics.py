@@ -146,6 +146,9 @@ class RecordsCollector:
         yield GaugeMetricFamily("provingsite_queue_depth", "Jobs queued and not started", value=counters["queue_depth"])
         yield GaugeMetricFamily("provingsite_pending_partitions", "Partitions of active jobs waiting to be claimed",
                                 value=counters["pending_partitions"])
+        yield GaugeMetricFamily("provingsite_reserving_partitions",
+                                "Partitions claimed by a host and waiting for their key and memory",
+                                value=counters["reserving_partitions"])
         yield GaugeMetricFamily("provingsite_status_version", "The farm's status clock", value=snap["version"])
 
     def _durations(self) -> Iterable[Metric]:

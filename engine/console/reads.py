@@ -17,10 +17,11 @@ from django.db.models import Count, Q
 from engine.console.style import level, owner_colour
 from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
-from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
+from engine.models import Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
-from engine.status.farm import HostRow, host_rows, key_in_use, keys_on_gpu, stale_after_seconds
-from engine.status.host_report import devices_of, keys_of
+from engine.status.farm import HostRow, host_rows, stale_after_seconds
+from engine.status.holdings import Holdings, holdings
+from engine.status.host_report import devices_of
 from engine.status.prepared import Prepared
 
 TASK_STREAM_SECONDS = 300
@@ -57,16 +58,16 @@ def hosts_context(now: datetime) -> dict[str, Any]:
 def memory_context(now: datetime) -> dict[str, Any]:
     hosts = []
     farm_used = farm_budget = 0
+    held = holdings_of_live()
     for host in live_hosts():
-        budget = host.memory_budget_bytes or 0
-        used = host.memory_used_bytes or 0
+        budget, owned = held[host.pk].budget, held[host.pk].by_owner
+        used = sum(owned.values())
         farm_used += used
         farm_budget += budget
-        owners = sorted((host.memory_by_owner or {}).items(), key=lambda item: (-int(item[1] or 0), item[0]))
         segments = [{
-            "owner": owner, "bytes": fmt_bytes(int(size or 0)), "colour": owner_colour(owner),
-            "pct": 100.0 * int(size or 0) / budget if budget else 0.0,
-        } for owner, size in owners]
+            "owner": owner, "bytes": fmt_bytes(size), "colour": owner_colour(owner),
+            "pct": 100.0 * size / budget if budget else 0.0,
+        } for owner, size in sorted(owned.items(), key=lambda item: (-item[1], item[0]))]
         fraction = used / budget if budget else 0.0
         hosts.append({"host": host, "used": fmt_bytes(used), "budget": fmt_bytes(budget),
                       "pct": round(100 * fraction, 1), "level": level(fraction), "segments": segments})
@@ -93,30 +94,26 @@ def devices_context(now: datetime) -> dict[str, Any]:
     return {"devices": devices}
 
 
-_SYNTHESIZING = Prepared(lambda: Partition.objects.filter(state=PartitionState.SYNTHESIZING,
-                                                         host__stopped_at__isnull=True)
-                         .values("host_id").annotate(n=Count("pk")).values_list("host_id", "n"))
-
-
 def live_hosts() -> list[HostRow]:
     return [host for host in host_rows() if host.stopped_at is None]
+
+
+def holdings_of_live() -> dict[int, Holdings]:
+    """What every live host holds, derived from this snapshot's rows (engine.status.holdings)."""
+    return holdings(live_hosts())
 
 
 def synthesis_context(now: datetime) -> dict[str, Any]:
     # "Active" is counted from the partitions in `synthesizing`, the rows the cells show, in the
     # same snapshot: a host's own counter would lag its partitions and contradict the cells.
-    active = dict(_SYNTHESIZING.rows())
-    hosts = [{"name": h.name, "synthesis_active": active.get(h.pk, 0), "synthesis_max": h.synthesis_max}
-             for h in live_hosts()]
+    held = holdings_of_live()
+    hosts = [{"name": h.name, "synthesis_active": held[h.pk].count(PartitionState.SYNTHESIZING),
+              "synthesis_max": h.synthesis_max} for h in live_hosts()]
     return {"hosts": hosts, "active": sum(h["synthesis_active"] for h in hosts),
             "max": sum(h["synthesis_max"] for h in hosts)}
 
 
 _JOB_COUNTS = Prepared(lambda: ProofJob.objects.values_list("kind", "state").annotate(n=Count("pk")).order_by("kind"))
-_PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
-                    .values("state").annotate(n=Count("pk")).values_list("n"))
-
-
 def counters_context(now: datetime) -> dict[str, Any]:
     table: dict[str, dict[str, int]] = {}
     for kind, state, n in _JOB_COUNTS.rows():
@@ -124,23 +121,18 @@ def counters_context(now: datetime) -> dict[str, Any]:
     states = [JobState.QUEUED, JobState.RUNNING, JobState.DONE, JobState.FAILED, JobState.CANCELLED]
     rows = [{"kind": kind, "cells": [by_state.get(s, 0) for s in states]} for kind, by_state in sorted(table.items())]
     totals = [sum(r["cells"][i] for r in rows) for i in range(len(states))]
-    pending = int(_PENDING.value(default=0))
+    pending = unclaimed_partitions()
     return {"states": [str(s) for s in states], "rows": rows, "totals": totals,
             "queue_depth": table and sum(by.get(JobState.QUEUED, 0) for by in table.values()) or 0,
             "pending_partitions": pending}
 
 
 def keys_context(now: datetime) -> dict[str, Any]:
-    chips = []
-    on_gpu = keys_on_gpu()
-    for host in live_hosts():
-        for key in keys_of(host.key_cache):
-            # The engine's own pin count may lag its partitions: a key whose circuit is on the
-            # GPU in this snapshot is in use, whatever the last heartbeat said.
-            in_use = key.in_use > 0 or key_in_use(on_gpu, host.pk, key.circuit_id)
-            chips.append({"host": host.name, "circuit": key.circuit_id, "size": fmt_bytes(key.bytes),
-                          "state": "in use" if in_use else "evictable" if key.evictable else "loaded",
-                          "idle": key.last_used_secs_ago})
+    # A key is in use while a claimed partition of its circuit is on its host, in this snapshot.
+    held = holdings_of_live()
+    chips = [{"host": host.name, "circuit": key.circuit_id, "size": fmt_bytes(key.bytes), "users": key.users,
+              "state": "in use" if key.users else "evictable"}
+             for host in live_hosts() for key in held[host.pk].keys]
     return {"chips": chips}
 
 
@@ -232,18 +224,16 @@ def taskstream_context(now: datetime, jobs_wanted: set[str] | None, known: Mappi
 
 def throttle_reason(host: dict[str, Any], unclaimed: int) -> str:
     """Why a live host's synthesis is not busier, from its rows in this snapshot: its claimed
-    partitions not yet started (blocked on memory when its last beat said a reservation
-    waits), its synthesized ones queued for the GPU (the engine's pacer stops claiming at
-    synthesis slots + two per GPU worker), the operator's drain, or an empty queue."""
+    partitions still reserving their key and memory, its synthesized ones queued for the GPU
+    (the engine's pacer stops claiming at synthesis slots + two per GPU worker), the operator's
+    drain, or an empty queue."""
     active, most = host["synthesis_active"], host["synthesis_max"]
     if host["draining"]:
         return "draining: claims nothing new"
     if most and active >= most:
         return ""  # every slot is synthesizing: not throttled
-    if host["claimed"] and host["memory_waiting"]:
-        return f"waiting for memory ({host['memory']} reserved)"
-    if host["claimed"]:
-        return f"preparing {host['claimed']} claimed"
+    if host["reserving"]:
+        return f"reserving key and memory for {host['reserving']} claimed ({host['memory']} held)"
     if host["synth_done"] and active + host["synth_done"] >= most + 2 * host["workers"]:
         return f"paced: {host['synth_done']} synthesized partition{'s' * (host['synth_done'] != 1)} wait for the GPU"
     if not unclaimed:
@@ -251,29 +241,29 @@ def throttle_reason(host: dict[str, Any], unclaimed: int) -> str:
     return ""
 
 
+_UNCLAIMED = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
+                      .values("state").annotate(n=Count("pk")).values_list("n"))
+_WORKERS_PER_HOST = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True).values("host_id")
+                             .annotate(n=Count("pk")).values_list("host_id", "n").order_by())
+
+
+def unclaimed_partitions() -> int:
+    """Pending partitions of active jobs: pending means unclaimed, and only that."""
+    return int(_UNCLAIMED.value(default=0))
+
+
 def synthesis_reasons_context(now: datetime) -> dict[str, Any]:
     """The synthesis panel: synthesis_context's counts, the partitions waiting to be claimed,
     and each host's reason for not synthesizing more, all read in the pass's one snapshot."""
     context = synthesis_context(now)
-    held: dict[tuple[int, str], int] = {
-        (host_id, state): n for host_id, state, n in
-        Partition.objects.filter(host__stopped_at__isnull=True, state__in=(PartitionState.PENDING, PartitionState.SYNTH_DONE))
-        .values("host_id", "state").annotate(n=Count("pk")).values_list("host_id", "state", "n")}
-    unclaimed = Partition.objects.filter(state=PartitionState.PENDING, host__isnull=True,
-                                         job__state__in=JOB_ACTIVE).count()
-    rows = (EngineHost.objects.filter(stopped_at__isnull=True).order_by("name").annotate(n_workers=Count("workers"))
-            .values_list("pk", "name", "draining", "memory_waiting", "memory_used_bytes", "memory_budget_bytes",
-                         "n_workers"))
-    facts = {name: {"pk": pk, "draining": draining, "memory_waiting": waiting, "workers": workers,
-                    "memory": f"{fmt_bytes(used)} of {fmt_bytes(budget)}"}
-             for pk, name, draining, waiting, used, budget, workers in rows}
-    for host in context["hosts"]:
-        fact = facts.get(host["name"])
-        if fact is None:  # cannot happen inside one snapshot; a row without facts gives no reason
-            host["reason"] = ""
-            continue
-        host.update(fact, claimed=held.get((fact["pk"], PartitionState.PENDING), 0),
-                    synth_done=held.get((fact["pk"], PartitionState.SYNTH_DONE), 0))
+    held = holdings_of_live()
+    workers = dict(_WORKERS_PER_HOST.rows())
+    unclaimed = unclaimed_partitions()
+    for host, row in zip(context["hosts"], live_hosts(), strict=True):
+        mine = held[row.pk]
+        host.update(draining=row.draining, workers=workers.get(row.pk, 0),
+                    reserving=mine.count(PartitionState.RESERVING), synth_done=mine.count(PartitionState.SYNTH_DONE),
+                    memory=f"{fmt_bytes(mine.used)} of {fmt_bytes(mine.budget)}")
         host["reason"] = throttle_reason(host, unclaimed)
     reasons = list(dict.fromkeys(h["reason"] for h in context["hosts"] if h["reason"]))
     if not context["hosts"]:

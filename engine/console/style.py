@@ -21,7 +21,8 @@ def device_slot(device: str, backend: str) -> str:
 
 # What each partition state's colour means, in the legend under the cells.
 STATE_MEANING = {
-    "pending": "waiting to be claimed and started",
+    "pending": "waiting to be claimed",
+    "reserving": "claimed by a host, waiting for its proving key and memory",
     "synthesizing": "witness synthesis on the CPU",
     "synth_done": "synthesized, waiting for a GPU worker",
     "gpu": "proving on a GPU worker",

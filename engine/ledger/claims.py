@@ -6,7 +6,8 @@ One code path for every database: ``select_for_update(skip_locked=True)`` become
 the same row and never wait on each other; SQLite ignores it (its IMMEDIATE transactions
 serialise writers, which is right for the single-host default).
 
-Each claim bumps ``attempt`` — the fencing token every later write is checked against —
+A claim moves the partition from ``pending`` (unclaimed, and only that) to ``reserving``: the
+host holds it and is getting its key and memory. Each claim bumps ``attempt`` — the fencing token every later write is checked against —
 and sets the host and the lease the heartbeat renews.
 """
 
@@ -52,12 +53,13 @@ def claim_partitions(host: EngineHost, limit: int, version: int) -> list[Partiti
     lease = lease_deadline()
     for row in rows:
         row.attempt += 1
+        row.state = PartitionState.RESERVING
         row.host = host
         row.lease_expires_at = lease
         row.claimed_at = now
         row.error = ""
         row.version = version
-        row.save(update_fields=["attempt", "host", "lease_expires_at", "claimed_at", "error", "version"])
+        row.save(update_fields=["attempt", "state", "host", "lease_expires_at", "claimed_at", "error", "version"])
         _start_job(row.job, host, now, version)
     return rows
 

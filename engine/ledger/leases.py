@@ -27,7 +27,7 @@ from engine.states import PARTITION_LIVE, PartitionState
 
 log = logging.getLogger("engine.leases")
 P = PartitionState
-HELD_STATES = (P.PENDING, *PARTITION_LIVE)
+HELD_STATES = tuple(PARTITION_LIVE)
 
 
 def renew_leases(host_id: int, claims: list[Claim]) -> int:

@@ -166,7 +166,7 @@ class Engine:
         EngineHost.objects.filter(pk=host.pk).update(
             backend=self.backend, started_at=now, heartbeat_at=now, stopped_at=None,
             memory_budget_bytes=self.memory.budget, memory_total_bytes=total_ram(),
-            synthesis_max=self.config.synthesis)
+            synthesis_max=self.config.synthesis, key_cache=[])
         # Work this name held in an earlier life is nobody's now: let the rescue take it.
         stale = orphaned_by_previous_run(host.pk)
         if stale:
@@ -212,8 +212,7 @@ class Engine:
         self.synthesis.stop()
         self.finalizers.stop()
         self.keycache.clear()
-        self.writer.update_host(stopped_at=timezone.now(), memory_used_bytes=0, memory_by_owner={},
-                                synthesis_active=0, key_cache=[])
+        self.writer.update_host(stopped_at=timezone.now(), key_cache=[])
         log.info("engine %s stopped: %d partitions proved, %d failed", self.host.name if self.host else "?",
                  self.stats.completed, self.stats.failed)
         connection.close()
@@ -232,11 +231,9 @@ class Engine:
     # -- heartbeat and sweep -------------------------------------------------------------
 
     def host_fields(self) -> dict[str, Any]:
-        snap = self.memory.snapshot()
-        return {"heartbeat_at": timezone.now(), "memory_used_bytes": snap["used"],
-                "memory_budget_bytes": snap["budget"], "memory_by_owner": snap["by_owner"], "memory_waiting": snap["waiting"],
-                "synthesis_active": self.synthesis.active, "synthesis_max": self.config.synthesis,
-                "devices": devices_mod.device_report(self.devices), "key_cache": self.keycache.snapshot()}
+        """What a heartbeat writes: that the host lives, and its devices' measured memory.
+        Reservations, keys and synthesis are facts of the transitions (engine.status.holdings)."""
+        return {"heartbeat_at": timezone.now(), "devices": devices_mod.device_report(self.devices)}
 
     def _report_keys(self) -> None:
         if self.host is not None and hasattr(self, "writer"):

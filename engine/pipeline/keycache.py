@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from engine.pipeline.memory import MemoryManager, Reservation
@@ -32,6 +33,7 @@ class _Entry:
     reservation: Reservation
     users: int = 0
     last_used: float = 0.0
+    loaded_at: datetime | None = None
 
 
 class KeyCache:
@@ -83,7 +85,8 @@ class KeyCache:
                 reservation.release()
                 raise
             with self._lock:
-                self._entries[circuit_id] = _Entry(circuit_id, key, reservation, 1, time.monotonic())
+                self._entries[circuit_id] = _Entry(circuit_id, key, reservation, 1, time.monotonic(),
+                                                   datetime.now(UTC))
             return key, True
 
     def _true_up(self, reservation: Reservation, actual: int, priority: int) -> None:
@@ -135,8 +138,7 @@ class KeyCache:
             entry.reservation.release()
 
     def snapshot(self) -> list[dict[str, Any]]:
-        now = time.monotonic()
+        """The resident keys, as written to the host row when one is loaded or evicted."""
         with self._lock:
-            return [KeyReport(e.circuit_id, e.reservation.nbytes, e.users, round(now - e.last_used, 1),
-                              e.users == 0).to_json()
+            return [KeyReport(e.circuit_id, e.reservation.nbytes, e.loaded_at).to_json()
                     for e in sorted(self._entries.values(), key=lambda e: e.circuit_id)]

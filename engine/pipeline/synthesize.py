@@ -70,7 +70,7 @@ class Synthesis:
 
     def start(self, item: WorkItem) -> None:
         if not self.book.record(item, P.SYNTHESIZING, synth_started_at=timezone.now(),
-                                reserved_bytes=item.reservation.nbytes + item.key_bytes):
+                                reserved_bytes=item.reservation.nbytes):
             return  # cancelled (or fenced) since the claim: record() has freed what it held
         with self._slots:
             self.active += 1

@@ -25,9 +25,12 @@ from django.utils import timezone
 from engine.format import ms_between
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
-from engine.status.host_report import DeviceReport, KeyReport, devices_of, keys_of
+from engine.status.holdings import Holdings, holdings
+from engine.status.host_report import DeviceReport, devices_of
 from engine.status.prepared import Prepared
 from engine.status.read import collection_deferred, one_snapshot
+
+P = PartitionState
 
 # Worker utilisation is measured over the same window the console's task stream shows.
 UTILISATION_WINDOW_SECONDS = 300
@@ -46,13 +49,6 @@ def _secs(start: datetime | None, end: datetime | None) -> float | None:
     return round((end - start).total_seconds(), 3) if start and end else None
 
 
-def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
-
-
 def _current_version() -> int:
     return int(_VERSION.value(default=0) or 0)
 
@@ -61,8 +57,8 @@ def _current_version() -> int:
 
 _VERSION = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("value")[:1])
 _HOSTS = Prepared(lambda: EngineHost.objects.order_by("name").values_list(
-    "pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes", "memory_used_bytes",
-    "memory_total_bytes", "memory_by_owner", "synthesis_max", "devices", "key_cache", "draining", "memory_waiting"))
+    "pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes", "memory_total_bytes",
+    "synthesis_max", "devices", "key_cache", "draining"))
 _LIVE_WORKERS = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True)
                          .order_by("host__name", "device", "ordinal")
                          .values_list("pk", "host__name", "device", "ordinal", "host__started_at"))
@@ -82,12 +78,8 @@ _ON_GPU = Prepared(lambda: Partition.objects.filter(state=PartitionState.GPU, wo
 _GPU_SPANS = Prepared(lambda since: Partition.objects.filter(
     worker__host__stopped_at__isnull=True, gpu_started_at__isnull=False, gpu_finished_at__gte=since)
     .values_list("gpu_started_at", "gpu_finished_at", "worker_id"))
-_KEYS_ON_GPU = Prepared(lambda: Partition.objects.filter(
-    state__in=(PartitionState.GPU, PartitionState.FINALIZING), host__isnull=False)
-    .values_list("host_id", "job__circuit_id", "job__kind").order_by().distinct())
-_SYNTHESIZING = Prepared(lambda: Partition.objects.filter(state=PartitionState.SYNTHESIZING)
-                         .values("host_id").annotate(n=Count("pk")).values_list("host_id", "n"))
-# The counters of the farm and of every host, from one grouped read each.
+# The counters of the farm and of every host, from one grouped read each. Pending partitions
+# are unclaimed ones (a claimed one is `reserving`), counted by their job's host.
 _JOB_COUNTS = Prepared(lambda: ProofJob.objects.values("host_id", "kind", "state").annotate(n=Count("pk"))
                        .values_list("host_id", "kind", "state", "n").order_by())
 _PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
@@ -97,15 +89,16 @@ _PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDIN
 # ---- pieces --------------------------------------------------------------------------
 
 
-def _memory(budget: int, used: int, physical: int, by_owner: dict[str, Any]) -> dict[str, Any]:
+def _memory(budget: int, physical: int, by_owner: dict[str, int]) -> dict[str, Any]:
     # As in the seed, total is the budget the memory manager hands out, not the machine's RAM.
+    used = sum(by_owner.values())
     return {
         "total_bytes": budget,
         "used_bytes": used,
         "available_bytes": max(0, budget - used),
         "budget_bytes": budget,
         "physical_bytes": physical,
-        "by_owner": {str(k): _int(v) for k, v in sorted(by_owner.items())},
+        "by_owner": dict(sorted(by_owner.items())),
     }
 
 
@@ -121,35 +114,12 @@ def _device(report: DeviceReport, backend: str) -> dict[str, Any]:
     }
 
 
-def _last_used_secs_ago(key: KeyReport, written_at: datetime | None, now: datetime) -> float | None:
-    """Age of a key's last use: the engine records it relative to when it wrote the row, so
-    the time since that write is added."""
-    if key.last_used_secs_ago is None:
-        return None
-    extra = (now - written_at).total_seconds() if written_at else 0.0
-    return round(key.last_used_secs_ago + max(0.0, extra), 1)
-
-
-def keys_on_gpu() -> set[tuple[int, str]]:
-    """(host, circuit) of every partition whose proof is using its key (gpu or finalizing).
-
-    A built-in job names no circuit: its host proves it at the host's one scale, so on that
-    host its kind names the key ("porep-c2" for "porep-c2/tiny"); see key_in_use."""
-    return {(host, circuit_id or kind) for host, circuit_id, kind in _KEYS_ON_GPU.rows()}
-
-
-def key_in_use(on_gpu: set[tuple[int, str]], host_pk: int, circuit_id: str) -> bool:
-    """Whether a partition on ``host_pk`` is proving with key ``circuit_id`` (from keys_on_gpu)."""
-    return (host_pk, circuit_id) in on_gpu or (host_pk, circuit_id.split("/", 1)[0]) in on_gpu
-
-
 class HostRow:
     """A host's row as the readers show it: plain values, not a model instance (the console's
     templates read ``name`` and ``backend`` as they would a model's)."""
 
     __slots__ = ("pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes",
-                 "memory_used_bytes", "memory_total_bytes", "memory_by_owner", "synthesis_max", "devices",
-                 "key_cache", "draining", "memory_waiting")
+                 "memory_total_bytes", "synthesis_max", "devices", "key_cache", "draining")
 
     def __init__(self, row: tuple[Any, ...]) -> None:
         for name, value in zip(self.__slots__, row, strict=True):
@@ -161,21 +131,16 @@ def host_rows() -> list[HostRow]:
     return [HostRow(row) for row in _HOSTS.rows()]
 
 
-def _allocations(hosts: Iterable[HostRow], now: datetime,
-                 on_gpu: set[tuple[int, str]]) -> dict[str, list[dict[str, Any]]]:
-    srs: list[dict[str, Any]] = []
-    for host in hosts:
-        for key in keys_of(host.key_cache):
-            # A key whose circuit is proving in this snapshot is in use, whatever the heartbeat said.
-            in_use = max(key.in_use, int(key_in_use(on_gpu, host.pk, key.circuit_id)))
-            srs.append({
-                "host": host.name,
-                "circuit_id": key.circuit_id,
-                "bytes": key.bytes,
-                "last_used_secs_ago": _last_used_secs_ago(key, host.heartbeat_at, now),
-                "in_use": in_use,
-                "evictable": key.evictable and in_use == 0,
-            })
+def _allocations(hosts: Iterable[HostRow], held: dict[int, Holdings]) -> dict[str, list[dict[str, Any]]]:
+    srs = [{
+        "host": host.name,
+        "circuit_id": key.circuit_id,
+        "bytes": key.bytes,
+        # Use is derived from the claims in this snapshot; when it last ended is not recorded.
+        "last_used_secs_ago": 0.0 if key.users else None,
+        "in_use": key.users,
+        "evictable": key.evictable,
+    } for host in hosts for key in held[host.pk].keys]
     # Proving keys are each circuit's SRS; the seed's pre-compiled circuits ("pce") have no
     # counterpart here, and the list stays for clients written against the seed's schema.
     return {"srs": srs, "pce": []}
@@ -266,7 +231,7 @@ def _workers(workers: list[tuple[Any, ...]], now: datetime) -> list[dict[str, An
     return rows
 
 
-def _counters(by_kind_state: dict[str, dict[str, int]], pending: int) -> dict[str, Any]:
+def _counters(by_kind_state: dict[str, dict[str, int]], pending: int, reserving: int) -> dict[str, Any]:
     def by_kind(state: str) -> dict[str, int]:
         return {kind: states[state] for kind, states in sorted(by_kind_state.items()) if states.get(state)}
 
@@ -280,6 +245,7 @@ def _counters(by_kind_state: dict[str, dict[str, int]], pending: int) -> dict[st
         "queue_depth": by_state[JobState.QUEUED],
         "by_state": by_state,
         "pending_partitions": pending,
+        "reserving_partitions": reserving,
     }
 
 
@@ -309,9 +275,9 @@ def _read(now: datetime) -> dict[str, Any]:
     hosts = host_rows()
     live = [h for h in hosts if h.stopped_at is None]
     pipelines = _pipelines(now)
-    on_gpu = keys_on_gpu()
-    # Counted from the partition rows in this snapshot, never from a host's own counter.
-    synthesizing = dict(_SYNTHESIZING.rows())
+    # Memory, keys and synthesis are derived from the partition rows in this snapshot, never
+    # from a host's own counters.
+    held = holdings(hosts)
     gpu_workers = _workers(_LIVE_WORKERS.rows(), now)
     job_counts, pending = _counts()
 
@@ -327,32 +293,32 @@ def _read(now: datetime) -> dict[str, Any]:
             "heartbeat_age_secs": age,
             "stale": not stopped and (age is None or age > stale_s),
             "uptime_secs": 0.0 if stopped else (_secs(host.started_at, now) or 0.0),
-            "memory": _memory(host.memory_budget_bytes, host.memory_used_bytes, host.memory_total_bytes,
-                              host.memory_by_owner or {}),
-            "synthesis": {"max_concurrent": host.synthesis_max, "active": synthesizing.get(host.pk, 0)},
+            "memory": _memory(held[host.pk].budget, held[host.pk].physical, held[host.pk].by_owner),
+            "synthesis": {"max_concurrent": host.synthesis_max, "active": held[host.pk].count(P.SYNTHESIZING)},
             "devices": [_device(d, host.backend) for d in devices_of(host.devices)],
             "pipelines": [p for p in pipelines if host.name in p["hosts"]],
             "gpu_workers": [w for w in gpu_workers if w["host"] == host.name],
-            "allocations": _allocations([host], now, on_gpu),
-            "counters": _counters(job_counts.get(host.pk, {}), pending.get(host.pk, 0)),
+            "allocations": _allocations([host], held),
+            "counters": _counters(job_counts.get(host.pk, {}), pending.get(host.pk, 0), held[host.pk].count(P.RESERVING)),
         })
 
     by_owner: dict[str, int] = defaultdict(int)
     for host in live:
-        for owner, size in (host.memory_by_owner or {}).items():
-            by_owner[str(owner)] += _int(size)
+        for owner, size in held[host.pk].by_owner.items():
+            by_owner[owner] += size
     return {
         "generated_at": now.isoformat(),
         "stale_after_secs": stale_s,
         "uptime_secs": max((_secs(h.started_at, now) or 0.0 for h in live), default=0.0),
-        "memory": _memory(sum(h.memory_budget_bytes for h in live), sum(h.memory_used_bytes for h in live),
-                          sum(h.memory_total_bytes for h in live), by_owner),
+        "memory": _memory(sum(h.memory_budget_bytes for h in live), sum(h.memory_total_bytes for h in live),
+                          dict(by_owner)),
         "synthesis": {"max_concurrent": sum(h.synthesis_max for h in live),
-                      "active": sum(synthesizing.get(h.pk, 0) for h in live)},
+                      "active": sum(held[h.pk].count(P.SYNTHESIZING) for h in live)},
         "pipelines": pipelines,
         "gpu_workers": gpu_workers,
-        "allocations": _allocations(live, now, on_gpu),
-        "counters": _counters(_farm_counts(job_counts), sum(pending.values())),
+        "allocations": _allocations(live, held),
+        "counters": _counters(_farm_counts(job_counts), sum(pending.values()),
+                              sum(held[h.pk].count(P.RESERVING) for h in hosts)),
         "hosts": per_host,
     }
 

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
+
+
+def _datetime_or_none(value: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -49,25 +57,22 @@ class DeviceReport:
 
 @dataclass(frozen=True)
 class KeyReport:
-    """A proving key held in a host's key cache. ``last_used_secs_ago`` is relative to when
-    the host wrote its row; readers add the row's age."""
+    """A proving key resident in a host's key cache, as the engine writes it when the key is
+    loaded or evicted (never from a heartbeat). Who uses it is not written here: readers derive
+    it from the partitions claimed in the same snapshot (engine.status.holdings)."""
 
     circuit_id: str
     bytes: int = 0
-    in_use: int = 0
-    last_used_secs_ago: float | None = None
-    evictable: bool = True
+    loaded_at: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"circuit_id": self.circuit_id, "bytes": self.bytes,
+                "loaded_at": self.loaded_at.isoformat() if self.loaded_at else None}
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> KeyReport:
-        in_use = _int_or_none(entry.get("in_use")) or 0
-        age = entry.get("last_used_secs_ago")
         return cls(circuit_id=str(entry.get("circuit_id") or "?"), bytes=_int_or_none(entry.get("bytes")) or 0,
-                   in_use=in_use, last_used_secs_ago=float(age) if isinstance(age, int | float) else None,
-                   evictable=bool(entry.get("evictable", in_use == 0)) and in_use == 0)
+                   loaded_at=_datetime_or_none(entry.get("loaded_at")))
 
 
 def devices_of(column: Iterable[Any] | None) -> list[DeviceReport]:

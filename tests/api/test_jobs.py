@@ -110,7 +110,7 @@ def test_a_job_reads_back_with_partition_states_and_timings(api: Client) -> None
     start = timezone.now() - timedelta(seconds=2)
     worker = Worker.objects.create(host=EngineHost.objects.create(name="gpu-host"), device="cuda:0", ordinal=0)
     Partition.objects.filter(job__job_id="porep-1", index=0).update(
-        state=PartitionState.GPU, worker=worker, synth_started_at=start,
+        state=PartitionState.GPU, worker=worker, host=worker.host, synth_started_at=start,
         synth_finished_at=start + timedelta(milliseconds=587))
     body = api.get("/api/v1/jobs/porep-1").json()
     assert body["partitions"][0]["state"] == "gpu"

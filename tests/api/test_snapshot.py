@@ -20,11 +20,9 @@ def host() -> EngineHost:
     now = timezone.now()
     return EngineHost.objects.create(
         name="gpu-a", backend="cuda", started_at=now - timedelta(seconds=100), heartbeat_at=now,
-        memory_budget_bytes=1000, memory_used_bytes=250, memory_total_bytes=4000,
-        memory_by_owner={"job-1": 200, "key:porep-c2/tiny": 50}, synthesis_max=4, synthesis_active=3,
+        memory_budget_bytes=1000, memory_total_bytes=4000, synthesis_max=4,
         devices=[{"device": "cuda:0", "memory_total_bytes": 100, "memory_free_bytes": 40}],
-        key_cache=[{"circuit_id": "porep-c2/tiny", "bytes": 50, "in_use": 1, "last_used_secs_ago": 2.0,
-                    "evictable": False}],
+        key_cache=[{"circuit_id": "porep-c2/tiny", "bytes": 50}],
     )
 
 
@@ -45,12 +43,12 @@ def test_a_worker_is_proving_exactly_when_a_partition_on_the_gpu_names_it(host: 
 
 def test_the_snapshot_carries_the_seed_fields_per_host_and_summed(host: EngineHost) -> None:
     job, _ = submit_job(kind="porep-c2", job_id="synth-1", inputs={}, num_partitions=2)
-    Partition.objects.filter(job=job, index=0).update(state=PartitionState.SYNTHESIZING, host=host)
+    Partition.objects.filter(job=job, index=0).update(state=PartitionState.SYNTHESIZING, host=host, reserved_bytes=200)
     snap = farm_snapshot()
     for scope in (snap, snap["hosts"][0]):
         assert {"uptime_secs", "memory", "synthesis", "pipelines", "gpu_workers", "allocations",
                 "counters"} <= set(scope)
-        assert scope["memory"]["available_bytes"] == 750
+        assert scope["memory"]["available_bytes"] == 750  # 200 reserved by the partition, 50 by its key
         assert scope["synthesis"] == {"max_concurrent": 4, "active": 1}
         assert scope["allocations"]["srs"][0]["circuit_id"] == "porep-c2/tiny"
         assert scope["allocations"]["srs"][0]["evictable"] is False
@@ -107,7 +105,25 @@ def test_a_read_inside_a_callers_read_committed_transaction_does_not_claim_one_s
 def test_synthesis_counts_the_partitions_synthesizing_not_the_hosts_counter(host: EngineHost) -> None:
     job, _ = submit_job(kind="porep-c2", job_id="synth-2", inputs={}, num_partitions=3)
     Partition.objects.filter(job=job, index__lt=2).update(state=PartitionState.SYNTHESIZING, host=host)
-    assert farm_snapshot()["synthesis"]["active"] == 2  # the host row still says 3
+    assert farm_snapshot()["synthesis"]["active"] == 2
+
+
+def test_memory_is_what_the_claimed_partitions_and_resident_keys_hold(host: EngineHost) -> None:
+    job, _ = submit_job(kind="porep-c2", job_id="held", inputs={}, num_partitions=3)
+    Partition.objects.filter(job=job, index=0).update(state=PartitionState.GPU, host=host, reserved_bytes=300,
+                                                      worker=Worker.objects.create(host=host, device="cuda:0", ordinal=0))
+    Partition.objects.filter(job=job, index=1).update(state=PartitionState.DONE, host=host, reserved_bytes=300)
+    Partition.objects.filter(job=job, index=2).update(state=PartitionState.RESERVING, host=host)
+    (row,) = farm_snapshot()["hosts"]
+    # the finished partition holds nothing; the reserving one holds nothing yet
+    assert row["memory"]["by_owner"] == {"porep-c2 held": 300, "key:porep-c2/tiny": 50}
+    assert row["memory"]["used_bytes"] == 350
+    assert row["counters"]["reserving_partitions"] == 1
+
+
+def test_a_key_nobody_has_claimed_work_for_is_evictable_and_shows_no_use(host: EngineHost) -> None:
+    (key,) = farm_snapshot()["allocations"]["srs"]
+    assert (key["in_use"], key["evictable"], key["last_used_secs_ago"]) == (0, True, None)
 
 
 def test_utilisation_after_a_restart_counts_only_busy_time_since_it(host: EngineHost) -> None:
@@ -126,10 +142,8 @@ def test_utilisation_after_a_restart_counts_only_busy_time_since_it(host: Engine
 
 # A built-in job names no circuit (its host's scale decides it); a registered circuit's job does.
 @pytest.mark.parametrize("job_circuit", ["", "window-post/tiny"])
-def test_a_key_whose_circuit_is_on_the_gpu_is_in_use_whatever_the_heartbeat_said(host: EngineHost,
-                                                                                   job_circuit: str) -> None:
-    EngineHost.objects.filter(pk=host.pk).update(key_cache=[
-        {"circuit_id": "window-post/tiny", "bytes": 50, "in_use": 0, "evictable": True}])
+def test_a_key_whose_circuit_is_on_the_gpu_is_in_use(host: EngineHost, job_circuit: str) -> None:
+    EngineHost.objects.filter(pk=host.pk).update(key_cache=[{"circuit_id": "window-post/tiny", "bytes": 50}])
     w0 = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
     job, _ = submit_job(kind="window-post", job_id="wp-1", inputs={}, num_partitions=1, circuit_id=job_circuit)
     Partition.objects.filter(job=job).update(state=PartitionState.GPU, worker=w0, host=host,

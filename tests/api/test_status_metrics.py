@@ -25,19 +25,17 @@ def farm() -> None:
     now = timezone.now()
     host = EngineHost.objects.create(
         name="gpu-a", backend="cuda", started_at=now - timedelta(minutes=3), heartbeat_at=now,
-        memory_budget_bytes=64 << 30, memory_used_bytes=14 << 30, memory_total_bytes=128 << 30,
-        memory_by_owner={"porep-live": 14 << 30}, synthesis_max=2, synthesis_active=1,
+        memory_budget_bytes=64 << 30, memory_total_bytes=128 << 30, synthesis_max=2,
         devices=[{"device": "cuda:0", "memory_total_bytes": 80 << 30, "memory_free_bytes": 70 << 30}],
-        key_cache=[{"circuit_id": "porep-c2/tiny", "bytes": 1 << 20, "in_use": 0, "last_used_secs_ago": 1.0,
-                    "evictable": True}])
+        key_cache=[{"circuit_id": "porep-c2/tiny", "bytes": 1 << 20}])
     w0 = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
     Worker.objects.create(host=host, device="cuda:0", ordinal=1)
     live, _ = submit_job(kind="porep-c2", job_id="porep-live", inputs={}, num_partitions=10)
     ProofJob.objects.filter(pk=live.pk).update(state=JobState.RUNNING, started_at=now - timedelta(seconds=30))
     Partition.objects.filter(job=live, index=2).update(
-        state=PartitionState.GPU, worker=w0, host=host, synth_started_at=now - timedelta(seconds=5),
+        state=PartitionState.GPU, worker=w0, host=host, reserved_bytes=7 << 30, synth_started_at=now - timedelta(seconds=5),
         synth_finished_at=now - timedelta(seconds=4), gpu_started_at=now - timedelta(seconds=1))
-    Partition.objects.filter(job=live, index=3).update(state=PartitionState.SYNTHESIZING, host=host,
+    Partition.objects.filter(job=live, index=3).update(state=PartitionState.SYNTHESIZING, host=host, reserved_bytes=7 << 30,
                                                       synth_started_at=now - timedelta(seconds=1))
     done, _ = submit_job(kind="winning-post", job_id="win-done", inputs={}, num_partitions=1)
     ProofJob.objects.filter(pk=done.pk).update(state=JobState.DONE, finished_at=now, host=host)
@@ -102,7 +100,7 @@ def test_metrics_parse_as_prometheus_text_with_the_farm_in_them(farm: None, anon
     assert completed == {"winning-post": 1}
     assert families["provingsite_queue_depth"].samples[0].value == 1
     used = {s.labels["host"]: s.value for s in families["provingsite_memory_used_bytes"].samples}
-    assert used == {"gpu-a": 14 << 30}
+    assert used == {"gpu-a": (14 << 30) + (1 << 20)}  # two partitions of 7 GiB and the resident key
     proving = {s.labels["worker"]: s.value for s in families["provingsite_worker_proving"].samples}
     assert proving == {"W0": 1, "W1": 0}
     keys = families["provingsite_key_cache_bytes"].samples

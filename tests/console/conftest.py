@@ -16,7 +16,7 @@ from django.utils import timezone
 from engine.console.consumers import HUB
 from engine.console.views import operator_group
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
-from engine.states import JobState, PartitionState, ProofKind
+from engine.states import PARTITION_LIVE, JobState, PartitionState, ProofKind
 from engine.status.host_report import DeviceReport, KeyReport
 
 SNAP_ID = "snap-update-f01234-sector-000042-deadline-7"
@@ -39,8 +39,11 @@ def bump_version() -> int:
 
 
 def move(job_id: str, index: int, state: str, **fields: object) -> int:
-    """Apply one partition transition and its version in one transaction, as the writer does."""
+    """Apply one partition transition and its version in one transaction, as the writer does.
+    A claimed state names a host: the job's, unless one is given."""
     with transaction.atomic():
+        if state in PARTITION_LIVE and "host" not in fields:
+            fields["host_id"] = ProofJob.objects.get(job_id=job_id).host_id
         version = bump_version()
         Partition.objects.filter(job__job_id=job_id, index=index).update(state=state, version=version, **fields)
     return version
@@ -56,31 +59,32 @@ def farm() -> Farm:
     now = timezone.now()
     host = EngineHost.objects.create(
         name="gpu-host-a", backend="cuda", started_at=now - timedelta(minutes=3), heartbeat_at=now,
-        memory_budget_bytes=64 * 2**30, memory_used_bytes=40 * 2**30,
-        memory_by_owner={SNAP_ID: 36 * 2**30, "key:snap-update/tiny": 4 * 2**30},
-        synthesis_max=4, synthesis_active=1,
+        memory_budget_bytes=64 * 2**30, synthesis_max=4,
         devices=[DeviceReport("cuda:0", "", 141 * 2**30, 100 * 2**30, 30 * 2**30).to_json()],
-        key_cache=[KeyReport("snap-update/tiny", 4 * 2**30, in_use=1, evictable=False).to_json(),
-                   KeyReport("porep-c2/tiny", 2**30, in_use=0, evictable=True).to_json()],
+        key_cache=[KeyReport("snap-update/tiny", 4 * 2**30).to_json(), KeyReport("porep-c2/tiny", 2**30).to_json()],
     )
     w0 = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
     w1 = Worker.objects.create(host=host, device="cuda:0", ordinal=1)
     snap = ProofJob.objects.create(job_id=SNAP_ID, kind=ProofKind.SNAP_UPDATE, state=JobState.RUNNING,
                                    num_partitions=16, host=host, started_at=now - timedelta(seconds=20))
     for index in range(16):
-        Partition.objects.create(job=snap, index=index, host=host)
+        Partition.objects.create(job=snap, index=index)
     ms = timedelta(milliseconds=1)
     t0 = now - timedelta(seconds=15)
     Partition.objects.filter(job=snap, index=0).update(
-        state=PartitionState.DONE, worker=w0, attempt=1, synth_started_at=t0, synth_finished_at=t0 + 587 * ms,
+        host=host, state=PartitionState.DONE, worker=w0, attempt=1, synth_started_at=t0, synth_finished_at=t0 + 587 * ms,
         gpu_started_at=t0 + 600 * ms, gpu_finished_at=t0 + 5800 * ms, finished_at=t0 + 6000 * ms)
     Partition.objects.filter(job=snap, index=1).update(
-        state=PartitionState.GPU, worker=w1, attempt=1, synth_started_at=t0, synth_finished_at=t0 + 700 * ms,
+        host=host, state=PartitionState.GPU, worker=w1, attempt=1, synth_started_at=t0, synth_finished_at=t0 + 700 * ms,
         gpu_started_at=now - timedelta(seconds=2))
     Partition.objects.filter(job=snap, index=2).update(
-        state=PartitionState.SYNTH_DONE, attempt=1, synth_started_at=t0, synth_finished_at=t0 + 650 * ms)
+        host=host, state=PartitionState.SYNTH_DONE, attempt=1, synth_started_at=t0, synth_finished_at=t0 + 650 * ms)
     Partition.objects.filter(job=snap, index=3).update(
-        state=PartitionState.SYNTHESIZING, attempt=1, synth_started_at=now - timedelta(milliseconds=300))
+        host=host, state=PartitionState.SYNTHESIZING, attempt=1, synth_started_at=now - timedelta(milliseconds=300))
+    Partition.objects.filter(job=snap, index=4).update(host=host, state=PartitionState.RESERVING, attempt=1)
+    # P0 done; P1 on the GPU, P2 synthesized and P3 synthesizing hold 12 GiB each (36 GiB beside
+    # the 4 GiB snap-update key); P4 is claimed and reserving; the rest are unclaimed.
+    Partition.objects.filter(job=snap, index__lte=3).update(reserved_bytes=12 * 2**30)
     bump_version()
     return Farm(host, w0, w1, snap)
 

@@ -86,9 +86,10 @@ def test_cpu_slots_are_labelled_as_cpu(staff: Client, farm: Farm) -> None:
 
 def test_memory_is_split_by_owner_and_coloured_by_the_seed_thresholds(staff: Client, farm: Farm) -> None:
     html = page(staff)
-    assert "40.0 GiB / 64.0 GiB (62.5%)" in html
+    # three partitions' 12 GiB reservations and the two resident keys (4 GiB and 1 GiB)
+    assert "41.0 GiB / 64.0 GiB (64.1%)" in html
     assert 'class="gauge split amber"' in html
-    assert f"{SNAP_ID}: 36.0 GiB" in html
+    assert f"snap-update {SNAP_ID}: 36.0 GiB" in html and "key:porep-c2/tiny: 1.0 GiB" in html
     assert "snap-update/tiny · 4.0 GiB · in use" in html and "porep-c2/tiny · 1.0 GiB · evictable" in html
 
 

@@ -21,6 +21,7 @@ from engine.console import fragments, reads
 from engine.console import render as rendering
 from engine.console.consumers import GROUP, HUB, EventStreamConsumer
 from engine.states import PartitionState
+from engine.status.host_report import KeyReport
 from tests.console.conftest import SNAP_ID, Farm, move
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -278,16 +279,17 @@ def test_a_host_change_refreshes_only_host_fragments(farm: Farm, staff_user: Abs
         async with connected(staff_user) as stream:
             await stream.update()
 
-            def fill_memory() -> int:
+            def load_a_key() -> int:  # what the engine writes when its key cache loads one
                 from tests.console.conftest import bump_version
                 version = bump_version()
-                farm.host.memory_used_bytes = 60 * 2**30
-                farm.host.save(update_fields=["memory_used_bytes"])
+                farm.host.key_cache = [*farm.host.key_cache, KeyReport("window-post/tiny", 20 * 2**30).to_json()]
+                farm.host.save(update_fields=["key_cache"])
                 return version
-            version = await db(fill_memory)()
+            version = await db(load_a_key)()
             await hint(version, host="gpu-host-a")
             update = await stream.update()
-            assert update["ids"] == ["frag-memory"]
+            # the synthesis panel's reason names the memory held by the host's reserving claim
+            assert sorted(update["ids"]) == ["frag-keys", "frag-memory", "frag-synthesis"]
             assert "gauge split red" in update["html"]
     run(scenario)
 

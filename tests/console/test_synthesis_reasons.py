@@ -13,7 +13,7 @@ from engine.ledger.clock import current_version
 from engine.ledger.jobs import submit_job
 from engine.models import EngineHost, Partition
 from engine.states import PartitionState
-from tests.console.conftest import SNAP_ID, Farm
+from tests.console.conftest import Farm
 from tests.console.test_stream import connected, db, hint, run
 
 pytestmark = pytest.mark.django_db
@@ -27,25 +27,17 @@ def panel() -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html)).strip()
 
 
-def unclaim(*indexes: int) -> None:
-    """Pending partitions nobody has claimed yet (the farm fixture gives every row its host)."""
-    Partition.objects.filter(job__job_id=SNAP_ID, index__in=indexes).update(host=None)
-
-
-def test_a_claim_waiting_for_its_memory_reservation_says_waiting_for_memory(farm: Farm) -> None:
-    unclaim(*range(5, 16))  # P4 stays claimed by the host, not started
-    EngineHost.objects.filter(pk=farm.host.pk).update(memory_waiting=1)
-    text = panel()
+def test_a_claim_waiting_for_its_key_and_memory_says_reserving(farm: Farm) -> None:
+    text = panel()  # the fixture's P4 is claimed and reserving; P5 to P15 are unclaimed
     assert "1/4 active" in text
-    assert "11 pending: waiting for memory (40.0 GiB of 64.0 GiB reserved)" in text
+    assert "11 pending: reserving key and memory for 1 claimed (41.0 GiB of 64.0 GiB held)" in text
 
 
 def test_a_host_whose_synthesized_work_fills_the_pacer_says_paced(farm: Farm) -> None:
     # The pacer's target: 4 synthesis slots + 2 per GPU worker (2 workers) = 8; one is
     # synthesizing, so 7 synthesized partitions waiting for the GPU stop its claiming.
-    unclaim(*range(10, 16))
     Partition.objects.filter(job=farm.snap, index__in=range(4, 10)).update(
-        state=P.SYNTH_DONE, synth_started_at=timezone.now(), synth_finished_at=timezone.now())
+        host=farm.host, state=P.SYNTH_DONE, synth_started_at=timezone.now(), synth_finished_at=timezone.now())
     assert "6 pending: paced: 7 synthesized partitions wait for the GPU" in panel()
 
 
@@ -56,17 +48,15 @@ def test_nothing_pending_and_nothing_synthesizing_says_idle(farm: Farm) -> None:
 
 
 def test_a_drained_host_says_it_claims_nothing_new(farm: Farm) -> None:
-    unclaim(*range(4, 16))
     EngineHost.objects.filter(pk=farm.host.pk).update(draining=True)
-    assert "12 pending: draining: claims nothing new" in panel()
+    assert "11 pending: draining: claims nothing new" in panel()
 
 
 def test_every_slot_synthesizing_gives_no_reason(farm: Farm) -> None:
-    unclaim(*range(8, 16))
     Partition.objects.filter(job=farm.snap, index__in=range(4, 7)).update(
-        state=P.SYNTHESIZING, synth_started_at=timezone.now())
+        host=farm.host, state=P.SYNTHESIZING, synth_started_at=timezone.now())
     text = panel()
-    assert "4/4 active" in text and text.endswith("8 pending")
+    assert "4/4 active" in text and text.endswith("9 pending")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -77,10 +67,10 @@ def test_a_submitted_job_refreshes_the_pending_count_on_the_stream(farm: Farm, s
 
     async def scenario() -> None:
         async with connected(staff_user) as stream:
-            assert "<span data-synthesis-pending>0</span> pending" in (await stream.update())["html"]
+            assert "<span data-synthesis-pending>11</span> pending" in (await stream.update())["html"]
             version = await db(submit)()
             await hint(version, job="porep-c2-fresh")
             update = await stream.update()
             assert "frag-synthesis" in update["ids"]
-            assert '<span data-synthesis-pending>3</span> pending' in update["html"]
+            assert '<span data-synthesis-pending>14</span> pending' in update["html"]
     run(scenario)

@@ -4,10 +4,11 @@ bumps the fencing token and takes a lease."""
 from __future__ import annotations
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from engine.models import Partition, ProofJob
-from engine.states import JobState, Priority
+from engine.states import JobState, PartitionState, Priority
 
 pytestmark = pytest.mark.django_db
 
@@ -38,6 +39,16 @@ def test_a_claim_bumps_the_attempt_sets_the_host_and_a_lease(make_writer, make_j
     assert row.lease_expires_at > timezone.now()
     job.refresh_from_db()
     assert job.state == JobState.RUNNING and job.started_at is not None
+
+
+def test_a_claimed_partition_is_reserving_never_pending(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    writer = make_writer("host-a")
+    make_job()
+    [claim] = writer.claim(1)
+    assert Partition.objects.get(pk=claim.partition_id).state == PartitionState.RESERVING
+    with pytest.raises(IntegrityError):  # the database itself keeps "pending" meaning unclaimed
+        with transaction.atomic():
+            Partition.objects.filter(pk=claim.partition_id).update(state=PartitionState.PENDING)
 
 
 def test_claimed_work_is_not_claimed_again(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]

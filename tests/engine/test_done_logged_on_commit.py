@@ -50,5 +50,5 @@ def test_job_done_is_not_logged_when_the_transaction_rolls_back(make_writer, mak
         with transaction.atomic():
             finish(writer, claim)
             raise RolledBack
-    assert Partition.objects.get(pk=claim.partition_id).state == P.PENDING
+    assert Partition.objects.get(pk=claim.partition_id).state == P.RESERVING
     assert done_lines(caplog) == []

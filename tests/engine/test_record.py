@@ -39,7 +39,7 @@ def test_a_write_under_a_stale_attempt_is_refused_and_logged(make_writer, make_j
     with caplog.at_level(logging.WARNING, logger="engine.ledger"), pytest.raises(Refused):
         writer.apply(Transition(stale, P.SYNTHESIZING))
     assert "refused stale write" in caplog.text
-    assert Partition.objects.get(pk=claim.partition_id).state == P.PENDING
+    assert Partition.objects.get(pk=claim.partition_id).state == P.RESERVING
 
 
 def test_a_write_from_another_host_is_refused(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
@@ -54,7 +54,7 @@ def test_a_transition_the_state_machine_forbids_is_refused(make_writer, make_job
     writer = make_writer()
     make_job()
     [claim] = writer.claim(1)
-    with pytest.raises(Refused, match="cannot go from pending to gpu"):
+    with pytest.raises(Refused, match="cannot go from reserving to gpu"):
         writer.apply(Transition(claim, P.GPU))
 
 
@@ -109,6 +109,7 @@ def test_random_transitions_are_applied_exactly_as_the_table_allows(make_writer,
     for target in sequence:
         if claim is None and state == P.PENDING and job_active:
             [claim] = writer.claim(1)
+            state = P.RESERVING  # a claim is the pending → reserving transition
         allowed = claim is not None and target in PARTITION_TRANSITIONS[state]
         try:
             held = claim or Claim(pk, 0, writer.host.pk)

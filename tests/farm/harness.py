@@ -51,7 +51,7 @@ HEARTBEAT_SECONDS = 0.5
 LEASE_SECONDS = 3.0
 SECRET_KEY = "farm-tests-only-" + "x" * 40
 KINDS = ("winning-post", "window-post", "porep-c2", "snap-update")
-LIVE_STATES = ("synthesizing", "synth_done", "gpu", "finalizing")
+LIVE_STATES = ("reserving", "synthesizing", "synth_done", "gpu", "finalizing")
 
 
 class FarmError(AssertionError):

@@ -36,14 +36,9 @@ FENCED_WRITE = re.compile(r"fenc|stale (?:write|attempt|lease)|refus|lost (?:its
 HEARTBEAT_AGE = re.compile(r"\d+ms|\d+\.\ds|\d+m \d\ds|\d+h \d\dm")  # fmt_ms: 587ms, 5.2s, 3m 04s
 
 
-def _idle_bytes(host: dict[str, Any]) -> int:
-    """What an idle host keeps reserved: its cached proving keys, nothing owned by a job."""
-    cache = host["key_cache"] or []
-    return sum(int(entry.get("bytes", 0)) for entry in cache if isinstance(entry, dict))
-
-
 def _job_reservations(host: dict[str, Any], job_ids: list[str]) -> dict[str, int]:
-    owners = host["memory_by_owner"] or {}
+    """A host's memory owned by these jobs, as /status shows it (keys are owned by no job)."""
+    owners = host["memory"]["by_owner"]
     return {owner: size for owner, size in owners.items() if any(job in owner for job in job_ids) and size}
 
 
@@ -81,7 +76,7 @@ def test_a_killed_host_s_partitions_are_finished_by_the_other_host_after_its_lea
     orphaned = {p["id"]: p for p in farm.rows(
         "SELECT p.id, p.index, p.attempt, p.state, j.job_id AS job_name FROM engine_partition p "
         "JOIN engine_proofjob j ON j.id = p.job_id JOIN engine_enginehost h ON h.id = p.host_id "
-        "WHERE h.name = 'crash-a' AND p.state = ANY(%s)", ["synthesizing", "synth_done", "gpu", "finalizing"])}
+        "WHERE h.name = 'crash-a' AND p.state = ANY(%s)", list(LIVE_STATES))}
     assert orphaned, "the killed host held no live partition when it died"
 
     farm.wait_jobs_finished(jobs, timeout=200, watch=[survivor])
@@ -93,14 +88,18 @@ def test_a_killed_host_s_partitions_are_finished_by_the_other_host_after_its_lea
         assert now["host_name"] == "crash-b", f"P{before['index']} of {before['job_name']} finished on {now['host_name']}"
         assert now["attempt"] > before["attempt"], f"P{before['index']}: attempt {before['attempt']} → {now['attempt']}"
 
+    def crash_b() -> dict[str, Any]:
+        status, body = farm.get_page(web, "/status")
+        assert status == 200
+        return next(h for h in json.loads(body)["hosts"] if h["name"] == "crash-b")
+
     def back_to_idle() -> bool:
-        host = farm.host("crash-b")
-        assert host is not None
-        return not _job_reservations(host, jobs) and host["memory_used_bytes"] == _idle_bytes(host)
+        host = crash_b()  # what an idle host keeps reserved: its resident keys, nothing owned by a job
+        keys = sum(entry["bytes"] for entry in host["allocations"]["srs"])
+        return not _job_reservations(host, jobs) and host["memory"]["used_bytes"] == keys
 
     wait_for(back_to_idle, 10, "crash-b's reservations to return to its idle level",
-             on_timeout=lambda: json.dumps({k: str(v) for k, v in (farm.host("crash-b") or {}).items()
-                                            if k.startswith(("memory", "key_cache"))}))
+             on_timeout=lambda: json.dumps({"memory": crash_b()["memory"], "keys": crash_b()["allocations"]}))
 
     def page() -> str:
         status, html = farm.get_page(web, "/")

@@ -1,0 +1,103 @@
+"""What each host holds, derived from the records of one snapshot: memory by owner, keys and
+who uses them, and how many of its partitions wait in each claimed state.
+
+None of it is a counter an engine writes beside its transitions. A partition's reservation is
+its ``reserved_bytes``, written in the transaction that records it ``synthesizing``, and it
+counts while the partition is in a holding state (engine.states.PARTITION_HOLDING); a key's
+bytes are in the host's key list, written when a key is loaded or evicted; a key is in use
+exactly while a claimed partition of its circuit is on that host. So the memory panel, the key
+chips and the cells read the same rows and cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Count, Sum
+
+from engine.models import Partition
+from engine.states import PARTITION_HOLDING, PARTITION_LIVE, PartitionState
+from engine.status.host_report import keys_of
+from engine.status.prepared import Prepared
+
+P = PartitionState
+
+KEY_OWNER_PREFIX = "key:"
+
+
+def partition_owner(kind: str, job_id: str) -> str:
+    """A partition's reservation owner, as the engine's memory manager names it."""
+    return f"{kind} {job_id}"
+
+
+def key_owner(circuit_id: str) -> str:
+    return f"{KEY_OWNER_PREFIX}{circuit_id}"
+
+
+@dataclass(frozen=True)
+class HeldKey:
+    circuit_id: str
+    bytes: int
+    users: int  # claimed partitions of this key's circuit on the host, in this snapshot
+    loaded_at: datetime | None = None
+
+    @property
+    def evictable(self) -> bool:
+        return self.users == 0
+
+
+@dataclass(frozen=True)
+class Holdings:
+    budget: int
+    physical: int
+    by_owner: dict[str, int] = field(default_factory=dict)
+    keys: tuple[HeldKey, ...] = ()
+    # The host's claimed partitions by state (reserving, synthesizing, synth_done, gpu, finalizing).
+    claimed: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def used(self) -> int:
+        return sum(self.by_owner.values())
+
+    def count(self, state: str) -> int:
+        return self.claimed.get(state, 0)
+
+
+# Partition reservations by host and job, held now.
+_RESERVED = Prepared(lambda: Partition.objects.filter(state__in=PARTITION_HOLDING, host__isnull=False)
+                     .values("host_id", "job__kind", "job__job_id").annotate(n=Sum("reserved_bytes"))
+                     .values_list("host_id", "job__kind", "job__job_id", "n").order_by())
+# Claimed partitions by host, state and key (a registered circuit's id, or a built-in kind).
+_CLAIMED = Prepared(lambda: Partition.objects.filter(state__in=PARTITION_LIVE, host__isnull=False)
+                    .values("host_id", "state", "job__circuit_id", "job__kind").annotate(n=Count("pk"))
+                    .values_list("host_id", "state", "job__circuit_id", "job__kind", "n").order_by())
+
+
+def _users(claimed_by_key: dict[str, int], circuit_id: str) -> int:
+    """A built-in job names no circuit: its host proves it at the host's one scale, so the
+    kind names the key there ("porep-c2" for "porep-c2/tiny")."""
+    short = circuit_id.split("/", 1)[0]
+    return claimed_by_key.get(circuit_id, 0) + (claimed_by_key.get(short, 0) if short != circuit_id else 0)
+
+
+def holdings(hosts: list) -> dict[int, Holdings]:  # type: ignore[type-arg]
+    """Every host's holdings (``hosts``: status.farm.HostRow), from this snapshot's rows."""
+    owners: dict[int, dict[str, int]] = defaultdict(dict)
+    for host_id, kind, job_id, n in _RESERVED.rows():
+        owners[host_id][partition_owner(kind, job_id)] = int(n or 0)
+    states: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    by_key: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for host_id, state, circuit_id, kind, n in _CLAIMED.rows():
+        states[host_id][state] += n
+        by_key[host_id][circuit_id or kind] += n
+    result = {}
+    for host in hosts:
+        keys = tuple(HeldKey(k.circuit_id, k.bytes, _users(by_key[host.pk], k.circuit_id), k.loaded_at)
+                     for k in keys_of(host.key_cache))
+        by_owner = dict(owners.get(host.pk, {}))
+        by_owner.update({key_owner(k.circuit_id): k.bytes for k in keys})
+        result[host.pk] = Holdings(budget=host.memory_budget_bytes or 0, physical=host.memory_total_bytes or 0,
+                                   by_owner=by_owner, keys=keys, claimed=dict(states.get(host.pk, {})))
+    return result
