@@ -9,7 +9,10 @@ import re
 from collections import Counter
 from typing import Any
 
-from engine.states import JOB_ACTIVE
+from engine.states import JOB_ACTIVE, PARTITION_HOLDING, PARTITION_LIVE
+
+_HOLDING = {str(s) for s in PARTITION_HOLDING}
+_CLAIMED = {str(s) for s in PARTITION_LIVE}
 
 _CELL = re.compile(r'class="cell [^"]*" data-partition="([^"]+)" data-state="([^"]+)" data-version="([^"]+)"')
 _CARD = re.compile(r'class="card [^"]*" data-worker="([^"]+)" data-state="([^"]+)" data-partition="([^"]*)" '
@@ -48,6 +51,31 @@ def status_contradictions(snap: dict[str, Any]) -> list[str]:
         if memory["used_bytes"] != sum(memory["by_owner"].values()):
             found.append(f"v{snap['version']}: {host['name']} uses {memory['used_bytes']} bytes, "
                          f"reservations shown sum to {sum(memory['by_owner'].values())}")
+    found += _claims_contradictions(snap)
+    return found
+
+
+def _claims_contradictions(snap: dict[str, Any]) -> list[str]:
+    """Pending and reserving figures vs cells; memory owners and key users vs claimed cells."""
+    found: list[str] = []
+    cells = [(pipe, p) for pipe in snap["pipelines"] for p in pipe["partitions"]]
+    counted = Counter(p["state"] for _, p in cells)
+    for state in ("pending", "reserving"):
+        figure = snap["counters"].get(f"{state}_partitions", 0)
+        if figure != counted.get(state, 0):
+            found.append(f"v{snap['version']}: counters say {figure} {state}, cells show {counted.get(state, 0)}")
+    holding = {(p["host"], f"{pipe['proof_kind']} {pipe['job_id']}") for pipe, p in cells if p["state"] in _HOLDING}
+    claimed = Counter((p["host"], pipe["proof_kind"]) for pipe, p in cells if p["state"] in _CLAIMED)
+    for host in snap["hosts"]:
+        for owner, size in host["memory"]["by_owner"].items():
+            if size and not owner.startswith("key:") and (host["name"], owner) not in holding:
+                found.append(f"v{snap['version']}: {host['name']} shows memory held by {owner}, which holds no partition")
+        for key in host["allocations"]["srs"]:
+            users = claimed.get((host["name"], key["circuit_id"].split("/", 1)[0]), 0)
+            # a registered circuit's jobs are of kind custom: their users are not countable here
+            if "/" in key["circuit_id"] and key["in_use"] != users:
+                found.append(f"v{snap['version']}: key {key['circuit_id']} on {host['name']} has {key['in_use']} users, "
+                             f"cells show {users} claimed")
     return found
 
 

@@ -7,8 +7,8 @@ failed in the bucket of its ``finished_at``; a job waits in the queue from ``sub
 until it starts (or ends), a partition is active from ``claimed_at`` until ``finished_at``,
 and each bucket shows the most of them at any moment inside it and their time-weighted mean
 (a sample at the bucket's end missed every burst shorter than a bucket); a worker's
-utilisation in a bucket is the share of it its partitions spent between ``gpu_started_at``
-and ``gpu_finished_at``.
+utilisation in a bucket is engine.status.utilisation's figure over that bucket, the one
+/status and the task stream show over their window.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from engine.console.views import _require_viewer
 from engine.models import Partition, ProofJob, Worker
 from engine.states import JobState
 from engine.status.read import one_snapshot
+from engine.status.utilisation import Span, gpu_span, utilisation
 
 # (span, buckets, label): a bucket of 1, 5, 15 and 60 minutes
 WINDOWS = {
@@ -114,22 +115,20 @@ def _active_partitions(edges: list[datetime], now: datetime) -> Series:
 
 def _utilisation(edges: list[datetime], now: datetime) -> list[Series]:
     start, end = edges[0], edges[-1]
-    spans: dict[int, list[tuple[datetime, datetime]]] = {}
-    for worker_id, began, ended in (Partition.objects.filter(worker__isnull=False, gpu_started_at__lt=end)
-                                    .filter(Q(gpu_finished_at__isnull=True) | Q(gpu_finished_at__gt=start))
-                                    .values_list("worker_id", "gpu_started_at", "gpu_finished_at")):
-        spans.setdefault(worker_id, []).append((began, ended or now))
+    spans: dict[int, list[Span]] = {}
+    for worker_id, *phase in (Partition.objects.filter(worker__isnull=False, gpu_started_at__lt=end)
+                              .filter(Q(gpu_finished_at__isnull=True) | Q(gpu_finished_at__gt=start))
+                              .values_list("worker_id", "gpu_started_at", "gpu_finished_at", "state", "finished_at")):
+        span = gpu_span(*phase, now)
+        if span is not None:
+            spans.setdefault(worker_id, []).append(span)
     out = []
     for worker in Worker.objects.select_related("host").filter(pk__in=spans).order_by("host__name", "device", "ordinal"):
-        busy = [0.0] * (len(edges) - 1)
-        for began, ended in spans[worker.pk]:
-            for i in range(len(edges) - 1):
-                overlap = (min(ended, edges[i + 1]) - max(began, edges[i])).total_seconds()
-                if overlap > 0:
-                    busy[i] += overlap
-        width = (edges[1] - edges[0]).total_seconds()
+        # Each bucket is a window of its own, observed whole: the host's latest start does not
+        # hide what its earlier runs did.
+        shares = [utilisation(spans[worker.pk], edges[i], edges[i + 1], None) for i in range(len(edges) - 1)]
         out.append(Series(f"{worker.host.name} {worker.device} W{worker.ordinal} utilisation", "%",
-                          [min(100.0, 100 * b / width) for b in busy]))
+                          [100 * share for share in shares]))
     return out
 
 

@@ -20,6 +20,7 @@ from engine.console.style import device_slot, owner_colour
 from engine.console.units import OOB_ATTR, VERSION_TOKEN, Fragment, Unit, content_digest, digest, leaf, tick
 from engine.format import epoch_ms, fmt_ms, ms_between
 from engine.states import PartitionState
+from engine.status.utilisation import gpu_span, spans_of, utilisation
 
 
 def templated(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
@@ -191,7 +192,7 @@ def workers_units(fragment: Fragment, context: dict[str, Any], now: datetime) ->
 
 
 def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
-    """Utilisation is busy time over the part of the window the host has been up."""
+    """A lane per worker, its bars the GPU phases, its figure utilisation as /status has it."""
     width = 1000.0
     span = float(reads.TASK_STREAM_SECONDS)
     start = now - timedelta(seconds=reads.TASK_STREAM_SECONDS)
@@ -200,13 +201,12 @@ def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime)
     for pk, ordinal, device, host, backend, host_started in context["workers"]:
         bars: list[str] = []
         seen: list[tuple[Any, ...]] = []
-        busy = 0.0
-        for _, index, job_id, kind, gpu_started, gpu_finished in context["bars"].get(pk, []):
-            began = max(gpu_started, start)
-            ended = gpu_finished or now
-            if ended <= began:
+        phases = context["bars"].get(pk, [])
+        for _, index, job_id, kind, gpu_started, gpu_finished, state, finished in phases:
+            phase = gpu_span(gpu_started, gpu_finished, state, finished, now)
+            if phase is None or phase[1] <= start:
                 continue
-            busy += (ended - began).total_seconds()
+            began, ended = max(phase[0], start), phase[1]
             seen.append((job_id, index, epoch_ms(gpu_started), epoch_ms(gpu_finished)))
             x = round(width * (began - start).total_seconds() / span, 2)
             w = max(round(width * (ended - began).total_seconds() / span, 2), 1.0)
@@ -214,9 +214,7 @@ def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime)
             bars.append(f'<rect class="bar{" running" if gpu_finished is None else ""}" x="{x}" y="2" width="{w}" '
                         f'height="16" fill="{owner_colour(kind)}"><title>P{index} of {_esc(job_id)} ({_esc(kind)}) '
                         f"{text} gpu</title></rect>")
-        up_since = max(host_started or start, start)
-        observed = max((now - up_since).total_seconds(), 1e-9)
-        util = round(min(100.0, 100.0 * busy / observed), 1)
+        util = round(100.0 * utilisation(spans_of(phases, now), start, now, host_started), 1)
         label = _esc(f"{host} {device_slot(device, backend)} W{ordinal}")
         opening = f'<div id="lane-{pk}"'
         html = (f'{opening} class="lane-row" data-worker-lane="{label}" data-version="{VERSION_TOKEN}">'

@@ -12,19 +12,20 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Count
 
 from engine.console.style import level, owner_colour
 from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
 from engine.models import Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
+from engine.status import utilisation
 from engine.status.farm import HostRow, host_rows, stale_after_seconds
 from engine.status.holdings import Holdings, holdings
 from engine.status.host_report import devices_of
 from engine.status.prepared import Prepared
 
-TASK_STREAM_SECONDS = 300
+TASK_STREAM_SECONDS = utilisation.WINDOW_SECONDS
 # The task stream's geometry moves with the clock alone; it is resent when a bar starts or
 # ends, and otherwise once per step of this many seconds.
 TASK_STREAM_STEP_S = 5
@@ -69,7 +70,7 @@ def memory_context(now: datetime) -> dict[str, Any]:
             "pct": 100.0 * size / budget if budget else 0.0,
         } for owner, size in sorted(owned.items(), key=lambda item: (-item[1], item[0]))]
         fraction = used / budget if budget else 0.0
-        hosts.append({"host": host, "used": fmt_bytes(used), "budget": fmt_bytes(budget),
+        hosts.append({"host": host, "used": fmt_bytes(used), "used_bytes": used, "budget": fmt_bytes(budget),
                       "pct": round(100 * fraction, 1), "level": level(fraction), "segments": segments})
     fraction = farm_used / farm_budget if farm_budget else 0.0
     return {"hosts": hosts, "farm": {"used": fmt_bytes(farm_used), "budget": fmt_bytes(farm_budget),
@@ -198,25 +199,10 @@ def workers_context(now: datetime, jobs_wanted: set[str] | None, known: Mapping[
 
 
 
-_GPU_PHASES = Prepared(lambda since: (
-    Partition.objects.filter(worker__host__stopped_at__isnull=True, gpu_started_at__isnull=False)
-    .filter(Q(gpu_finished_at__gte=since) | Q(gpu_finished_at__isnull=True, state=PartitionState.GPU))
-    .order_by("gpu_started_at")
-    .values_list("worker", "index", "job__job_id", "job__kind", "gpu_started_at", "gpu_finished_at")))
-
-
 def taskstream_context(now: datetime, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
     """A lane per GPU worker over the last minutes, a bar per partition's GPU phase, so idle
-    GPU time shows as gaps."""
-    # The window's start, rounded down to a step so the query is compiled once a step; bars
-    # that ended before the exact start are dropped when drawn.
-    since = datetime.fromtimestamp((now.timestamp() - TASK_STREAM_SECONDS) // TASK_STREAM_STEP_S
-                                   * TASK_STREAM_STEP_S, tz=now.tzinfo)
-    by_worker: dict[int, list[tuple[Any, ...]]] = {}
-    for row in _GPU_PHASES.rows(since):
-        by_worker.setdefault(row[0], []).append(row)
-    return {"workers": _LIVE_WORKERS.rows(), "bars": by_worker}
-
+    GPU time shows as gaps; the phases are utilisation's, which /status reads too."""
+    return {"workers": _LIVE_WORKERS.rows(), "bars": utilisation.phases_by_worker(now)}
 
 
 # ---- why synthesis is not running more ----------------------------------------------------

@@ -2,7 +2,8 @@
 
 Every HEARTBEAT_SECONDS each engine
 
-* writes its host row (memory by owner, synthesis active/max, devices, key cache);
+* writes its host row: the heartbeat's time and its devices' measured memory, nothing else
+  (what it holds is derived from its partitions, engine.status.holdings);
 * renews the lease of every partition it holds (fenced by attempt: only the claims it has);
 * requeues partitions of any host whose lease lapsed: back to pending with the reason
   appended and the attempt counted, or failed once MAX_ATTEMPTS is spent. Every engine runs

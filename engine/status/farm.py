@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -25,18 +25,13 @@ from django.utils import timezone
 from engine.format import ms_between
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
+from engine.status import utilisation
 from engine.status.holdings import Holdings, holdings
 from engine.status.host_report import DeviceReport, devices_of
 from engine.status.prepared import Prepared
 from engine.status.read import collection_deferred, one_snapshot
 
 P = PartitionState
-
-# Worker utilisation is measured over the same window the console's task stream shows.
-UTILISATION_WINDOW_SECONDS = 300
-# The window's start is rounded down to this step for its query (compiled once a step).
-UTILISATION_STEP_SECONDS = 5
-
 
 def stale_after_seconds() -> float:
     """A host is stale once three heartbeats are missed, or its lease lapsed if sooner: by
@@ -73,11 +68,6 @@ _ACTIVE_PARTS = Prepared(lambda: Partition.objects.filter(job__state__in=JOB_ACT
 _ON_GPU = Prepared(lambda: Partition.objects.filter(state=PartitionState.GPU, worker__host__stopped_at__isnull=True)
                    .order_by("gpu_started_at", "pk")
                    .values_list("worker_id", "index", "gpu_started_at", "job__job_id", "job__kind"))
-# GPU phases that ended in the window, from its start rounded down to a step (so the query is
-# compiled once a step); those that ended before the exact start are dropped when summed.
-_GPU_SPANS = Prepared(lambda since: Partition.objects.filter(
-    worker__host__stopped_at__isnull=True, gpu_started_at__isnull=False, gpu_finished_at__gte=since)
-    .values_list("gpu_started_at", "gpu_finished_at", "worker_id"))
 # The counters of the farm and of every host, from one grouped read each. Pending partitions
 # are unclaimed ones (a claimed one is `reserving`), counted by their job's host.
 _JOB_COUNTS = Prepared(lambda: ProofJob.objects.values("host_id", "kind", "state").annotate(n=Count("pk"))
@@ -187,33 +177,18 @@ def _gpu_ordinal(device: str) -> int | None:
     return int(tail) if head == "cuda" and tail.isdigit() else None
 
 
-def _window_step(window_start: datetime) -> datetime:
-    return window_start.replace(second=window_start.second // UTILISATION_STEP_SECONDS * UTILISATION_STEP_SECONDS,
-                                microsecond=0)
-
-
 def _workers(workers: list[tuple[Any, ...]], now: datetime) -> list[dict[str, Any]]:
-    window_start = now - timedelta(seconds=UTILISATION_WINDOW_SECONDS)
     on_gpu: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
-    spans: dict[int, list[tuple[datetime, datetime]]] = defaultdict(list)
     for part in _ON_GPU.rows():
-        worker_id, _, gpu_started = part[0], part[1], part[2]
-        on_gpu[worker_id].append(part)
-        if gpu_started:  # time spent so far on the GPU counts towards utilisation too
-            spans[worker_id].append((gpu_started, now))
-    for start, end, worker_id in _GPU_SPANS.rows(_window_step(window_start)):
-        if end >= window_start:
-            spans[worker_id].append((start, end))
+        on_gpu[part[0]].append(part)
+    phases = utilisation.phases_by_worker(now)
     rows = []
     for pk, host, device, ordinal, host_started in workers:
         parts = on_gpu.get(pk)
         current = parts[0] if parts else None
         busy_now = _secs(current[2], now) if current else None
-        # Busy time and the time observed start together: work from before the host's restart
-        # is not divided by the uptime since it.
-        up_since = max(host_started or window_start, window_start)
-        observed = max((now - up_since).total_seconds(), 1e-9)
-        busy = sum(max(0.0, (end - max(start, up_since)).total_seconds()) for start, end in spans[pk])
+        share = utilisation.utilisation(utilisation.spans_of(phases.get(pk, []), now), utilisation.window_start(now),
+                                        now, host_started)
         rows.append({
             "worker_id": f"{host}/{device}/W{ordinal}",
             "host": host,
@@ -226,7 +201,7 @@ def _workers(workers: list[tuple[Any, ...]], now: datetime) -> list[dict[str, An
             "current_kind": current[4] if current else None,
             "current_partition": current[1] if current else None,
             "busy_secs": busy_now or 0.0,
-            "utilisation": round(min(1.0, busy / observed), 4),
+            "utilisation": round(share, 4),
         })
     return rows
 
