@@ -63,19 +63,23 @@ class Registry(dict[str, Fragment]):
 
 REGISTRY: Registry = Registry({f.name: f for f in [
     _fragment("hosts", _plain(reads.hosts_context), HOST),
-    # Memory and devices are host rows, written only by the host's own update (a host hint).
-    _fragment("memory", _plain(reads.memory_context), HOST),
+    # Memory is what the claimed partitions and the resident keys hold: a partition's transition
+    # moves it, a job's cancel too (its partitions end with it), a key's load or eviction (a host
+    # hint). Devices are the host's measured samples.
+    _fragment("memory", _plain(reads.memory_context), HOST, JOB, PARTITION),
     _fragment("devices", _plain(reads.devices_context), HOST),
     # Synthesis counts partitions in `synthesizing`: a partition's transition moves it; its
     # pending count and throttling reason move with a job's submission too.
     _fragment("synthesis", _plain(reads.synthesis_reasons_context), HOST, JOB, PARTITION),
     _fragment("counters", _plain(reads.counters_context), JOB, PARTITION),
     _fragment("pipelines", reads.pipelines_context, JOB, PARTITION, build=pipelines_units),
-    _fragment("workers", reads.workers_context, HOST, PARTITION, build=workers_units),
-    _fragment("keys", _plain(reads.keys_context), HOST, PARTITION),
+    # A cancelled job's partitions leave the GPU and release their keys in the cancel's own
+    # transaction, which is a job hint.
+    _fragment("workers", reads.workers_context, HOST, JOB, PARTITION, build=workers_units),
+    _fragment("keys", _plain(reads.keys_context), HOST, JOB, PARTITION),
     _fragment("failures", _plain(reads.failures_context), JOB, PARTITION),
     # Hosts and workers come and go rarely; the stream's periodic full pass picks them up.
-    _fragment("taskstream", reads.taskstream_context, PARTITION, build=taskstream_units),
+    _fragment("taskstream", reads.taskstream_context, JOB, PARTITION, build=taskstream_units),
 ]})
 ALL = frozenset(REGISTRY)
 

@@ -119,7 +119,8 @@ def _make_cell(job_pk: int, job_id: str, part: tuple[Any, ...], now: datetime) -
 def _make_head(pk: int, job_id: str, kind: str, state: str, since: datetime | None, done: int, total: int,
                now: datetime) -> _Made:
     return _made(f"pipelines/{pk}/head", f"job-{pk}-head",
-                 f' class="pipeline-head" data-version="{VERSION_TOKEN}">'
+                 f' class="pipeline-head" data-version="{VERSION_TOKEN}" data-kind="{_esc(kind)}" '
+                 f'data-job-state="{_esc(state)}" data-done="{done}" data-total="{total}">'
                  f'<a class="job-id" href="{_esc(reverse("console-job", args=[job_id]))}">{_esc(job_id)}</a> '
                  f'<span class="kind">{_esc(kind)}</span> <span class="state">{_esc(state)}</span> '
                  f'{_TICK if since is not None else tick(None, now, css="elapsed tick")} '

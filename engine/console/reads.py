@@ -120,8 +120,9 @@ def counters_context(now: datetime) -> dict[str, Any]:
     for kind, state, n in _JOB_COUNTS.rows():
         table.setdefault(kind, {})[state] = n
     states = [JobState.QUEUED, JobState.RUNNING, JobState.DONE, JobState.FAILED, JobState.CANCELLED]
-    rows = [{"kind": kind, "cells": [by_state.get(s, 0) for s in states]} for kind, by_state in sorted(table.items())]
-    totals = [sum(r["cells"][i] for r in rows) for i in range(len(states))]
+    rows = [{"kind": kind, "cells": [(str(s), by_state.get(s, 0)) for s in states]}
+            for kind, by_state in sorted(table.items())]
+    totals = [(str(s), sum(r["cells"][i][1] for r in rows)) for i, s in enumerate(states)]
     pending = unclaimed_partitions()
     return {"states": [str(s) for s in states], "rows": rows, "totals": totals,
             "queue_depth": table and sum(by.get(JobState.QUEUED, 0) for by in table.values()) or 0,

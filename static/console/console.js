@@ -21,10 +21,17 @@
     return Math.floor(m / 60) + "h " + String(m % 60).padStart(2, "0") + "m";
   }
 
+  // The longest age shown for each start: a re-measured skew (network jitter) must not make a
+  // duration step back.
+  var shown = new Map();
+
   function tick() {
     var now = Date.now() + skew;
+    if (shown.size > 5000) { shown.clear(); }
     document.querySelectorAll("[data-started-at]").forEach(function (el) {
-      var age = now - Number(el.dataset.startedAt);
+      var key = el.dataset.startedAt + "|" + (el.dataset.suffix || "");
+      var age = Math.max(now - Number(el.dataset.startedAt), shown.get(key) || 0);
+      shown.set(key, age);
       el.textContent = fmt(age) + (el.dataset.suffix || "");
       if (el.dataset.staleAfter) { // a heartbeat going quiet flags its host before the next flush
         var host = el.closest(".host");

@@ -47,49 +47,119 @@ SAMPLE_JS = """() => {
   return {cards, cells, ticks, stamps, live: document.body.classList.contains('live')};
 }"""
 
-# On every animation frame: each card and cell must carry its state in its class, its data-state
-# and (cards) its text at once (a swap that settles attributes later shows the old class under
-# the new text for a frame or two), and cards, cells and the synthesis count must agree.
+# On every animation frame, every panel against every other: each card and cell carries its
+# state in its class, its data-state and (cards) its text at once; cards vs cells; pipeline
+# heads ("k/n done", job state) vs their cells; the counters per kind vs the pipelines; the
+# pending and reserving figures vs the cells; synthesis active vs cells and ≤ its max; memory
+# owners and key chips vs the claimed cells; gauges ≤ 100 %; ticking durations never going back.
 FRAME_WATCH_JS = """() => {
-  window.__frames = 0; window.__torn = [];
+  window.__frames = 0; window.__torn = []; window.__checks = {};
+  const torn = (...what) => { if (window.__torn.length < 20) window.__torn.push(what); };
+  const seen = (name) => { window.__checks[name] = (window.__checks[name] || 0) + 1; };
+  const HOLDING = new Set(['synthesizing', 'synth_done', 'gpu', 'finalizing']);
+  const CLAIMED = new Set(['reserving', ...HOLDING]);
+  const ticks = new Map();
+  const ms = (text) => {
+    let m = /^(\\d+)ms/.exec(text); if (m) return Number(m[1]);
+    m = /^([\\d.]+)s/.exec(text); if (m) return Number(m[1]) * 1000;
+    m = /^(\\d+)m (\\d+)s/.exec(text); if (m) return (Number(m[1]) * 60 + Number(m[2])) * 1000;
+    m = /^(\\d+)h (\\d+)m/.exec(text); if (m) return (Number(m[1]) * 60 + Number(m[2])) * 60000;
+    return null;
+  };
   const check = () => {
     window.__frames++;
     document.querySelectorAll('#frag-workers [data-worker], .cell[data-partition]').forEach(el => {
       const state = el.dataset.state;
       const proving = el.dataset.worker !== undefined && /proving P\\d+/.test(el.textContent);
       if (!el.classList.contains(state) || (el.dataset.worker !== undefined && proving !== (state === 'proving'))) {
-        if (window.__torn.length < 20) window.__torn.push([el.id, el.className, state, el.textContent.slice(0, 60)]);
+        torn('class', el.id, el.className, state, el.textContent.slice(0, 60));
       }
     });
-    // Cards, cells and the synthesis count must agree on every frame: the stream sends every
-    // unit a snapshot changed in one frame, and htmx swaps a frame's units in one task.
     const cells = {};
-    document.querySelectorAll('.cell[data-partition]').forEach(c => { cells[c.dataset.partition] = c.dataset.state; });
+    const byState = {};
+    document.querySelectorAll('.cell[data-partition]').forEach(c => {
+      cells[c.dataset.partition] = c.dataset.state;
+      byState[c.dataset.state] = (byState[c.dataset.state] || 0) + 1;
+    });
+    // cards vs cells
     const proving = new Set();
     document.querySelectorAll('#frag-workers [data-worker][data-state="proving"]').forEach(card => {
       card.dataset.partition.split(' ').filter(Boolean).forEach(p => {
         proving.add(p);
-        if (p in cells && cells[p] !== 'gpu' && window.__torn.length < 20) window.__torn.push(['card', p, cells[p]]);
+        if (p in cells && cells[p] !== 'gpu') torn('card', p, cells[p]);
       });
     });
-    Object.entries(cells).forEach(([p, state]) => {
-      if (state === 'gpu' && !proving.has(p) && window.__torn.length < 20) window.__torn.push(['cell', p, 'no card']);
+    Object.entries(cells).forEach(([p, state]) => { if (state === 'gpu' && !proving.has(p)) torn('cell', p, 'no card'); });
+    // pipeline heads vs their cells; a queued job has no claimed cell
+    const pipes = [...document.querySelectorAll('#frag-pipelines .pipeline[data-job]')].map(pipe => {
+      const head = pipe.querySelector('.pipeline-head');
+      const states = [...pipe.querySelectorAll('.cell[data-partition]')].map(c => c.dataset.state);
+      const job = {id: pipe.dataset.job, kind: head.dataset.kind, state: head.dataset.jobState, states};
+      const done = states.filter(s => s === 'done').length;
+      if (Number(head.dataset.done) !== done || Number(head.dataset.total) !== states.length) {
+        torn('head', job.id, head.dataset.done + '/' + head.dataset.total, done + '/' + states.length);
+      }
+      if (job.state === 'queued' && states.some(s => s !== 'pending')) torn('queued', job.id, states.join(','));
+      seen('heads');
+      return job;
     });
-    // A worker proving a kind holds that kind's key: its host's chip for it says "in use".
-    document.querySelectorAll('#frag-workers [data-worker][data-state="proving"]').forEach(card => {
-      card.dataset.kinds.split(' ').filter(Boolean).forEach(kind => {
-        const chips = [...document.querySelectorAll('#frag-keys .chip[data-circuit]')].filter(
-            c => c.dataset.host === card.dataset.host && c.dataset.circuit.split('/')[0] === kind);
-        if (!chips.some(c => c.dataset.state === 'in use') && window.__torn.length < 20) {
-          window.__torn.push(['key', card.dataset.worker, kind, chips.map(c => c.dataset.state).join(',')]);
-        }
+    // counters per kind (and all) vs the pipelines
+    document.querySelectorAll('#frag-counters tr[data-kind]').forEach(row => {
+      ['queued', 'running'].forEach(state => {
+        const shown = Number(row.querySelector('td[data-state="' + state + '"]').textContent);
+        const kind = row.dataset.kind;
+        const piped = pipes.filter(p => p.state === state && (kind === 'all' || p.kind === kind)).length;
+        if (shown !== piped) torn('counter', kind, state, shown, piped);
       });
+      seen('counters');
     });
+    // pending and reserving figures vs cells
+    const pending = byState.pending || 0;
+    document.querySelectorAll('[data-synthesis-pending], [data-pending-partitions]').forEach(el => {
+      if (Number(el.textContent) !== pending) torn('pending', el.outerHTML.slice(0, 50), el.textContent, pending);
+      seen('pending');
+    });
+    // synthesis active vs cells, and within its max
     const active = document.querySelector('[data-synthesis-active]');
-    const synthesizing = Object.values(cells).filter(s => s === 'synthesizing').length;
-    if (active && Number(active.textContent) !== synthesizing && window.__torn.length < 20) {
-      window.__torn.push(['synthesis', active.textContent, synthesizing]);
+    const most = document.querySelector('[data-synthesis-max]');
+    if (active && Number(active.textContent) !== (byState.synthesizing || 0)) {
+      torn('synthesis', active.textContent, byState.synthesizing || 0);
     }
+    if (active && most && Number(active.textContent) > Number(most.textContent)) {
+      torn('synthesis-max', active.textContent, most.textContent);
+    }
+    // memory owners vs the jobs holding memory, both ways (one host: the embedded default)
+    const holders = new Set(pipes.filter(p => p.states.some(s => HOLDING.has(s))).map(p => p.kind + ' ' + p.id));
+    const owners = new Set([...document.querySelectorAll('#frag-memory .gauge-row[data-host] .seg[data-owner]')]
+        .map(seg => seg.dataset.owner).filter(o => !o.startsWith('key:')));
+    owners.forEach(o => { if (!holders.has(o)) torn('memory-owner', o, 'holds no partition'); });
+    holders.forEach(h => { if (!owners.has(h)) torn('memory-holder', h, 'not in the memory panel'); });
+    seen('memory');
+    // key chips: in use exactly while a claimed cell of its kind is on the page
+    document.querySelectorAll('#frag-keys .chip[data-circuit]').forEach(chip => {
+      const kind = chip.dataset.circuit.split('/')[0];
+      const users = pipes.filter(p => p.kind === kind).reduce((n, p) => n + p.states.filter(s => CLAIMED.has(s)).length, 0);
+      if (Number(chip.dataset.users) !== users || (chip.dataset.state === 'in use') !== (users > 0)) {
+        torn('key', chip.dataset.circuit, chip.dataset.state, chip.dataset.users, users);
+      }
+      seen('keys');
+    });
+    // gauges within 100 %
+    document.querySelectorAll('.gauge .fill, .gauge .seg').forEach(el => {
+      if (parseFloat(el.style.width) > 100.05) torn('gauge', el.parentElement.className, el.style.width);
+    });
+    const total = [...document.querySelectorAll('#frag-memory .gauge.split')].map(
+        g => [...g.querySelectorAll('.seg')].reduce((n, s) => n + parseFloat(s.style.width), 0));
+    total.forEach(t => { if (t > 100.05) torn('gauge-split', t); });
+    // ticking durations never go back
+    document.querySelectorAll('[data-started-at]').forEach(el => {
+      const key = (el.closest('[id]') || {}).id + '|' + el.dataset.startedAt + '|' + (el.dataset.suffix || '');
+      const now = ms(el.textContent);
+      if (now === null) return;
+      const before = ticks.get(key);
+      if (before !== undefined && now < before) torn('tick', key, before, now);
+      ticks.set(key, Math.max(now, before || 0));
+    });
     requestAnimationFrame(check);
   };
   requestAnimationFrame(check);
@@ -200,25 +270,61 @@ def signed_in_page(server: dict[str, Any], path: str = "") -> Iterator[Any]:
             browser.close()
 
 
+# Cancel the running jobs with the most unfinished cells, as an operator does from the
+# console (its cancel form's POST, with the page's CSRF token).
+CANCEL_JS = """async (n) => {
+  const token = document.querySelector('input[name=csrfmiddlewaretoken]').value;
+  const running = [...document.querySelectorAll('#frag-pipelines .pipeline[data-job]')]
+      .filter(p => p.querySelector('.pipeline-head').dataset.jobState === 'running')
+      .sort((a, b) => b.querySelectorAll('.cell:not(.done)').length - a.querySelectorAll('.cell:not(.done)').length);
+  const asked = [];
+  for (const p of running.slice(0, n)) {
+    const body = new URLSearchParams({csrfmiddlewaretoken: token, next: '/'});
+    await fetch('/jobs/' + encodeURIComponent(p.dataset.job) + '/cancel', {method: 'POST', body, redirect: 'manual'});
+    asked.push(p.dataset.job);
+  }
+  return asked;
+}"""
+
+
+def cancelled_jobs(server: dict[str, Any], job_ids: list[str]) -> list[str]:
+    db = sqlite3.connect(f"file:{server['database']}?mode=ro", uri=True, timeout=5)
+    try:
+        return [row[0] for row in db.execute(
+            f"SELECT job_id FROM engine_proofjob WHERE state = 'cancelled' AND job_id IN ({','.join('?' * len(job_ids))})",
+            job_ids)]
+    finally:
+        db.close()
+
+
+WATCH_SECONDS = 30
+
+
 def test_the_console_goes_live_and_agrees_with_the_records(embedded_server: dict[str, Any]) -> None:
     poller = RecordsPoller(embedded_server["database"])
     samples: list[dict[str, Any]] = []
+    cancelled: list[str] = []
     with signed_in_page(embedded_server) as page:
         poller.start()
         try:
             page.wait_for_function("document.body.classList.contains('live')", timeout=30_000)
             page.evaluate(FRAME_WATCH_JS)
-            deadline = time.monotonic() + 120
+            started = time.monotonic()
+            deadline = started + 120
             screenshot_taken = False
             while time.monotonic() < deadline:
                 samples.append(page.evaluate(SAMPLE_JS))
                 if not screenshot_taken and any(card[1] == "proving" for card in samples[-1]["cards"]):
                     shoot(page)
                     screenshot_taken = True
-                if screenshot_taken and seen_enough(samples, poller):
+                if len(cancelled) < 2 and time.monotonic() - started > 5:
+                    asked = page.evaluate(CANCEL_JS, 2 - len(cancelled))
+                    cancelled += cancelled_jobs(embedded_server, asked) if asked else []
+                watched = time.monotonic() - started >= WATCH_SECONDS
+                if watched and screenshot_taken and seen_enough(samples, poller):
                     break
                 time.sleep(0.1)
-            frames, torn = page.evaluate("() => [window.__frames, window.__torn]")
+            frames, torn, checks = page.evaluate("() => [window.__frames, window.__torn, window.__checks]")
             if not screenshot_taken:
                 shoot(page)
         finally:
@@ -228,6 +334,9 @@ def test_the_console_goes_live_and_agrees_with_the_records(embedded_server: dict
     assert all(s["live"] for s in samples), "the stream dropped during the run"
     assert frames > 100, f"only {frames} animation frames were watched"
     assert not torn, f"the page contradicted itself on an animation frame: {torn[:3]}"
+    assert len(cancelled) == 2, f"two running jobs should have been cancelled mid-run, got {cancelled}"
+    for panel in ("heads", "counters", "pending", "memory", "keys"):
+        assert checks.get(panel), f"no frame had {panel} to check: {checks}"
     inexact = [v for s in samples for v in s["stamps"] if v.endswith("+")]
     assert not inexact, f"frames carried inexact stamps: {inexact[:3]}"
     first_cells = samples[0]["cells"]
