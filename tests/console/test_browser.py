@@ -19,7 +19,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -191,39 +192,87 @@ def wait_for_port(port: int, server: subprocess.Popen[str], seconds: float = 60)
     raise AssertionError("runengine did not start listening")
 
 
-class RecordsPoller(threading.Thread):
-    """Reads (version, proving workers) from the records in read snapshots, as often as it can."""
+@dataclass(frozen=True)
+class Records:
+    """Where the server under test keeps its records: a SQLite file, or a PostgreSQL database
+    made for the test. Reads run in read-only snapshots of their own."""
 
-    def __init__(self, database: Path) -> None:
-        super().__init__(daemon=True)
-        self.database = database
-        self.states: dict[int, frozenset[tuple[str, str]]] = {}
-        self.stop = threading.Event()
+    sqlite: Path | None = None
+    postgres: str | None = None
 
-    def run(self) -> None:
-        db = sqlite3.connect(f"file:{self.database}?mode=ro", uri=True, isolation_level=None, timeout=5)
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]]:
+        if self.sqlite is not None:
+            db = sqlite3.connect(f"file:{self.sqlite}?mode=ro", uri=True, isolation_level=None, timeout=5)
+            begin, mark = "BEGIN", "?"
+        else:
+            import psycopg
+
+            db = psycopg.connect(self.postgres, autocommit=True)
+            begin, mark = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "%s"
         try:
-            while not self.stop.is_set():
-                try:
-                    db.execute("BEGIN")
-                    row = db.execute("SELECT value FROM engine_statusclock ORDER BY id LIMIT 1").fetchone()
-                    proving = frozenset(db.execute(GPU_NOW).fetchall())
-                    db.execute("COMMIT")
-                except sqlite3.OperationalError:
-                    continue
-                if row is not None:
-                    self.states[int(row[0])] = proving
-                time.sleep(0.01)
+            db.execute(begin)
+            yield lambda query, params=(): list(db.execute(query.replace("?", mark), tuple(params)).fetchall())
+            db.execute("COMMIT")
         finally:
             db.close()
 
 
+class RecordsPoller(threading.Thread):
+    """Reads (version, proving workers) from the records in read snapshots, as often as it can."""
+
+    def __init__(self, records: Records) -> None:
+        super().__init__(daemon=True)
+        self.records = records
+        self.states: dict[int, frozenset[tuple[str, str]]] = {}
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                with self.records.snapshot() as read:
+                    row = read("SELECT value FROM engine_statusclock ORDER BY id LIMIT 1")
+                    proving = frozenset(tuple(r) for r in read(GPU_NOW))
+            except sqlite3.OperationalError:
+                continue
+            if row:
+                self.states[int(row[0][0])] = proving
+            time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def records_for(database: str, tmp_path: Path) -> Iterator[Records]:
+    """A SQLite file in tmp_path, or a fresh PostgreSQL database dropped afterwards."""
+    if database == "sqlite":
+        yield Records(sqlite=tmp_path / "provingsite.sqlite3")
+        return
+    from tests.farm.harness import _admin_execute, _db_url, drop_database, postgres_available
+
+    reachable, reason = postgres_available()
+    require_service(reachable, reason)
+    from psycopg import sql
+
+    name = f"browser_{os.getpid()}_{int(time.time() * 1000) % 10**9}"
+    _admin_execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield Records(postgres=_db_url(name))
+    finally:
+        drop_database(name)
+
+
 @pytest.fixture
-def embedded_server(tmp_path: Path) -> Iterator[dict[str, Any]]:
+def embedded_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    with records_for(getattr(request, "param", "sqlite"), tmp_path) as records:
+        yield from _serve(tmp_path, records)
+
+
+def _serve(tmp_path: Path, records: Records) -> Iterator[dict[str, Any]]:
     env = {**os.environ, "PROVINGSITE_DATA_DIR": str(tmp_path), "PROVINGSITE_DEVICES": "cpu",
            "PROVINGSITE_SCALE": "tiny", "DJANGO_SETTINGS_MODULE": "provingsite.settings"}
     env.pop("DATABASE_URL", None)
     env.pop("REDIS_URL", None)
+    if records.postgres:
+        env["DATABASE_URL"] = records.postgres
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--verbosity", "0"], env=env, cwd=ROOT, check=True, timeout=120)
     login = subprocess.run([*manage, "shell", "-c", (
@@ -242,7 +291,7 @@ def embedded_server(tmp_path: Path) -> Iterator[dict[str, Any]]:
     try:
         wait_for_port(port, server)
         yield {"url": f"http://127.0.0.1:{port}/", "session": login.stdout.strip().splitlines()[-1],
-               "database": tmp_path / "provingsite.sqlite3"}
+               "records": records}
     finally:
         server.terminate()
         try:
@@ -288,20 +337,19 @@ CANCEL_JS = """async (n) => {
 
 
 def cancelled_jobs(server: dict[str, Any], job_ids: list[str]) -> list[str]:
-    db = sqlite3.connect(f"file:{server['database']}?mode=ro", uri=True, timeout=5)
-    try:
-        return [row[0] for row in db.execute(
+    with server["records"].snapshot() as read:
+        return [row[0] for row in read(
             f"SELECT job_id FROM engine_proofjob WHERE state = 'cancelled' AND job_id IN ({','.join('?' * len(job_ids))})",
             job_ids)]
-    finally:
-        db.close()
 
 
 WATCH_SECONDS = 30
 
 
+# The same on the embedded default and on PostgreSQL: the snapshot rules differ between them.
+@pytest.mark.parametrize("embedded_server", ["sqlite", "postgresql"], indirect=True)
 def test_the_console_goes_live_and_agrees_with_the_records(embedded_server: dict[str, Any]) -> None:
-    poller = RecordsPoller(embedded_server["database"])
+    poller = RecordsPoller(embedded_server["records"])
     samples: list[dict[str, Any]] = []
     cancelled: list[str] = []
     with signed_in_page(embedded_server) as page:
@@ -415,8 +463,8 @@ def test_the_job_page_goes_live_and_shows_the_proof_links_when_done_without_a_re
         embedded_server: dict[str, Any]) -> None:
     from urllib.parse import quote
 
-    with sqlite3.connect(f"file:{embedded_server['database']}?mode=ro", uri=True, timeout=5) as db:
-        row = db.execute(LAST_QUEUED).fetchone()
+    with embedded_server["records"].snapshot() as read:
+        row = (read(LAST_QUEUED) or [None])[0]
     assert row, "the demo jobs were all proved before the page could be opened"
     samples: list[dict[str, Any]] = []
     with signed_in_page(embedded_server, f"jobs/{quote(row[0])}") as page:
