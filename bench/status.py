@@ -107,7 +107,8 @@ def old_reader() -> dict[str, Any]:
     """The reader before one_snapshot: independent statements, retried while the clock moves."""
     from django.utils import timezone
 
-    from engine.status.farm import _current_version, _read
+    from engine.status.farm import _read
+    from engine.status.records import current_version as _current_version
 
     for _ in range(5):
         before = _current_version()

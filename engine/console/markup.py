@@ -97,7 +97,7 @@ _MEMO = _Memo()
 def _make_cell(job_pk: int, job_id: str, part: tuple[Any, ...], now: datetime) -> _Made:
     """One partition cell: finished phases with the server's final figures, the running phase
     with its authoritative start so the browser can tick it."""
-    _, index, state, synth_started, synth_finished, gpu_started, gpu_finished = part
+    _, index, state, synth_started, synth_finished, gpu_started, gpu_finished = part[:7]
     lines: list[str] = []
     ticking: tuple[datetime, str, str] | None = None
     for started, finished, live_state, suffix in (
@@ -132,7 +132,7 @@ def pipelines_units(fragment: Fragment, context: dict[str, Any], now: datetime) 
     units: list[Unit] = []
     rows_html: list[str] = []
     kept, used = _MEMO.pass_()
-    for pk, job_id, kind, state, started, submitted, total in context["chosen"]:
+    for pk, job_id, kind, state, _, started, submitted, total in context["chosen"]:
         parts = context["parts"].get(pk, [])
         cells = []
         for part in parts:

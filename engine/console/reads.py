@@ -17,10 +17,10 @@ from django.db.models import Count
 from engine.console.style import level, owner_colour
 from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
-from engine.models import Partition, ProofJob, StatusClock, Worker
-from engine.states import JOB_ACTIVE, JobState, PartitionState
-from engine.status import utilisation
-from engine.status.farm import HostRow, host_rows, stale_after_seconds
+from engine.models import Partition, ProofJob, Worker
+from engine.states import JobState, PartitionState
+from engine.status import records, utilisation
+from engine.status.farm import stale_after_seconds
 from engine.status.holdings import Holdings, holdings
 from engine.status.host_report import devices_of
 from engine.status.prepared import Prepared
@@ -31,18 +31,10 @@ TASK_STREAM_SECONDS = utilisation.WINDOW_SECONDS
 TASK_STREAM_STEP_S = 5
 RECENT_FAILURES = 8
 
-_VERSION = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("value")[:1])
-
-
-def current_version() -> int:
-    """The status clock: the version of the newest record, read inside the pass's snapshot."""
-    return int(_VERSION.value(default=0) or 0)
-
-
 def hosts_context(now: datetime) -> dict[str, Any]:
     stale_s = stale_after_seconds()
     rows = []
-    for host in host_rows():
+    for host in records.host_rows():
         age = (now - host.heartbeat_at).total_seconds() if host.heartbeat_at else None
         rows.append({
             "host": host,
@@ -60,7 +52,7 @@ def memory_context(now: datetime) -> dict[str, Any]:
     hosts = []
     farm_used = farm_budget = 0
     held = holdings_of_live()
-    for host in live_hosts():
+    for host in records.live_hosts():
         budget, owned = held[host.pk].budget, held[host.pk].by_owner
         used = sum(owned.values())
         farm_used += used
@@ -79,7 +71,7 @@ def memory_context(now: datetime) -> dict[str, Any]:
 
 def devices_context(now: datetime) -> dict[str, Any]:
     devices = []
-    for host in live_hosts():
+    for host in records.live_hosts():
         for report in devices_of(host.devices):
             total = report.memory_total_bytes
             if not total:  # the CPU backend's slot has no device memory to show
@@ -95,13 +87,9 @@ def devices_context(now: datetime) -> dict[str, Any]:
     return {"devices": devices}
 
 
-def live_hosts() -> list[HostRow]:
-    return [host for host in host_rows() if host.stopped_at is None]
-
-
 def holdings_of_live() -> dict[int, Holdings]:
     """What every live host holds, derived from this snapshot's rows (engine.status.holdings)."""
-    return holdings(live_hosts())
+    return holdings(records.live_hosts())
 
 
 def synthesis_context(now: datetime) -> dict[str, Any]:
@@ -109,21 +97,20 @@ def synthesis_context(now: datetime) -> dict[str, Any]:
     # same snapshot: a host's own counter would lag its partitions and contradict the cells.
     held = holdings_of_live()
     hosts = [{"name": h.name, "synthesis_active": held[h.pk].count(PartitionState.SYNTHESIZING),
-              "synthesis_max": h.synthesis_max} for h in live_hosts()]
+              "synthesis_max": h.synthesis_max} for h in records.live_hosts()]
     return {"hosts": hosts, "active": sum(h["synthesis_active"] for h in hosts),
             "max": sum(h["synthesis_max"] for h in hosts)}
 
 
-_JOB_COUNTS = Prepared(lambda: ProofJob.objects.values_list("kind", "state").annotate(n=Count("pk")).order_by("kind"))
 def counters_context(now: datetime) -> dict[str, Any]:
     table: dict[str, dict[str, int]] = {}
-    for kind, state, n in _JOB_COUNTS.rows():
-        table.setdefault(kind, {})[state] = n
+    for _, kind, state, n in records.JOB_COUNTS.rows():  # summed over the hosts
+        table.setdefault(kind, {})[state] = table.get(kind, {}).get(state, 0) + n
     states = [JobState.QUEUED, JobState.RUNNING, JobState.DONE, JobState.FAILED, JobState.CANCELLED]
     rows = [{"kind": kind, "cells": [(str(s), by_state.get(s, 0)) for s in states]}
             for kind, by_state in sorted(table.items())]
     totals = [(str(s), sum(r["cells"][i][1] for r in rows)) for i, s in enumerate(states)]
-    pending = unclaimed_partitions()
+    pending = records.unclaimed_partitions()
     return {"states": [str(s) for s in states], "rows": rows, "totals": totals,
             "queue_depth": table and sum(by.get(JobState.QUEUED, 0) for by in table.values()) or 0,
             "pending_partitions": pending}
@@ -134,7 +121,7 @@ def keys_context(now: datetime) -> dict[str, Any]:
     held = holdings_of_live()
     chips = [{"host": host.name, "circuit": key.circuit_id, "size": fmt_bytes(key.bytes), "users": key.users,
               "state": "in use" if key.users else "evictable"}
-             for host in live_hosts() for key in held[host.pk].keys]
+             for host in records.live_hosts() for key in held[host.pk].keys]
     return {"chips": chips}
 
 
@@ -154,56 +141,34 @@ def failures_context(now: datetime) -> dict[str, Any]:
 # ---- what a pass reads, and what it yields ------------------------------------------------
 
 
-_JOB_FIELDS = ("pk", "job_id", "kind", "state", "started_at", "submitted_at", "num_partitions")
-_CELL_FIELDS = ("job", "index", "state", "synth_started_at", "synth_finished_at", "gpu_started_at", "gpu_finished_at")
-
-
-_ACTIVE_JOBS = Prepared(lambda: ProofJob.objects.filter(state__in=JOB_ACTIVE)
-                        .order_by("priority", "submitted_at", "pk").values_list(*_JOB_FIELDS))
-# Every active partition, in one fixed query: cheaper than compiling an IN list of the hinted
-# jobs each pass. Only the hinted jobs' rows are built and compared.
-_ACTIVE_CELLS = Prepared(lambda: Partition.objects.filter(job__state__in=JOB_ACTIVE).order_by("job", "index")
-                         .values_list(*_CELL_FIELDS))
-
-
 def pipelines_context(now: datetime, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
     """Which jobs are active (the panel's shape), and the rows of the wanted ones: every row
     when the shape moved since the caller's last pass."""
-    jobs = _ACTIVE_JOBS.rows()
+    jobs = records.ACTIVE_JOBS.rows()
     shape = digest(repr([(job[0], job[1]) for job in jobs]))
     everything = jobs_wanted is None or known.get("pipelines") != shape
     chosen = jobs if everything else [job for job in jobs if job[1] in jobs_wanted]
     parts: dict[int, list[tuple[Any, ...]]] = {}
     if chosen:
-        for row in _ACTIVE_CELLS.rows():
+        for row in records.ACTIVE_PARTS.rows():
             parts.setdefault(row[0], []).append(row)
     return {"jobs": jobs, "shape": shape, "everything": everything, "chosen": chosen, "parts": parts}
 
 
 
-_WORKER_FIELDS = ("pk", "ordinal", "device", "host__name", "host__backend")
-
-
-_LIVE_WORKERS = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True)
-                         .order_by("host__name", "device", "ordinal").values_list(*_WORKER_FIELDS, "host__started_at"))
-_ON_GPU = Prepared(lambda: Partition.objects.filter(state=PartitionState.GPU, worker__isnull=False)
-                   .order_by("gpu_started_at", "pk")
-                   .values_list("worker", "index", "job__job_id", "job__kind", "gpu_started_at"))
-
-
 def workers_context(now: datetime, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
     # A worker's card is derived from the partitions on the GPU; there is no busy flag.
     proving: dict[int, list[tuple[Any, ...]]] = {}
-    for row in _ON_GPU.rows():
+    for row in records.ON_GPU.rows():
         proving.setdefault(row[0], []).append(row)
-    return {"workers": _LIVE_WORKERS.rows(), "proving": proving}
+    return {"workers": records.LIVE_WORKERS.rows(), "proving": proving}
 
 
 
 def taskstream_context(now: datetime, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
     """A lane per GPU worker over the last minutes, a bar per partition's GPU phase, so idle
     GPU time shows as gaps; the phases are utilisation's, which /status reads too."""
-    return {"workers": _LIVE_WORKERS.rows(), "bars": utilisation.phases_by_worker(now)}
+    return {"workers": records.LIVE_WORKERS.rows(), "bars": utilisation.phases_by_worker(now)}
 
 
 # ---- why synthesis is not running more ----------------------------------------------------
@@ -228,15 +193,8 @@ def throttle_reason(host: dict[str, Any], unclaimed: int) -> str:
     return ""
 
 
-_UNCLAIMED = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
-                      .values("state").annotate(n=Count("pk")).values_list("n"))
 _WORKERS_PER_HOST = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True).values("host_id")
                              .annotate(n=Count("pk")).values_list("host_id", "n").order_by())
-
-
-def unclaimed_partitions() -> int:
-    """Pending partitions of active jobs: pending means unclaimed, and only that."""
-    return int(_UNCLAIMED.value(default=0))
 
 
 def synthesis_reasons_context(now: datetime) -> dict[str, Any]:
@@ -245,8 +203,8 @@ def synthesis_reasons_context(now: datetime) -> dict[str, Any]:
     context = synthesis_context(now)
     held = holdings_of_live()
     workers = dict(_WORKERS_PER_HOST.rows())
-    unclaimed = unclaimed_partitions()
-    for host, row in zip(context["hosts"], live_hosts(), strict=True):
+    unclaimed = records.unclaimed_partitions()
+    for host, row in zip(context["hosts"], records.live_hosts(), strict=True):
         mine = held[row.pk]
         host.update(draining=row.draining, workers=workers.get(row.pk, 0),
                     reserving=mine.count(PartitionState.RESERVING), synth_done=mine.count(PartitionState.SYNTH_DONE),

@@ -13,11 +13,11 @@ from datetime import datetime
 from django.utils import timezone
 
 from engine.console.fragments import ALL, HOST, JOB, PARTITION, REGISTRY, Want, scope_names
-from engine.console.reads import current_version
 from engine.console.units import OOB_ATTR, VERSION_TOKEN, Unit
 from engine.format import epoch_ms
 from engine.models import EngineHost, Partition, ProofJob
 from engine.status.read import collection_deferred, one_snapshot
+from engine.status.records import current_version
 
 
 @dataclass

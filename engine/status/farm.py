@@ -19,17 +19,15 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count
 from django.utils import timezone
 
 from engine.format import ms_between
-from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
-from engine.states import JOB_ACTIVE, JobState, PartitionState
-from engine.status import utilisation
+from engine.states import JobState, PartitionState
+from engine.status import records, utilisation
 from engine.status.holdings import Holdings, holdings
 from engine.status.host_report import DeviceReport, devices_of
-from engine.status.prepared import Prepared
 from engine.status.read import collection_deferred, one_snapshot
+from engine.status.records import HostRow
 
 P = PartitionState
 
@@ -42,38 +40,6 @@ def stale_after_seconds() -> float:
 
 def _secs(start: datetime | None, end: datetime | None) -> float | None:
     return round((end - start).total_seconds(), 3) if start and end else None
-
-
-def _current_version() -> int:
-    return int(_VERSION.value(default=0) or 0)
-
-
-# ---- the reads (compiled once: engine.status.prepared) ----------------------------------
-
-_VERSION = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("value")[:1])
-_HOSTS = Prepared(lambda: EngineHost.objects.order_by("name").values_list(
-    "pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes", "memory_total_bytes",
-    "synthesis_max", "devices", "key_cache", "draining"))
-_LIVE_WORKERS = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True)
-                         .order_by("host__name", "device", "ordinal")
-                         .values_list("pk", "host__name", "device", "ordinal", "host__started_at"))
-_ACTIVE_JOBS = Prepared(lambda: ProofJob.objects.filter(state__in=JOB_ACTIVE).order_by("priority", "submitted_at", "pk")
-                        .values_list("pk", "job_id", "kind", "state", "priority", "started_at", "submitted_at",
-                                     "num_partitions"))
-# Partition columns /status shows, read as plain rows: model instances were most of a read's cost.
-_ACTIVE_PARTS = Prepared(lambda: Partition.objects.filter(job__state__in=JOB_ACTIVE).order_by("job_id", "index")
-                         .values_list("job_id", "index", "state", "synth_started_at", "synth_finished_at",
-                                      "gpu_started_at", "gpu_finished_at", "host__name", "worker__ordinal", "attempt"))
-# Derived state: the partitions in `gpu` that name a live worker, nothing else.
-_ON_GPU = Prepared(lambda: Partition.objects.filter(state=PartitionState.GPU, worker__host__stopped_at__isnull=True)
-                   .order_by("gpu_started_at", "pk")
-                   .values_list("worker_id", "index", "gpu_started_at", "job__job_id", "job__kind"))
-# The counters of the farm and of every host, from one grouped read each. Pending partitions
-# are unclaimed ones (a claimed one is `reserving`), counted by their job's host.
-_JOB_COUNTS = Prepared(lambda: ProofJob.objects.values("host_id", "kind", "state").annotate(n=Count("pk"))
-                       .values_list("host_id", "kind", "state", "n").order_by())
-_PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
-                    .values("job__host_id").annotate(n=Count("pk")).values_list("job__host_id", "n").order_by())
 
 
 # ---- pieces --------------------------------------------------------------------------
@@ -104,23 +70,6 @@ def _device(report: DeviceReport, backend: str) -> dict[str, Any]:
     }
 
 
-class HostRow:
-    """A host's row as the readers show it: plain values, not a model instance (the console's
-    templates read ``name`` and ``backend`` as they would a model's)."""
-
-    __slots__ = ("pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes",
-                 "memory_total_bytes", "synthesis_max", "devices", "key_cache", "draining")
-
-    def __init__(self, row: tuple[Any, ...]) -> None:
-        for name, value in zip(self.__slots__, row, strict=True):
-            setattr(self, name, value)
-
-
-def host_rows() -> list[HostRow]:
-    """Every host, by name."""
-    return [HostRow(row) for row in _HOSTS.rows()]
-
-
 def _allocations(hosts: Iterable[HostRow], held: dict[int, Holdings]) -> dict[str, list[dict[str, Any]]]:
     srs = [{
         "host": host.name,
@@ -138,11 +87,11 @@ def _allocations(hosts: Iterable[HostRow], held: dict[int, Holdings]) -> dict[st
 
 def _pipelines(now: datetime) -> list[dict[str, Any]]:
     by_job: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
-    for part in _ACTIVE_PARTS.rows():
+    for part in records.ACTIVE_PARTS.rows():
         by_job[part[0]].append(part)
     synthesizing, gpu, done = PartitionState.SYNTHESIZING, PartitionState.GPU, PartitionState.DONE
     rows = []
-    for pk, job_id, kind, state, priority, started_at, submitted_at, num_partitions in _ACTIVE_JOBS.rows():
+    for pk, job_id, kind, state, priority, started_at, submitted_at, num_partitions in records.ACTIVE_JOBS.rows():
         parts = by_job.get(pk, [])
         cells = []
         for _, index, p_state, synth_started, synth_finished, gpu_started, gpu_finished, host, ordinal, attempt in parts:
@@ -179,14 +128,14 @@ def _gpu_ordinal(device: str) -> int | None:
 
 def _workers(workers: list[tuple[Any, ...]], now: datetime) -> list[dict[str, Any]]:
     on_gpu: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
-    for part in _ON_GPU.rows():
+    for part in records.ON_GPU.rows():
         on_gpu[part[0]].append(part)
     phases = utilisation.phases_by_worker(now)
     rows = []
-    for pk, host, device, ordinal, host_started in workers:
+    for pk, ordinal, device, host, _, host_started in workers:
         parts = on_gpu.get(pk)
         current = parts[0] if parts else None
-        busy_now = _secs(current[2], now) if current else None
+        busy_now = _secs(current[4], now) if current else None
         share = utilisation.utilisation(utilisation.spans_of(phases.get(pk, []), now), utilisation.window_start(now),
                                         now, host_started)
         rows.append({
@@ -197,8 +146,8 @@ def _workers(workers: list[tuple[Any, ...]], now: datetime) -> list[dict[str, An
             "device": device,
             "gpu_ordinal": _gpu_ordinal(device),
             "state": "proving" if current else "idle",
-            "current_job": current[3] if current else None,
-            "current_kind": current[4] if current else None,
+            "current_job": current[2] if current else None,
+            "current_kind": current[3] if current else None,
             "current_partition": current[1] if current else None,
             "busy_secs": busy_now or 0.0,
             "utilisation": round(share, 4),
@@ -228,9 +177,9 @@ def _counts() -> tuple[dict[int | None, dict[str, dict[str, int]]], dict[int | N
     """Jobs by host, kind and state, and pending partitions of active jobs by their job's host:
     one grouped read each, split here for the farm and for every host."""
     jobs: dict[int | None, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
-    for host_id, kind, state, n in _JOB_COUNTS.rows():
+    for host_id, kind, state, n in records.JOB_COUNTS.rows():
         jobs[host_id][kind][state] = n
-    return jobs, dict(_PENDING.rows())
+    return jobs, dict(records.PENDING.rows())
 
 
 def _farm_counts(jobs: dict[int | None, dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
@@ -247,13 +196,13 @@ def _farm_counts(jobs: dict[int | None, dict[str, dict[str, int]]]) -> dict[str,
 
 def _read(now: datetime) -> dict[str, Any]:
     stale_s = stale_after_seconds()
-    hosts = host_rows()
+    hosts = records.host_rows()
     live = [h for h in hosts if h.stopped_at is None]
     pipelines = _pipelines(now)
     # Memory, keys and synthesis are derived from the partition rows in this snapshot, never
     # from a host's own counters.
     held = holdings(hosts)
-    gpu_workers = _workers(_LIVE_WORKERS.rows(), now)
+    gpu_workers = _workers(records.LIVE_WORKERS.rows(), now)
     job_counts, pending = _counts()
 
     per_host = []
@@ -301,6 +250,6 @@ def _read(now: datetime) -> dict[str, Any]:
 def farm_snapshot() -> dict[str, Any]:
     """The status of every host, read in one snapshot at one status version."""
     with collection_deferred(), one_snapshot() as snap:
-        version = _current_version()
+        version = records.current_version()
         body = _read(timezone.now())
     return {"version": version, "consistent": snap.exact, **body}

@@ -12,6 +12,7 @@ chips and the cells read the same rows and cannot disagree.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -21,6 +22,7 @@ from engine.models import Partition
 from engine.states import PARTITION_HOLDING, PARTITION_LIVE, PartitionState
 from engine.status.host_report import keys_of
 from engine.status.prepared import Prepared
+from engine.status.records import HostRow
 
 P = PartitionState
 
@@ -82,8 +84,8 @@ def _users(claimed_by_key: dict[str, int], circuit_id: str) -> int:
     return claimed_by_key.get(circuit_id, 0) + (claimed_by_key.get(short, 0) if short != circuit_id else 0)
 
 
-def holdings(hosts: list) -> dict[int, Holdings]:  # type: ignore[type-arg]
-    """Every host's holdings (``hosts``: status.farm.HostRow), from this snapshot's rows."""
+def holdings(hosts: Iterable[HostRow]) -> dict[int, Holdings]:
+    """Every host's holdings, from this snapshot's rows."""
     owners: dict[int, dict[str, int]] = defaultdict(dict)
     for host_id, kind, job_id, n in _RESERVED.rows():
         owners[host_id][partition_owner(kind, job_id)] = int(n or 0)

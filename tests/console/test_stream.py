@@ -22,6 +22,7 @@ from engine.console import render as rendering
 from engine.console.consumers import GROUP, HUB, EventStreamConsumer
 from engine.states import PartitionState
 from engine.status.host_report import KeyReport
+from engine.status.records import current_version
 from tests.console.conftest import SNAP_ID, Farm, move
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -136,7 +137,7 @@ def test_the_stream_opens_with_every_fragment_retry_and_the_version(farm: Farm, 
             assert stream.status == 200
             assert sorted(first["ids"]) == sorted(f.dom_id for f in fragments.REGISTRY.values())
             assert first["retry"] == Fast.retry_ms
-            assert first["id"] == str(await db(reads.current_version)())
+            assert first["id"] == str(await db(current_version)())
             assert 'id="server-clock"' in first["html"]
     run(scenario)
 

@@ -10,8 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from engine.models import EngineHost
-from engine.status.farm import host_rows
 from engine.status.read import collection_deferred, one_snapshot
+from engine.status.records import host_rows
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,0 +1,85 @@
+"""The one set of queries every view of the farm reads: /status and /metrics (status.farm), the
+console's panels (console.reads), with what hosts hold (status.holdings) and GPU utilisation
+(status.utilisation). Each fact has one query and one filter here, so two panels can never
+count it differently; each is compiled once (status.prepared) and, inside one snapshot, run
+once however many projections read it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count
+
+from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
+from engine.states import JOB_ACTIVE, PartitionState
+from engine.status.prepared import Prepared
+
+VERSION = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("value")[:1])
+
+_HOSTS = Prepared(lambda: EngineHost.objects.order_by("name").values_list(
+    "pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes", "memory_total_bytes",
+    "synthesis_max", "devices", "key_cache", "draining"))
+
+# Workers of running hosts: (pk, ordinal, device, host name, host backend, host started).
+LIVE_WORKERS = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True)
+                        .order_by("host__name", "device", "ordinal")
+                        .values_list("pk", "ordinal", "device", "host__name", "host__backend", "host__started_at"))
+
+# A worker is proving exactly when a partition in `gpu` names it: (worker, index, job id, kind,
+# gpu started), for the workers of running hosts.
+ON_GPU = Prepared(lambda: Partition.objects.filter(state=PartitionState.GPU, worker__host__stopped_at__isnull=True)
+                  .order_by("gpu_started_at", "pk")
+                  .values_list("worker_id", "index", "job__job_id", "job__kind", "gpu_started_at"))
+
+# Active jobs in the order they are served: (pk, job id, kind, state, priority, started,
+# submitted, partitions).
+ACTIVE_JOBS = Prepared(lambda: ProofJob.objects.filter(state__in=JOB_ACTIVE).order_by("priority", "submitted_at", "pk")
+                       .values_list("pk", "job_id", "kind", "state", "priority", "started_at", "submitted_at",
+                                    "num_partitions"))
+
+# Every partition of the active jobs, as plain rows (model instances were most of a read's
+# cost): (job pk, index, state, synth started, synth finished, gpu started, gpu finished, host
+# name, worker ordinal, attempt).
+ACTIVE_PARTS = Prepared(lambda: Partition.objects.filter(job__state__in=JOB_ACTIVE).order_by("job_id", "index")
+                        .values_list("job_id", "index", "state", "synth_started_at", "synth_finished_at",
+                                     "gpu_started_at", "gpu_finished_at", "host__name", "worker__ordinal", "attempt"))
+
+# Jobs by host, kind and state: (host pk, kind, state, n).
+JOB_COUNTS = Prepared(lambda: ProofJob.objects.values("host_id", "kind", "state").annotate(n=Count("pk"))
+                      .values_list("host_id", "kind", "state", "n").order_by())
+
+# Pending partitions of active jobs, by their job's host: pending means unclaimed, and only
+# that (a claimed one is `reserving`).
+PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
+                   .values("job__host_id").annotate(n=Count("pk")).values_list("job__host_id", "n").order_by())
+
+
+def current_version() -> int:
+    """The status clock: the version of the newest record, read inside the reader's snapshot."""
+    return int(VERSION.value(default=0) or 0)
+
+
+def unclaimed_partitions() -> int:
+    return sum(n for _, n in PENDING.rows())
+
+
+class HostRow:
+    """A host's row as the readers show it: plain values, not a model instance (the console's
+    templates read ``name`` and ``backend`` as they would a model's)."""
+
+    __slots__ = ("pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes",
+                 "memory_total_bytes", "synthesis_max", "devices", "key_cache", "draining")
+
+    def __init__(self, row: tuple[Any, ...]) -> None:
+        for name, value in zip(self.__slots__, row, strict=True):
+            setattr(self, name, value)
+
+
+def host_rows() -> list[HostRow]:
+    """Every host, by name."""
+    return [HostRow(row) for row in _HOSTS.rows()]
+
+
+def live_hosts() -> list[HostRow]:
+    return [host for host in host_rows() if host.stopped_at is None]
