@@ -100,7 +100,7 @@ def _farm() -> list[tuple[str, int]]:
         job = ProofJob.objects.create(job_id=f"bench-{kind}-{n:04d}", kind=kind, state="running", host=host,
                                       num_partitions=count, started_at=now - timedelta(seconds=1))
         for index in range(count):
-            Partition.objects.create(job=job, index=index, host=host)
+            Partition.objects.create(job=job, index=index, host=host, state="reserving")  # claimed
             parts.append((job.job_id, index))
     return parts
 

@@ -4,7 +4,7 @@ written in between, every figure they share is the same figure."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.test import Client
@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from engine.console.history import read_history
 from engine.ledger.jobs import cancel_job, submit_job
-from engine.models import EngineHost, Partition, ProofJob
+from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import PartitionState
 from tests.console.conftest import Farm
 
@@ -35,6 +35,12 @@ def gauge(series: dict[str, dict[tuple[tuple[str, str], ...], float]], name: str
 def lane_percent(html: str, worker: str) -> float:
     (figure,) = re.findall(rf'lane-label">gpu-host-a cuda:0 {worker} <b>([\d.]+)%', html)
     return float(figure)
+
+
+def one_worker_up_an_hour(now: datetime) -> tuple[EngineHost, Worker]:
+    host = EngineHost.objects.create(name="gpu-host-a", backend="cuda", started_at=now - timedelta(hours=1),
+                                     heartbeat_at=now, memory_budget_bytes=1 << 30)
+    return host, Worker.objects.create(host=host, device="cuda:0", ordinal=0)
 
 
 def test_status_metrics_and_the_console_show_the_same_figures(staff: Client, farm: Farm) -> None:
@@ -90,12 +96,8 @@ def test_after_a_restart_every_projection_says_idle_workers_were_idle(staff: Cli
 
 
 def test_a_partition_cancelled_on_the_gpu_counts_as_busy_until_then_and_no_longer(staff: Client) -> None:
-    from engine.models import Worker
-
     now = timezone.now()
-    host = EngineHost.objects.create(name="gpu-host-a", backend="cuda", started_at=now - timedelta(hours=1),
-                                     heartbeat_at=now, memory_budget_bytes=1 << 30)
-    worker = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
+    host, worker = one_worker_up_an_hour(now)
     job, _ = submit_job(kind="porep-c2", job_id="cancelled-on-gpu", inputs={}, num_partitions=1)
     Partition.objects.filter(job=job).update(state=P.GPU, host=host, worker=worker,
                                              gpu_started_at=now - timedelta(seconds=30))
@@ -114,12 +116,8 @@ def test_a_partition_cancelled_on_the_gpu_counts_as_busy_until_then_and_no_longe
 
 
 def test_a_legacy_row_cancelled_on_the_gpu_without_its_end_is_not_busy_for_ever(staff: Client) -> None:
-    from engine.models import Worker
-
     now = timezone.now()
-    host = EngineHost.objects.create(name="gpu-host-a", backend="cuda", started_at=now - timedelta(hours=1),
-                                     heartbeat_at=now, memory_budget_bytes=1 << 30)
-    worker = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
+    host, worker = one_worker_up_an_hour(now)
     job, _ = submit_job(kind="porep-c2", job_id="legacy", inputs={}, num_partitions=1)
     # written before cancels closed the interval: no gpu_finished_at, ended 90 s ago after 30 s
     Partition.objects.filter(job=job).update(state=P.CANCELLED, host=host, worker=worker,
