@@ -15,6 +15,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from engine.ledger.claims import close_gpu_interval
 from engine.models import Partition, ProofJob
 from engine.states import JOB_TERMINAL, PARTITION_TERMINAL, JobState, PartitionState, check_job_transition
 
@@ -62,6 +63,7 @@ def _fail_job(job: ProofJob, parts: list[Partition], bad: Partition, version: in
     now = timezone.now()
     for p in parts:
         if p.state not in PARTITION_TERMINAL:
+            close_gpu_interval(p, now)
             p.state, p.error, p.lease_expires_at, p.finished_at = P.CANCELLED, f"job failed at partition {bad.index}", None, now
             p.version = version
             p.save()

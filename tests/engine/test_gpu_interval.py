@@ -49,6 +49,18 @@ def test_a_failure_on_the_gpu_ends_the_interval(make_writer, make_job) -> None: 
     assert finished is not None and finished >= started
 
 
+def test_a_sibling_on_the_gpu_cancelled_by_its_job_s_failure_ends_the_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    writer = make_writer()
+    make_job(partitions=2)
+    first, second = writer.claim(2)
+    walk(writer, first, P.SYNTHESIZING, P.SYNTH_DONE)
+    writer.apply(Transition(first, P.GPU, {**on_a_worker(writer, first), "gpu_started_at": timezone.now()}))
+    writer.apply(Transition(second, P.FAILED, reason="inputs refused", retryable=False))  # the job fails
+    started, finished = interval(first)
+    assert Partition.objects.get(pk=first.partition_id).state == P.CANCELLED
+    assert finished is not None and finished >= started
+
+
 def test_the_next_attempt_on_the_gpu_starts_an_open_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
     writer = make_writer()
     _, claim = on_the_gpu(writer, make_job)
