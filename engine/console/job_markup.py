@@ -21,7 +21,9 @@ from engine.format import fmt_ms, ms_between
 from engine.models import Partition, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 
-COLUMNS = ("P", "state", "attempt", "host", "worker", "queue", "synth", "gpu", "finalize", "errors")
+# "to synth" is a partition's wait from the job's submission to its synthesis (the queue, then
+# its claim and reservation); the head's "queued" is the job's, until its first claim.
+COLUMNS = ("P", "state", "attempt", "host", "worker", "to synth", "synth", "gpu", "finalize", "errors")
 
 
 def attempt_line(entry: dict[str, Any] | Any) -> str:
@@ -89,7 +91,7 @@ def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime) -> Uni
     return leaf(f"{key}/head", "job-detail-head",
                 f' class="job-head" data-state="{_esc(job.state)}" data-version="{VERSION_TOKEN}">'
                 f'<h1 class="job-id">{_esc(job.job_id)}</h1><p>{" · ".join(facts)}</p>'
-                f'<p>submitted {job.submitted_at:%Y-%m-%d %H:%M:%S} · queued {queued} · total {total}'
+                f'<p>submitted {job.submitted_at:%Y-%m-%d %H:%M:%S} · queued {queued} until its first claim · total {total}'
                 f' · <span class="done">{done}/{job.num_partitions or len(parts)} done</span></p>{error}'
                 f'<p class="links">{" · ".join(links)}</p></div>')
 

@@ -16,7 +16,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from engine.console import reads
-from engine.console.style import device_slot, owner_colour
+from engine.console.style import device_slot, kind_colour
 from engine.console.units import OOB_ATTR, VERSION_TOKEN, Fragment, Unit, content_digest, digest, leaf, tick
 from engine.format import epoch_ms, fmt_ms, ms_between
 from engine.states import PartitionState
@@ -213,7 +213,7 @@ def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime)
             w = max(round(width * (ended - began).total_seconds() / span, 2), 1.0)
             text = fmt_ms(ms_between(gpu_started, ended))
             bars.append(f'<rect class="bar{" running" if gpu_finished is None else ""}" x="{x}" y="2" width="{w}" '
-                        f'height="16" fill="{owner_colour(kind)}"><title>P{index} of {_esc(job_id)} ({_esc(kind)}) '
+                        f'height="16" fill="{kind_colour(kind)}"><title>P{index} of {_esc(job_id)} ({_esc(kind)}) '
                         f"{text} gpu</title></rect>")
         util = round(100.0 * utilisation(spans_of(phases, now), start, now, host_started), 1)
         label = _esc(f"{host} {device_slot(device, backend)} W{ordinal}")

@@ -15,6 +15,17 @@ def owner_colour(owner: str) -> str:
     return f"hsl({zlib.crc32(owner.encode()) % 360} 55% 55%)"
 
 
+# Each proof kind's bar colour, chosen rather than hashed: hashed hues put winning-post beside
+# snap-update and porep-c2 beside custom, and some near `done`'s green (hue 120). These are
+# at least 45 degrees from each other and from green.
+KIND_HUES = {"winning-post": 285, "window-post": 30, "porep-c2": 195, "snap-update": 335, "custom": 75}
+
+
+def kind_colour(kind: str) -> str:
+    hue = KIND_HUES.get(kind)
+    return owner_colour(kind) if hue is None else f"hsl({hue} 60% 58%)"
+
+
 def device_slot(device: str, backend: str) -> str:
     return "CPU" if device == "cpu" or backend == "cpu" else device
 
@@ -39,4 +50,4 @@ def legend() -> dict[str, list[dict[str, str]]]:
     from engine.states import PartitionState, ProofKind
 
     return {"states": [{"state": str(s), "meaning": STATE_MEANING.get(str(s), str(s.label))} for s in PartitionState],
-            "kinds": [{"kind": str(k), "colour": owner_colour(str(k))} for k in ProofKind]}
+            "kinds": [{"kind": str(k), "colour": kind_colour(str(k))} for k in ProofKind]}

@@ -192,3 +192,16 @@ def test_only_pages_that_stream_carry_the_live_indicator(staff: Client, farm: Fa
     assert streamed.search(staff.get("/").content.decode())
     assert streamed.search(staff.get(f"/jobs/{SNAP_ID}").content.decode())
     assert not streamed.search(staff.get("/jobs/").content.decode())
+
+
+def test_an_unknown_job_gets_the_console_s_own_not_found_page(staff: Client, farm: Farm) -> None:
+    response = staff.get("/jobs/no-such-job")
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert "Nothing is recorded at <code>/jobs/no-such-job</code>" in html
+    assert 'href="/jobs/"' in html and "signed in as <b>ops-lead</b>" in html
+
+
+def test_the_job_page_says_which_wait_each_queue_figure_is(staff: Client, farm: Farm) -> None:
+    html = staff.get(f"/jobs/{SNAP_ID}").content.decode()
+    assert "until its first claim" in html and ">to synth<" in html
