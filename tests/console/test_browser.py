@@ -494,9 +494,36 @@ def test_the_jobs_page_lists_the_demo_jobs_and_narrows_them_by_kind(embedded_ser
         every = page.evaluate(JOBS_ROWS_JS)
         assert len({r["kind"] for r in every}) > 1, f"the jobs page did not list the demo jobs of every kind: {every}"
         shoot(page, "jobs.png", full_page=False)
+        asked = ask_to_cancel_and_decline(page)
         page.select_option("#jobs-page select[name=kind]", "window-post")
         with page.expect_navigation():
             page.click("#jobs-page form.filters button[type=submit]")
         narrowed = page.evaluate(JOBS_ROWS_JS)
         assert "kind=window-post" in page.url
     assert narrowed and {r["kind"] for r in narrowed} == {"window-post"}, f"the kind filter let through {narrowed}"
+    if asked is not None:
+        job_id, question = asked
+        assert question.startswith(f"Cancel {job_id}?"), question
+        with embedded_server["records"].snapshot() as read:
+            (state,) = read("SELECT state FROM engine_proofjob WHERE job_id = ?", [job_id])[0]
+        assert state != "cancelled", "declining the confirmation cancelled the job anyway"
+
+
+def ask_to_cancel_and_decline(page: Any) -> tuple[str, str] | None:
+    """Press a job's cancel and decline the question; (job id, question), or None when every
+    job had finished before the page could ask."""
+    form = page.query_selector("form[data-confirm]")
+    if form is None:
+        return None
+    job_id = form.evaluate("f => f.closest('tr').querySelector('.job-id').textContent")
+    questions: list[str] = []
+
+    def decline(dialog: Any) -> None:
+        questions.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", decline)
+    form.query_selector("button").click()
+    page.wait_for_timeout(300)  # a submission would have navigated by now
+    assert questions, "cancel did not ask first"
+    return job_id, questions[0]

@@ -62,3 +62,10 @@ def test_cancel_needs_the_csrf_token_and_the_operator_role() -> None:
     job.refresh_from_db()
     assert job.state == JobState.QUEUED
     assert ApiToken.objects.count() == 0
+
+
+def test_cancel_on_the_jobs_page_asks_before_it_posts(staff: Client) -> None:
+    submit_job(kind="porep-c2", job_id="ask-me", inputs={}, num_partitions=1)
+    html = staff.get("/jobs/").content.decode()
+    assert 'action="/jobs/ask-me/cancel" data-confirm="Cancel ask-me?' in html
+    assert "window.confirm(question)" in html
