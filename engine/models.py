@@ -33,6 +33,8 @@ class ProofJob(models.Model):
     host = models.ForeignKey("EngineHost", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
     client = models.ForeignKey("ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
     upload_dir = models.CharField(max_length=500, blank=True, help_text="Where a custom circuit's files are kept.")
+    vk_digest = models.CharField(max_length=64, blank=True,
+                                 help_text="The verifying key every partition's proof verified under (SHA-256).")
     version = models.BigIntegerField(default=0, help_text="Status version of the last change.")
 
     class Meta:
@@ -77,6 +79,7 @@ class Partition(models.Model):
     errors = models.JSONField(default=list, blank=True, help_text="Every failed attempt's reason, in order.")
     proof = models.JSONField(null=True, blank=True)
     public_inputs = models.JSONField(null=True, blank=True)
+    vk_digest = models.CharField(max_length=64, blank=True, help_text="The verifying key its proof verified under.")
     version = models.BigIntegerField(default=0)
 
     class Meta:

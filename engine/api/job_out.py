@@ -30,6 +30,7 @@ def _summary(job: ProofJob, parts: list[Partition] | None = None) -> dict[str, A
         "curve": job.curve, "circuit_id": job.circuit_id, "num_partitions": job.num_partitions,
         "partitions_done": done, "submitted_at": job.submitted_at, "started_at": job.started_at,
         "finished_at": job.finished_at, "verified": job.verified, "error": job.error,
+        "vk_digest": job.vk_digest or None,
     }
 
 
@@ -45,7 +46,7 @@ def _detail(job: ProofJob) -> dict[str, Any]:
             "host": p.host.name if p.host else None, "worker": p.worker.label if p.worker else None,
             "queue_ms": p.queue_ms, "synth_ms": p.synth_ms, "gpu_ms": p.gpu_ms, "finalize_ms": p.finalize_ms,
             "synth_started_at": p.synth_started_at, "gpu_started_at": p.gpu_started_at,
-            "finished_at": p.finished_at, "error": p.error,
+            "finished_at": p.finished_at, "error": p.error, "vk_digest": p.vk_digest or None,
         } for p in parts],
         proof=job.proof if done else None,
         public_inputs=job.public_inputs if done else None,

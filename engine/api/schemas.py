@@ -94,6 +94,7 @@ class PartitionOut(Schema):
     gpu_started_at: datetime | None
     finished_at: datetime | None
     error: str
+    vk_digest: str | None = Field(None, description="The verifying key this partition's proof verified under")
 
 
 class JobSummary(Schema):
@@ -110,6 +111,10 @@ class JobSummary(Schema):
     finished_at: datetime | None
     verified: bool
     error: str
+    vk_digest: str | None = Field(None, description=(
+        "Once done: SHA-256 of the verifying key every partition's proof verified under, taken over "
+        "verification_key.json's protocol, curve, nPublic, vk_alpha_1, vk_beta_2, vk_gamma_2, vk_delta_2 and IC "
+        "as compact JSON with sorted keys"))
 
 
 class JobOut(JobSummary):

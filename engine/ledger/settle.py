@@ -54,8 +54,15 @@ def settle_job(job: ProofJob, version: int, max_attempts: int) -> list[dict[str,
 
 
 def _finish_job(job: ProofJob, parts: list[Partition], version: int) -> list[dict[str, Any]]:
+    # One job, one verifying key: hosts that made their own keys would hand a client proofs
+    # that no single key verifies.
+    keys = sorted({p.vk_digest for p in parts})
+    if len(keys) > 1:
+        named = ", ".join(key[:16] or "(none)" for key in keys)
+        return _close_job(job, J.FAILED, version, error=f"its partitions verified under {len(keys)} different "
+                          f"verifying keys ({named}): the hosts do not share one params directory")
     return _close_job(job, J.DONE, version, proof=[p.proof for p in parts],
-                      public_inputs=[p.public_inputs for p in parts], verified=True)
+                      public_inputs=[p.public_inputs for p in parts], verified=True, vk_digest=keys[0])
 
 
 def _fail_job(job: ProofJob, parts: list[Partition], bad: Partition, version: int) -> list[dict[str, Any]]:

@@ -82,8 +82,15 @@ class Finalizers:
             book.fail(item, *_unverified(item))
             return
         if book.record(item, P.DONE, proof=proof_json(proof), public_inputs=list(publics),
-                         finished_at=timezone.now()):
+                         vk_digest=self.digest_of(self.verifying_key(item)), finished_at=timezone.now()):
             book.completed(item)
+
+    @staticmethod
+    def digest_of(vk: Any) -> str:
+        """Which key the proof verified under (a few points to hash: cheaper than keeping them)."""
+        from engine.prover.snarkjs_json import vk_digest
+
+        return vk_digest(vk)
 
     def verifying_key(self, item: WorkItem) -> Any:
         if item.vk is not None:

@@ -7,6 +7,7 @@ files through here and starts without either.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -155,6 +156,24 @@ def vk_to_json(vk: VerifyingKey) -> dict[str, Any]:
         "vk_alphabeta_12": [[[str(x) for x in fp2] for fp2 in fp6] for fp6 in alphabeta_12(vk)],
         "IC": [_g1_json(p) for p in vk.ic],
     }
+
+
+# The fields that make a verifying key (vk_alphabeta_12 is derived from two of them).
+_VK_IDENTITY = ("protocol", "curve", "nPublic", "vk_alpha_1", "vk_beta_2", "vk_gamma_2", "vk_delta_2", "IC")
+
+
+def vk_digest_of_json(vk_json: dict[str, Any]) -> str:
+    """SHA-256 of a verification_key.json's defining fields, as compact JSON with sorted keys:
+    what a client recomputes from the file it downloaded to know which key a proof is under."""
+    identity = {name: vk_json[name] for name in _VK_IDENTITY}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def vk_digest(vk: VerifyingKey) -> str:
+    return vk_digest_of_json({
+        "protocol": "groth16", "curve": vk.curve, "nPublic": vk.n_public, "vk_alpha_1": _g1_json(vk.alpha1),
+        "vk_beta_2": _g2_json(vk.beta2), "vk_gamma_2": _g2_json(vk.gamma2), "vk_delta_2": _g2_json(vk.delta2),
+        "IC": [_g1_json(p) for p in vk.ic]})
 
 
 def write_vk_json(path: str | os.PathLike[str], vk: VerifyingKey) -> None:

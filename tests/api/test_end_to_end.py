@@ -25,7 +25,7 @@ from schemathesis.checks import not_a_server_error
 from engine.api.status import status_schema
 from engine.circuits.keystore import KeyStore
 from engine.pipeline.host import Engine, EngineConfig
-from engine.prover import snarkjs
+from engine.prover import snarkjs, snarkjs_json
 from engine.prover.verify import verify
 from tests.api.conftest import RANDOMNESS, SEED
 from tests.oracle import snarkjs as oracle
@@ -85,6 +85,10 @@ def test_a_job_submitted_through_the_api_comes_back_with_a_proof_that_verifies(
     # Our own format carries the same proofs.
     ours = api.get("/api/v1/jobs/e2e-window-post-0001/proof").json()
     assert [p["index"] for p in ours["partitions"]] == [0, 1]
+    # The job names the key its proofs verified under: the one the API serves for it.
+    served = api.get("/api/v1/jobs/e2e-window-post-0001/verification_key.json").json()
+    assert job["vk_digest"] == snarkjs_json.vk_digest_of_json(served)
+    assert {p["vk_digest"] for p in job["partitions"]} == {job["vk_digest"]}
 
     if oracle.snarkjs_path() is not None:
         vk_json = snarkjs.vk_to_json(vk)
@@ -105,6 +109,7 @@ def test_a_custom_snarkjs_circuit_uploaded_through_the_api_is_proved_for_snarkjs
 
     job = api.get("/api/v1/jobs/e2e-custom-chain").json()
     assert job["state"] == "done", job
+    assert job["vk_digest"] == snarkjs_json.vk_digest_of_json(json.loads((here / "verification_key.json").read_text()))
     (part,) = api.get("/api/v1/jobs/e2e-custom-chain/proof/snarkjs").json()["partitions"]
     assert part["public"] == json.loads((here / "public.json").read_text())
     vk = snarkjs.read_vk_json(here / "verification_key.json")

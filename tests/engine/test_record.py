@@ -72,6 +72,27 @@ def test_all_partitions_done_makes_the_job_done_with_proofs_in_order(make_writer
     assert job.public_inputs == [["0"], ["1"]]
 
 
+def test_a_job_whose_partitions_verified_under_different_keys_fails_saying_so(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    writer = make_writer()
+    job = make_job(partitions=2)
+    for claim, key in zip(writer.claim(2), ("a" * 64, "b" * 64), strict=True):
+        walk(writer, claim, P.SYNTHESIZING, P.SYNTH_DONE, P.GPU, P.FINALIZING)
+        writer.apply(Transition(claim, P.DONE, {"proof": {}, "public_inputs": [], "vk_digest": key}))
+    job.refresh_from_db()
+    assert job.state == JobState.FAILED and not job.verified
+    assert "2 different verifying keys (aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb)" in job.error
+
+
+def test_a_done_job_names_the_one_key_its_partitions_verified_under(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+    writer = make_writer()
+    job = make_job(partitions=2)
+    for claim in writer.claim(2):
+        walk(writer, claim, P.SYNTHESIZING, P.SYNTH_DONE, P.GPU, P.FINALIZING)
+        writer.apply(Transition(claim, P.DONE, {"proof": {}, "public_inputs": [], "vk_digest": "c" * 64}))
+    job.refresh_from_db()
+    assert (job.state, job.vk_digest) == (JobState.DONE, "c" * 64)
+
+
 def test_a_retryable_failure_requeues_until_attempts_are_spent(make_writer, make_job, settings) -> None:  # type: ignore[no-untyped-def]
     writer = make_writer()
     writer.max_attempts = 2
