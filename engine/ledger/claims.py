@@ -7,8 +7,9 @@ the same row and never wait on each other; SQLite ignores it (its IMMEDIATE tran
 serialise writers, which is right for the single-host default).
 
 A claim moves the partition from ``pending`` (unclaimed, and only that) to ``reserving``: the
-host holds it and is getting its key and memory. Each claim bumps ``attempt`` — the fencing token every later write is checked against —
-and sets the host and the lease the heartbeat renews.
+host holds it and is getting its key and memory. Each claim bumps ``attempt`` — the fencing
+token every later write is checked against — and sets the host and the lease the heartbeat
+renews.
 """
 
 from __future__ import annotations
