@@ -191,7 +191,7 @@ def test_a_snapshot_nests_units_without_their_own_swap(farm: Farm, staff_user: A
 
 
 def test_the_hint_is_only_a_pointer_the_content_is_read_from_the_records(
-        farm: Farm, staff_user: AbstractBaseUser) -> None:
+        farm: Farm, staff_user: AbstractBaseUser, steady_task_stream: None) -> None:
     async def scenario() -> None:
         async with connected(staff_user) as stream:
             await stream.update()

@@ -269,5 +269,5 @@ def _job_totals(html: str) -> dict[str, int]:
     """The counters panel's "all" row, by state, leaving out the zeros."""
     counters = _section(html, "frag-counters")
     states = re.findall(r"<th>(\w+)</th>", re.search(r"<thead>(.*?)</thead>", counters, re.DOTALL).group(1))[1:]  # type: ignore[union-attr]
-    totals = re.findall(r"<td>(\d+)</td>", re.search(r"<tfoot>(.*?)</tfoot>", counters, re.DOTALL).group(1))  # type: ignore[union-attr]
+    totals = re.findall(r"<td[^>]*>(\d+)</td>", re.search(r"<tfoot>(.*?)</tfoot>", counters, re.DOTALL).group(1))  # type: ignore[union-attr]
     return {state: int(n) for state, n in zip(states, totals, strict=True) if int(n)}
