@@ -20,7 +20,7 @@ from engine.console.style import device_slot, kind_colour
 from engine.console.units import OOB_ATTR, VERSION_TOKEN, Fragment, Unit, content_digest, digest, leaf, tick
 from engine.format import epoch_ms, fmt_ms, ms_between
 from engine.states import PartitionState
-from engine.status.utilisation import gpu_span, spans_of, utilisation
+from engine.status.utilisation import gpu_span, utilisation
 
 
 def templated(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
@@ -202,11 +202,12 @@ def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime)
     for pk, ordinal, device, host, backend, host_started in context["workers"]:
         bars: list[str] = []
         seen: list[tuple[Any, ...]] = []
-        phases = context["bars"].get(pk, [])
-        for _, index, job_id, kind, gpu_started, gpu_finished, state, finished in phases:
+        spans = []
+        for _, index, job_id, kind, gpu_started, gpu_finished, state, finished in context["bars"].get(pk, []):
             phase = gpu_span(gpu_started, gpu_finished, state, finished, now)
             if phase is None or phase[1] <= start:
                 continue
+            spans.append(phase)
             began, ended = max(phase[0], start), phase[1]
             seen.append((job_id, index, epoch_ms(gpu_started), epoch_ms(gpu_finished)))
             x = round(width * (began - start).total_seconds() / span, 2)
@@ -215,7 +216,7 @@ def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime)
             bars.append(f'<rect class="bar{" running" if gpu_finished is None else ""}" x="{x}" y="2" width="{w}" '
                         f'height="16" fill="{kind_colour(kind)}"><title>P{index} of {_esc(job_id)} ({_esc(kind)}) '
                         f"{text} gpu</title></rect>")
-        util = round(100.0 * utilisation(spans_of(phases, now), start, now, host_started), 1)
+        util = round(100.0 * utilisation(spans, start, now, host_started), 1)
         label = _esc(f"{host} {device_slot(device, backend)} W{ordinal}")
         opening = f'<div id="lane-{pk}"'
         html = (f'{opening} class="lane-row" data-worker-lane="{label}" data-version="{VERSION_TOKEN}">'

@@ -8,16 +8,15 @@ flush of a busy farm, and instances were most of a pass's cost.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count
-
 from engine.console.style import level, owner_colour
 from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
-from engine.models import Partition, ProofJob, Worker
+from engine.models import Partition, ProofJob
 from engine.states import JobState, PartitionState
 from engine.status import records, utilisation
 from engine.status.farm import stale_after_seconds
@@ -90,16 +89,6 @@ def devices_context(now: datetime) -> dict[str, Any]:
 def holdings_of_live() -> dict[int, Holdings]:
     """What every live host holds, derived from this snapshot's rows (engine.status.holdings)."""
     return holdings(records.live_hosts())
-
-
-def synthesis_context(now: datetime) -> dict[str, Any]:
-    # "Active" is counted from the partitions in `synthesizing`, the rows the cells show, in the
-    # same snapshot: a host's own counter would lag its partitions and contradict the cells.
-    held = holdings_of_live()
-    hosts = [{"name": h.name, "synthesis_active": held[h.pk].count(PartitionState.SYNTHESIZING),
-              "synthesis_max": h.synthesis_max} for h in records.live_hosts()]
-    return {"hosts": hosts, "active": sum(h["synthesis_active"] for h in hosts),
-            "max": sum(h["synthesis_max"] for h in hosts)}
 
 
 def counters_context(now: datetime) -> dict[str, Any]:
@@ -193,26 +182,29 @@ def throttle_reason(host: dict[str, Any], unclaimed: int) -> str:
     return ""
 
 
-_WORKERS_PER_HOST = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True).values("host_id")
-                             .annotate(n=Count("pk")).values_list("host_id", "n").order_by())
-
-
 def synthesis_reasons_context(now: datetime) -> dict[str, Any]:
-    """The synthesis panel: synthesis_context's counts, the partitions waiting to be claimed,
-    and each host's reason for not synthesizing more, all read in the pass's one snapshot."""
-    context = synthesis_context(now)
-    held = holdings_of_live()
-    workers = dict(_WORKERS_PER_HOST.rows())
+    """The synthesis panel: each live host's synthesis active and max, the partitions waiting to
+    be claimed, and each host's reason for not synthesizing more, all read in the pass's one
+    snapshot. "Active" is counted from the partitions in `synthesizing`, the rows the cells
+    show: a host's own counter would lag its partitions and contradict the cells."""
+    live = records.live_hosts()
+    held = holdings(live)
+    workers = Counter(row[3] for row in records.LIVE_WORKERS.rows())  # by host name
     unclaimed = records.unclaimed_partitions()
-    for host, row in zip(context["hosts"], records.live_hosts(), strict=True):
+    hosts = []
+    for row in live:
         mine = held[row.pk]
-        host.update(draining=row.draining, workers=workers.get(row.pk, 0),
-                    reserving=mine.count(PartitionState.RESERVING), synth_done=mine.count(PartitionState.SYNTH_DONE),
-                    memory=f"{fmt_bytes(mine.used)} of {fmt_bytes(mine.budget)}")
+        host = {"name": row.name, "synthesis_active": mine.count(PartitionState.SYNTHESIZING),
+                "synthesis_max": row.synthesis_max, "draining": row.draining, "workers": workers[row.name],
+                "reserving": mine.count(PartitionState.RESERVING), "synth_done": mine.count(PartitionState.SYNTH_DONE),
+                "memory": f"{fmt_bytes(mine.used)} of {fmt_bytes(mine.budget)}"}
         host["reason"] = throttle_reason(host, unclaimed)
-    reasons = list(dict.fromkeys(h["reason"] for h in context["hosts"] if h["reason"]))
-    if not context["hosts"]:
+        hosts.append(host)
+    reasons = list(dict.fromkeys(h["reason"] for h in hosts if h["reason"]))
+    if not hosts:
         reasons = ["no engine running"] if unclaimed else ["idle: nothing pending"]
+    context = {"hosts": hosts, "active": sum(h["synthesis_active"] for h in hosts),
+               "max": sum(h["synthesis_max"] for h in hosts)}
     context.update(pending=unclaimed, reason="; ".join(reasons))
     return context
 

@@ -23,6 +23,7 @@ from engine import prover
 from engine.pipeline.inflight import InFlight
 from engine.pipeline.work import WorkItem
 from engine.prover import ProofAborted
+from engine.prover.snarkjs_json import vk_digest
 from engine.states import PartitionState
 
 log = logging.getLogger("engine.finalize")
@@ -69,7 +70,8 @@ class Finalizers:
             if item.dropped:
                 raise ProofAborted("proof abandoned before verification")
             publics = item.publics
-            ok = api.verify(self.verifying_key(item), proof, [int(x) for x in publics])
+            vk = self.verifying_key(item)
+            ok = api.verify(vk, proof, [int(x) for x in publics])
         except ProofAborted:  # cancelled or fenced meanwhile: nothing to record
             book.drop(item)
             return
@@ -82,15 +84,8 @@ class Finalizers:
             book.fail(item, *_unverified(item))
             return
         if book.record(item, P.DONE, proof=proof_json(proof), public_inputs=list(publics),
-                         vk_digest=self.digest_of(self.verifying_key(item)), finished_at=timezone.now()):
+                         vk_digest=vk_digest(vk), finished_at=timezone.now()):
             book.completed(item)
-
-    @staticmethod
-    def digest_of(vk: Any) -> str:
-        """Which key the proof verified under (a few points to hash: cheaper than keeping them)."""
-        from engine.prover.snarkjs_json import vk_digest
-
-        return vk_digest(vk)
 
     def verifying_key(self, item: WorkItem) -> Any:
         if item.vk is not None:

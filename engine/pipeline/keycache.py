@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine.pipeline.memory import MemoryManager, Reservation
+from engine.status.holdings import key_owner
 from engine.status.host_report import KeyReport
 
 log = logging.getLogger("engine.keycache")
@@ -76,7 +77,7 @@ class KeyCache:
                     entry.users += 1
                     entry.last_used = time.monotonic()
                     return entry.key, False
-            reservation = self.memory.acquire(f"key:{circuit_id}", nbytes, priority)
+            reservation = self.memory.acquire(key_owner(circuit_id), nbytes, priority)
             try:
                 key = self.loader(circuit_id)
                 if self.sizer is not None:

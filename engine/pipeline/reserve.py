@@ -16,6 +16,7 @@ from engine.pipeline.inflight import InFlight
 from engine.pipeline.keycache import KeyCache
 from engine.pipeline.memory import MemoryBudgetError, MemoryManager
 from engine.pipeline.work import CircuitSource, WorkItem
+from engine.status.holdings import partition_owner
 
 log = logging.getLogger("engine.reserve")
 
@@ -39,7 +40,7 @@ def reserve(item: WorkItem, book: InFlight, keycache: KeyCache, memory: MemoryMa
             if item.source is CircuitSource.REGISTERED:  # its vk is the cached key's
                 item.vk = item.key.vk
             _check_fits_with_key(item, keycache.reserved_bytes(item.circuit_id), memory)
-        item.reservation = memory.acquire(f"{item.kind} {item.job_id}", item.partition_bytes, item.priority,
+        item.reservation = memory.acquire(partition_owner(item.kind, item.job_id), item.partition_bytes, item.priority,
                                           cancelled=lambda: item.dropped or stopping.is_set())
         if not item.source.shares_key:  # the client's own key, read once per job, inside its reservation
             from engine.prover import read_zkey

@@ -142,9 +142,8 @@ def _load(path: str | os.PathLike[str]) -> Any:
         raise FormatError(f"{path}: not valid JSON ({e})") from None
 
 
-def vk_to_json(vk: VerifyingKey) -> dict[str, Any]:
-    from engine.prover.verify import alphabeta_12
-
+def _vk_identity_json(vk: VerifyingKey) -> dict[str, Any]:
+    """verification_key.json's defining fields (_VK_IDENTITY), in its order."""
     return {
         "protocol": "groth16",
         "curve": vk.curve,
@@ -153,9 +152,18 @@ def vk_to_json(vk: VerifyingKey) -> dict[str, Any]:
         "vk_beta_2": _g2_json(vk.beta2),
         "vk_gamma_2": _g2_json(vk.gamma2),
         "vk_delta_2": _g2_json(vk.delta2),
-        "vk_alphabeta_12": [[[str(x) for x in fp2] for fp2 in fp6] for fp6 in alphabeta_12(vk)],
         "IC": [_g1_json(p) for p in vk.ic],
     }
+
+
+def vk_to_json(vk: VerifyingKey) -> dict[str, Any]:
+    from engine.prover.verify import alphabeta_12
+
+    body = _vk_identity_json(vk)
+    ic = body.pop("IC")  # snarkjs writes vk_alphabeta_12 before IC
+    body["vk_alphabeta_12"] = [[[str(x) for x in fp2] for fp2 in fp6] for fp6 in alphabeta_12(vk)]
+    body["IC"] = ic
+    return body
 
 
 # The fields that make a verifying key (vk_alphabeta_12 is derived from two of them).
@@ -170,10 +178,7 @@ def vk_digest_of_json(vk_json: dict[str, Any]) -> str:
 
 
 def vk_digest(vk: VerifyingKey) -> str:
-    return vk_digest_of_json({
-        "protocol": "groth16", "curve": vk.curve, "nPublic": vk.n_public, "vk_alpha_1": _g1_json(vk.alpha1),
-        "vk_beta_2": _g2_json(vk.beta2), "vk_gamma_2": _g2_json(vk.gamma2), "vk_delta_2": _g2_json(vk.delta2),
-        "IC": [_g1_json(p) for p in vk.ic]})
+    return vk_digest_of_json(_vk_identity_json(vk))
 
 
 def write_vk_json(path: str | os.PathLike[str], vk: VerifyingKey) -> None:

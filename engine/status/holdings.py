@@ -30,7 +30,7 @@ KEY_OWNER_PREFIX = "key:"
 
 
 def partition_owner(kind: str, job_id: str) -> str:
-    """A partition's reservation owner, as the engine's memory manager names it."""
+    """A partition's reservation owner: the engine's memory manager and the readers use this name."""
     return f"{kind} {job_id}"
 
 
@@ -67,14 +67,13 @@ class Holdings:
         return self.claimed.get(state, 0)
 
 
-# Partition reservations by host and job, held now.
-_RESERVED = Prepared(lambda: Partition.objects.filter(state__in=PARTITION_HOLDING, host__isnull=False)
-                     .values("host_id", "job__kind", "job__job_id").annotate(n=Sum("reserved_bytes"))
-                     .values_list("host_id", "job__kind", "job__job_id", "n").order_by())
-# Claimed partitions by host, state and key (a registered circuit's id, or a built-in kind).
+# Claimed partitions by host, state and job (its kind and circuit name its key), with the bytes
+# they reserved: one grouped read gives the counts, the key users and the memory owners.
 _CLAIMED = Prepared(lambda: Partition.objects.filter(state__in=PARTITION_LIVE, host__isnull=False)
-                    .values("host_id", "state", "job__circuit_id", "job__kind").annotate(n=Count("pk"))
-                    .values_list("host_id", "state", "job__circuit_id", "job__kind", "n").order_by())
+                    .values("host_id", "state", "job__kind", "job__job_id", "job__circuit_id")
+                    .annotate(n=Count("pk"), reserved=Sum("reserved_bytes"))
+                    .values_list("host_id", "state", "job__kind", "job__job_id", "job__circuit_id", "n", "reserved")
+                    .order_by())
 
 
 def _users(claimed_by_key: dict[str, int], circuit_id: str) -> int:
@@ -86,14 +85,14 @@ def _users(claimed_by_key: dict[str, int], circuit_id: str) -> int:
 
 def holdings(hosts: Iterable[HostRow]) -> dict[int, Holdings]:
     """Every host's holdings, from this snapshot's rows."""
-    owners: dict[int, dict[str, int]] = defaultdict(dict)
-    for host_id, kind, job_id, n in _RESERVED.rows():
-        owners[host_id][partition_owner(kind, job_id)] = int(n or 0)
+    owners: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     states: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     by_key: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for host_id, state, circuit_id, kind, n in _CLAIMED.rows():
+    for host_id, state, kind, job_id, circuit_id, n, reserved in _CLAIMED.rows():
         states[host_id][state] += n
         by_key[host_id][circuit_id or kind] += n
+        if state in PARTITION_HOLDING:
+            owners[host_id][partition_owner(kind, job_id)] += int(reserved or 0)
     result = {}
     for host in hosts:
         keys = tuple(HeldKey(k.circuit_id, k.bytes, _users(by_key[host.pk], k.circuit_id), k.loaded_at)
