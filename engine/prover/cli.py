@@ -66,7 +66,7 @@ def split_files(files: list[Path], wasm: Path | None, inputs: Path | None) -> tu
     if len(files) != want:
         shape = "proof.json public.json" if wasm is not None else "witness.wtns proof.json public.json"
         raise ProveError(f"expected {shape} after the zkey, got {len(files)} file(s)")
-    return (None, *files) if wasm is not None else (files[0], files[1], files[2])  # type: ignore[return-value]
+    return (None, files[0], files[1]) if wasm is not None else (files[0], files[1], files[2])
 
 
 def _computed_witness(pk: ProvingKey, wasm: Path, inputs: Path) -> tuple[str, np.ndarray]:
@@ -238,8 +238,9 @@ class _HelpFormatter(argparse.HelpFormatter):
         try:
             columns = int(os.environ["COLUMNS"])
         except (KeyError, ValueError):
+            stdout = sys.__stdout__  # None where Python runs without a console
             try:
-                columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+                columns = os.get_terminal_size(stdout.fileno()).columns if stdout is not None else 80
             except (AttributeError, ValueError, OSError):
                 columns = 80
         super().__init__(prog, width=columns - 2)

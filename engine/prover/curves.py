@@ -203,7 +203,7 @@ def coords_from_mont(raw: bytes, c: CurveParams, coords: int) -> list[list[int] 
     return out
 
 
-def _from_mont(arr: np.ndarray, c: CurveParams, coords: int) -> list[list[int] | None]:
+def _from_mont(arr: np.ndarray | Sequence[np.ndarray], c: CurveParams, coords: int) -> list[list[int] | None]:
     import numpy as np
 
     a = np.ascontiguousarray(arr, dtype=np.uint64)
@@ -232,6 +232,6 @@ def g2_to_mont(points: Sequence[G2Affine | None], curve: str | CurveParams) -> n
     return _ints_to_limbs(vals, c.fp_limbs).reshape(len(points), 4 * c.fp_limbs)
 
 
-def g2_from_mont(arr: np.ndarray, curve: str | CurveParams) -> list[G2Affine | None]:
+def g2_from_mont(arr: np.ndarray | Sequence[np.ndarray], curve: str | CurveParams) -> list[G2Affine | None]:
     c = get_curve(curve)
     return [None if v is None else ((v[0], v[1]), (v[2], v[3])) for v in _from_mont(arr, c, 4)]

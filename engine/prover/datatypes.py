@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from engine.prover.curves import G1Affine, G2Affine
 
 if TYPE_CHECKING:
+    from engine.prover.formats.errors import FormatError
     from engine.prover.keys import ProvingKey, VerifyingKey
 
 __all__ = [
@@ -54,17 +55,20 @@ class ProofAborted(RuntimeError):
     """The caller asked to stop (its job was cancelled, its claim fenced): no proof was made."""
 
 
-class FormatError(ValueError):
-    """A snarkjs file that is truncated, of the wrong kind, or inconsistent."""
-
-
 class InvalidProof(ValueError):
     """The proof, key or public inputs are malformed (the reason is the message)."""
 
 
+# Names kept importable from here, loaded on first use. FormatError lives with the file formats
+# (engine.prover.formats), whose readers import this module: a plain import back would be a cycle.
+_LAZY = {"ProvingKey": "engine.prover.keys", "VerifyingKey": "engine.prover.keys",
+         "FormatError": "engine.prover.formats.errors"}
+
+
 def __getattr__(name: str) -> Any:
-    if name in ("ProvingKey", "VerifyingKey"):
-        value = getattr(importlib.import_module("engine.prover.keys"), name)
+    home = _LAZY.get(name)
+    if home is not None:
+        value = getattr(importlib.import_module(home), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

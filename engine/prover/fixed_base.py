@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -61,7 +61,7 @@ def live_rows(pk: ProvingKey, name: str) -> np.ndarray | None:
         pts = getattr(pk, name)
         live = np.flatnonzero(np.any(pts != 0, axis=1))
         pk.extra[key] = None if live.shape[0] == pts.shape[0] else live
-    return pk.extra[key]  # type: ignore[return-value]
+    return cast("np.ndarray | None", pk.extra[key])  # set just above, by this function
 
 
 def copies_for(rows: int) -> int:
@@ -100,7 +100,7 @@ def precompute(pk: ProvingKey, *, threads: int | None = None) -> int:
 
 
 def _tables(pk: ProvingKey) -> dict[str, ShiftedTable]:
-    return pk.extra.get(_TABLES) or {}  # type: ignore[return-value]
+    return cast(dict[str, ShiftedTable], pk.extra.get(_TABLES) or {})  # set by precompute() only
 
 
 def tables_nbytes(pk: ProvingKey) -> int:

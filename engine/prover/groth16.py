@@ -30,7 +30,7 @@ from engine.prover.r1cs import R1CS, Assignment
 from engine.prover.satisfied import check_satisfied, starts_with_one
 
 if TYPE_CHECKING:
-    from engine.prover.snarkjs_zkey import ZkeyConstraints
+    from engine.prover.formats.zkey import ZkeyConstraints
 
 Abort = Callable[[], bool] | None
 

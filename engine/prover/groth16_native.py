@@ -12,7 +12,8 @@ from typing import Any
 
 from engine.prover import native_build
 from engine.prover.curves import CurveParams, coords_from_mont
-from engine.prover.datatypes import FormatError, InvalidProof, Proof
+from engine.prover.datatypes import InvalidProof, Proof
+from engine.prover.formats.errors import FormatError
 
 _ERR_BYTES = 256
 Buffer = Any  # bytes, bytearray or a C-contiguous numpy array of the kernels' layout
@@ -105,9 +106,9 @@ def prove_zkey(curve: CurveParams, witness: Buffer, n_vars: int, n_public: int, 
         k.u64(header_points), *(k.u64(sections[sid]) for sid in (5, 6, 7, 8, 9)),
         k.u64(_limbs(r % curve.r) + _limbs(s % curve.r)), threads, k.err, _ERR_BYTES)
     if code == 1:
-        raise FormatError(f"the proving key: {k.message()}")
+        raise FormatError("zkey", f"the proving key: {k.message()}")
     if code == 2:
-        raise FormatError(f"the witness: {k.message()}")
+        raise FormatError("wtns", f"the witness: {k.message()}")
     if code:
         raise MemoryError(k.message())
     return bytes(k.ffi.buffer(proof))

@@ -184,7 +184,7 @@ def coset_scale(curve: str, a: np.ndarray, g: int, *, threads: int | None = None
     return out
 
 
-def h_shift(curve: str, n: int) -> int:
+def h_shift(curve: str | CurveParams, n: int) -> int:
     """snarkjs's coset generator for domain size n: w_{2n}, or nqr^2 when n = 2^two_adicity."""
     c = get_curve(curve)
     k = _log2_exact(n)

@@ -123,7 +123,7 @@ def _a_with_public_rows(r1cs: R1CS, n_rows: int) -> SparseMatrix:
     return SparseMatrix(row_ptr=rp, cols=cols, coeffs=coeffs)
 
 
-def _skip_zeros(batch, width: int):  # type: ignore[no-untyped-def]
+def _skip_zeros(batch, width: int):
     """Wrap a fixed-base batch so zero scalars (unused signals: infinity) cost nothing."""
 
     def run(curve: str, scalars: np.ndarray) -> np.ndarray:

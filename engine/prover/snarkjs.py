@@ -1,29 +1,22 @@
-"""snarkjs file formats, one module per concept, re-exported here as one API:
-
-- snarkjs_headers: what a file declares (section table, zkey and wtns headers), numpy-free
-- snarkjs_binfile: the iden3 binfile container (sections) and the shared field checks
-- snarkjs_wtns: .wtns witnesses and .r1cs constraint systems
-- snarkjs_zkey: .zkey Groth16 proving keys (read, write, inspect)
-- snarkjs_json: proof.json, public.json, verification_key.json
-FormatError (any malformed file) lives in engine.prover.datatypes.
+"""snarkjs files as one API: the binary formats (engine.prover.formats, one module per format)
+and the JSON ones (engine.prover.snarkjs_json: proof.json, public.json,
+verification_key.json), re-exported here for the prover's callers.
 
 Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).
 """
 
 from __future__ import annotations
 
-from engine.prover.datatypes import (
-    FormatError,
-)
-from engine.prover.snarkjs_binfile import (
-    check_below,
+from engine.prover.formats.binfile import (
+    MAX_SECTIONS,
     parse_binfile,
     read_binfile,
-    section_blocks,
+    read_section,
+    section_table,
     write_binfile,
 )
-from engine.prover.snarkjs_headers import (
-    MAX_SECTIONS,
+from engine.prover.formats.errors import FormatError
+from engine.prover.formats.headers import (
     WTNS_HEADER_MAX,
     ZKEY_HEADER_MAX,
     ZKEY_SECTION_NAMES,
@@ -33,12 +26,21 @@ from engine.prover.snarkjs_headers import (
     check_zkey_layout,
     coefficient_count,
     inspect_zkey,
-    read_section,
-    section_table,
     wtns_header,
     wtns_layout,
     zkey_header,
     zkey_layout,
+)
+from engine.prover.formats.limbs import check_below, section_blocks
+from engine.prover.formats.r1cs import read_r1cs, write_r1cs
+from engine.prover.formats.wtns import read_wtns, read_wtns_with_curve, write_wtns
+from engine.prover.formats.zkey import (
+    COEF_DTYPE,
+    ZkeyConstraints,
+    cs_hash_of,
+    read_zkey,
+    read_zkey_constraints,
+    write_zkey,
 )
 from engine.prover.snarkjs_json import (
     proof_from_json,
@@ -52,21 +54,6 @@ from engine.prover.snarkjs_json import (
     write_proof_json,
     write_public_json,
     write_vk_json,
-)
-from engine.prover.snarkjs_wtns import (
-    read_r1cs,
-    read_wtns,
-    read_wtns_with_curve,
-    write_r1cs,
-    write_wtns,
-)
-from engine.prover.snarkjs_zkey import (
-    COEF_DTYPE,
-    ZkeyConstraints,
-    cs_hash_of,
-    read_zkey,
-    read_zkey_constraints,
-    write_zkey,
 )
 
 __all__ = [

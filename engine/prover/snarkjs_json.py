@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.prover.curves import CURVES
-from engine.prover.datatypes import FormatError, Proof
+from engine.prover.datatypes import Proof
+from engine.prover.formats.errors import FormatError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,37 +38,37 @@ def _g2_json(pt: tuple[tuple[int, int], tuple[int, int]] | None) -> list[list[st
     return [[str(x0), str(x1)], [str(y0), str(y1)], ["1", "0"]]
 
 
-def _int(v: Any, what: str) -> int:
+def _int(v: Any, what: str, field: str) -> int:
     if isinstance(v, bool) or not isinstance(v, (str, int)):
-        raise FormatError(f"{what}: expected a decimal string, got {v!r}")
+        raise FormatError(field, f"{what}: expected a decimal string, got {v!r}")
     try:
         return int(v)
     except ValueError:
-        raise FormatError(f"{what}: {v!r} is not a decimal integer") from None
+        raise FormatError(field, f"{what}: {v!r} is not a decimal integer") from None
 
 
-def _g1_from_json(v: Any, what: str) -> tuple[int, int] | None:
+def _g1_from_json(v: Any, what: str, field: str) -> tuple[int, int] | None:
     if not isinstance(v, list) or len(v) not in (2, 3):
-        raise FormatError(f"{what}: expected [x, y, z]")
-    x, y = _int(v[0], what), _int(v[1], what)
-    z = _int(v[2], what) if len(v) == 3 else 1
+        raise FormatError(field, f"{what}: expected [x, y, z]")
+    x, y = _int(v[0], what, field), _int(v[1], what, field)
+    z = _int(v[2], what, field) if len(v) == 3 else 1
     if z == 0:
         return None
     if z != 1:
-        raise FormatError(f"{what}: only affine points (z = 1) are accepted")
+        raise FormatError(field, f"{what}: only affine points (z = 1) are accepted")
     return (x, y)
 
 
-def _g2_from_json(v: Any, what: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
+def _g2_from_json(v: Any, what: str, field: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
     if not isinstance(v, list) or len(v) not in (2, 3) or not all(isinstance(e, list) and len(e) == 2 for e in v):
-        raise FormatError(f"{what}: expected [[x0, x1], [y0, y1], [z0, z1]]")
-    x = (_int(v[0][0], what), _int(v[0][1], what))
-    y = (_int(v[1][0], what), _int(v[1][1], what))
-    z = (_int(v[2][0], what), _int(v[2][1], what)) if len(v) == 3 else (1, 0)
+        raise FormatError(field, f"{what}: expected [[x0, x1], [y0, y1], [z0, z1]]")
+    x = (_int(v[0][0], what, field), _int(v[0][1], what, field))
+    y = (_int(v[1][0], what, field), _int(v[1][1], what, field))
+    z = (_int(v[2][0], what, field), _int(v[2][1], what, field)) if len(v) == 3 else (1, 0)
     if z == (0, 0):
         return None
     if z != (1, 0):
-        raise FormatError(f"{what}: only affine points (z = 1) are accepted")
+        raise FormatError(field, f"{what}: only affine points (z = 1) are accepted")
     return (x, y)
 
 
@@ -85,20 +86,20 @@ def proof_from_json(obj: Any, curve: str | None = None) -> Proof:
     """``curve`` is the verifying key's, for a proof that names none: rapidsnark writes no
     "curve" field, and snarkjs takes the curve from the key too."""
     if not isinstance(obj, dict):
-        raise FormatError("proof: expected a JSON object")
+        raise FormatError("proof", "proof: expected a JSON object")
     if obj.get("protocol", "groth16") != "groth16":
-        raise FormatError(f"proof: protocol {obj.get('protocol')!r} is not groth16")
+        raise FormatError("proof", f"proof: protocol {obj.get('protocol')!r} is not groth16")
     named = obj.get("curve")
     if named is not None and curve is not None and named != curve:
-        raise FormatError(f"proof: curve {named!r}, but the key is over {curve!r}")
+        raise FormatError("proof", f"proof: curve {named!r}, but the key is over {curve!r}")
     curve = named if named is not None else curve
     if curve not in CURVES:
-        raise FormatError(f"proof: unknown curve {curve!r}")
+        raise FormatError("proof", f"proof: unknown curve {curve!r}")
     return Proof(
         curve=curve,
-        pi_a=_g1_from_json(obj.get("pi_a"), "proof pi_a"),
-        pi_b=_g2_from_json(obj.get("pi_b"), "proof pi_b"),
-        pi_c=_g1_from_json(obj.get("pi_c"), "proof pi_c"),
+        pi_a=_g1_from_json(obj.get("pi_a"), "proof pi_a", "proof"),
+        pi_b=_g2_from_json(obj.get("pi_b"), "proof pi_b", "proof"),
+        pi_c=_g1_from_json(obj.get("pi_c"), "proof pi_c", "proof"),
     )
 
 
@@ -113,11 +114,11 @@ def write_proof_json(path: str | os.PathLike[str], proof: Proof) -> None:
 
 
 def read_proof_json(path: str | os.PathLike[str], curve: str | None = None) -> Proof:
-    return proof_from_json(_load(path), curve)
+    return proof_from_json(_load(path, "proof"), curve)
 
 
 def public_to_json(public_inputs: Sequence[int] | np.ndarray) -> list[str]:
-    if hasattr(public_inputs, "shape"):  # an (n, 4) array of limbs
+    if isinstance(public_inputs, np.ndarray):  # an (n, 4) array of limbs
         from engine.prover.curves import limbs_to_ints
 
         public_inputs = limbs_to_ints(public_inputs) if public_inputs.size else []
@@ -129,17 +130,17 @@ def write_public_json(path: str | os.PathLike[str], public_inputs: Sequence[int]
 
 
 def read_public_json(path: str | os.PathLike[str]) -> list[int]:
-    obj = _load(path)
+    obj = _load(path, "public")
     if not isinstance(obj, list):
-        raise FormatError(f"{path}: expected a JSON list of decimal strings")
-    return [_int(v, f"{path} entry {i}") for i, v in enumerate(obj)]
+        raise FormatError("public", f"{path}: expected a JSON list of decimal strings")
+    return [_int(v, f"{path} entry {i}", "public") for i, v in enumerate(obj)]
 
 
-def _load(path: str | os.PathLike[str]) -> Any:
+def _load(path: str | os.PathLike[str], field: str) -> Any:
     try:
         return json.loads(Path(path).read_text())
     except json.JSONDecodeError as e:
-        raise FormatError(f"{path}: not valid JSON ({e})") from None
+        raise FormatError(field, f"{path}: not valid JSON ({e})") from None
 
 
 def _vk_identity_json(vk: VerifyingKey) -> dict[str, Any]:
@@ -187,22 +188,22 @@ def write_vk_json(path: str | os.PathLike[str], vk: VerifyingKey) -> None:
 
 def vk_from_json(obj: Any) -> VerifyingKey:
     if not isinstance(obj, dict) or obj.get("protocol") != "groth16":
-        raise FormatError("verification key: expected a groth16 verification_key.json object")
+        raise FormatError("vk", "verification key: expected a groth16 verification_key.json object")
     curve = obj.get("curve")
     if curve not in CURVES:
-        raise FormatError(f"verification key: unknown curve {curve!r}")
+        raise FormatError("vk", f"verification key: unknown curve {curve!r}")
     ic = obj.get("IC")
     if not isinstance(ic, list):
-        raise FormatError("verification key: IC missing")
-    n_public = _int(obj.get("nPublic"), "verification key nPublic")
+        raise FormatError("vk", "verification key: IC missing")
+    n_public = _int(obj.get("nPublic"), "verification key nPublic", "vk")
     if len(ic) != n_public + 1:
-        raise FormatError(f"verification key: {len(ic)} IC points for nPublic = {n_public}")
-    pts = {k: _g2_from_json(obj.get(k), f"verification key {k}") for k in ("vk_beta_2", "vk_gamma_2", "vk_delta_2")}
+        raise FormatError("vk", f"verification key: {len(ic)} IC points for nPublic = {n_public}")
+    pts = {k: _g2_from_json(obj.get(k), f"verification key {k}", "vk") for k in ("vk_beta_2", "vk_gamma_2", "vk_delta_2")}
     from engine.prover.keys import VerifyingKey  # the keys' module (and dataclasses) only for a key
 
-    alpha = _g1_from_json(obj.get("vk_alpha_1"), "verification key vk_alpha_1")
+    alpha = _g1_from_json(obj.get("vk_alpha_1"), "verification key vk_alpha_1", "vk")
     if alpha is None or any(v is None for v in pts.values()):
-        raise FormatError("verification key: alpha/beta/gamma/delta must not be the point at infinity")
+        raise FormatError("vk", "verification key: alpha/beta/gamma/delta must not be the point at infinity")
     return VerifyingKey(
         curve=curve,
         n_public=n_public,
@@ -210,9 +211,9 @@ def vk_from_json(obj: Any) -> VerifyingKey:
         beta2=pts["vk_beta_2"],  # type: ignore[arg-type]
         gamma2=pts["vk_gamma_2"],  # type: ignore[arg-type]
         delta2=pts["vk_delta_2"],  # type: ignore[arg-type]
-        ic=tuple(_g1_from_json(p, f"verification key IC[{i}]") for i, p in enumerate(ic)),
+        ic=tuple(_g1_from_json(p, f"verification key IC[{i}]", "vk") for i, p in enumerate(ic)),
     )
 
 
 def read_vk_json(path: str | os.PathLike[str]) -> VerifyingKey:
-    return vk_from_json(_load(path))
+    return vk_from_json(_load(path, "vk"))

@@ -124,27 +124,31 @@ def alphabeta_12(vk: VerifyingKey) -> list[list[list[int]]]:
     (ξ = ξ0 + u: 9 + u for BN254, 1 + u for BLS12-381), so the Fp2 coefficient of w^k is
     (c_k + ξ0·c_{k+6}) + c_{k+6}·u.
     """
-    if vk.curve == "bn128":
-        from py_ecc.optimized_bn128 import FQ, FQ2, pairing
-
-        xi0 = 9
-    else:
-        from py_ecc.optimized_bls12_381 import FQ, FQ2, pairing  # type: ignore[assignment]
-
-        xi0 = 1
-    p = get_curve(vk.curve).p
-    (bx0, bx1), (by0, by1) = vk.beta2
-    Q = (FQ2([bx0, bx1]), FQ2([by0, by1]), FQ2.one())
-    P = (FQ(vk.alpha1[0]), FQ(vk.alpha1[1]), FQ.one())
-    e = pairing(Q, P)
     # ffjavascript's final exponentiation computes a fixed power of the reduced pairing (its
     # hard part uses a multiple of (p⁴ − p² + 1)/r); matching it exactly, as checked against
     # `snarkjs zkey export verificationkey` on both curves, keeps our JSON byte-compatible
-    if vk.curve == "bn128":
-        x = 4965661367192848881  # the BN parameter
-        e = e ** ((2 * x * (6 * x * x + 3 * x + 1)) % get_curve("bn128").r)
-    else:
-        e = (e * e * e).inv()
-    coeffs = [int(v) for v in e.coeffs]
+    coeffs, xi0 = (_alphabeta_bn128(vk), 9) if vk.curve == "bn128" else (_alphabeta_bls12_381(vk), 1)
+    p = get_curve(vk.curve).p
     fp2 = [[(coeffs[k] + xi0 * coeffs[k + 6]) % p, coeffs[k + 6] % p] for k in range(6)]
     return [[fp2[2 * j + i] for j in range(3)] for i in range(2)]
+
+
+def _alphabeta_bn128(vk: VerifyingKey) -> list[int]:
+    """py_ecc's e(alpha1, beta2) on BN254, to ffjavascript's power: its Fp12 coefficients."""
+    from py_ecc.optimized_bn128 import FQ, FQ2, pairing
+
+    (bx0, bx1), (by0, by1) = vk.beta2
+    e = pairing((FQ2([bx0, bx1]), FQ2([by0, by1]), FQ2.one()), (FQ(vk.alpha1[0]), FQ(vk.alpha1[1]), FQ.one()))
+    x = 4965661367192848881  # the BN parameter
+    e = e ** ((2 * x * (6 * x * x + 3 * x + 1)) % get_curve("bn128").r)
+    return [int(v) for v in e.coeffs]
+
+
+def _alphabeta_bls12_381(vk: VerifyingKey) -> list[int]:
+    """py_ecc's e(alpha1, beta2) on BLS12-381, to ffjavascript's power: its Fp12 coefficients."""
+    from py_ecc.optimized_bls12_381 import FQ, FQ2, pairing
+
+    (bx0, bx1), (by0, by1) = vk.beta2
+    e = pairing((FQ2([bx0, bx1]), FQ2([by0, by1]), FQ2.one()), (FQ(vk.alpha1[0]), FQ(vk.alpha1[1]), FQ.one()))
+    e = (e * e * e).inv()
+    return [int(v) for v in e.coeffs]

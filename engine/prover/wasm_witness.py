@@ -91,6 +91,15 @@ class _Abort(Exception):
     """Raised from the host's exceptionHandler: unwinds the wasm call, as circom's JS throw does."""
 
 
+def _export(instance: wasmtime.Instance, store: wasmtime.Store, name: str) -> wasmtime.Func:
+    """The function the module exports as ``name`` (KeyError when it exports none; TypeError
+    when that export is a memory, table or global, as calling it would raise)."""
+    func = instance.exports(store)[name]
+    if not isinstance(func, wasmtime.Func):
+        raise TypeError(f"the module's export {name!r} is not a function")
+    return func
+
+
 class _Runtime:
     """The host side of circom's imports: collects the messages a failing circuit prints."""
 
@@ -102,7 +111,7 @@ class _Runtime:
 
     def _read_message(self) -> str:
         assert self.instance is not None and self.store is not None
-        get_char = self.instance.exports(self.store)["getMessageChar"]
+        get_char = _export(self.instance, self.store, "getMessageChar")
         chars = []
         while (c := get_char(self.store)) != 0:
             chars.append(chr(c))
@@ -150,7 +159,8 @@ class _Calculator:
         module = wasmtime.Module(engine, wasm_bytes)
         linker = wasmtime.Linker(engine)
         rt = self.runtime
-        i32, none = [wasmtime.ValType.i32()], []
+        i32: list[wasmtime.ValType] = [wasmtime.ValType.i32()]
+        none: list[wasmtime.ValType] = []
         linker.define_func("runtime", "exceptionHandler", wasmtime.FuncType(i32, none), rt.exception)
         linker.define_func("runtime", "printErrorMessage", wasmtime.FuncType(none, none), rt.print_error)
         linker.define_func("runtime", "writeBufferMessage", wasmtime.FuncType(none, none), rt.write_buffer)
@@ -162,7 +172,7 @@ class _Calculator:
         self.prime = self.read_shared()
 
     def call(self, name: str, *args: int) -> int:
-        return self.instance.exports(self.store)[name](self.store, *args)
+        return _export(self.instance, self.store, name)(self.store, *args)
 
     def close(self) -> None:
         if self._timer is not None:

@@ -1,6 +1,6 @@
 """Groth16 straight from a snarkjs .zkey and .wtns, the way the command line proves.
 
-The files' headers and layout are checked first (engine.prover.snarkjs_headers), so every
+The files' headers and layout are checked first (engine.prover.formats.headers), so every
 allocation is what the files really hold; their sections are then read once into memory and
 the kernels do the rest in one call each (kernels/host_groth16.h): the witness checked,
 A·w and B·w from the coefficients, H on the coset, the five MSMs, the randomisation; then the
@@ -19,14 +19,10 @@ from typing import NamedTuple
 
 from engine.prover import groth16_native, native_build
 from engine.prover.curves import CurveParams, get_curve
-from engine.prover.datatypes import FormatError, Proof
-from engine.prover.snarkjs_headers import (
-    ZKEY_HEADER_MAX,
-    check_witness_fits,
-    groth16_layout,
-    read_section,
-    wtns_layout,
-)
+from engine.prover.datatypes import Proof
+from engine.prover.formats.binfile import read_section
+from engine.prover.formats.errors import FormatError
+from engine.prover.formats.headers import ZKEY_HEADER_MAX, check_witness_fits, groth16_layout, wtns_layout
 
 
 class ZkeyInputs(NamedTuple):
@@ -46,11 +42,11 @@ class ZkeyInputs(NamedTuple):
         return [int.from_bytes(self.witness[32 * i : 32 * i + 32], "little") for i in range(1, self.n_public + 1)]
 
 
-def _pread(fd: int, span: tuple[int, int], skip: int = 0) -> bytes:
+def _pread(fd: int, span: tuple[int, int], field: str, skip: int = 0) -> bytes:
     offset, size = span
     data = os.pread(fd, size - skip, offset + skip)
     if len(data) != size - skip:
-        raise FormatError("is truncated")
+        raise FormatError(field, "is truncated")
     return data
 
 
@@ -62,17 +58,17 @@ def read_inputs(zkey: str | os.PathLike[str], wtns: str | os.PathLike[str]) -> Z
         try:
             table, head, n_coef = groth16_layout(fh)
             fd = fh.fileno()
-            header_points = read_section(fh, table, 2, ZKEY_HEADER_MAX)[head.points_offset :]
-            sections = {sid: _pread(fd, table[sid], 4 if sid == 4 else 0) for sid in range(3, 10)}
+            header_points = read_section(fh, table, 2, ZKEY_HEADER_MAX, "zkey")[head.points_offset :]
+            sections = {sid: _pread(fd, table[sid], "zkey", 4 if sid == 4 else 0) for sid in range(3, 10)}
         except FormatError as e:
-            raise FormatError(f"{zname}: {e}") from None
+            raise e.naming(zname) from None
     with open(wtns, "rb") as fh:
         try:
             table, found = wtns_layout(fh, os.fstat(fh.fileno()).st_size)
-            check_witness_fits(found.curve, found.count, head.curve, head.n_vars)
-            witness = _pread(fh.fileno(), table[2])
+            check_witness_fits(found.curve, found.n_values, head.curve, head.n_vars)
+            witness = _pread(fh.fileno(), table[2], "wtns")
         except FormatError as e:
-            raise FormatError(f"{wname}: {e}") from None
+            raise e.naming(wname) from None
     return ZkeyInputs(curve=get_curve(head.curve), n_vars=head.n_vars, n_public=head.n_public,
                       domain_size=head.domain_size, n_coef=n_coef, header_points=header_points,
                       sections=sections, witness=witness)

@@ -193,6 +193,7 @@ def test_rejections_bls() -> None:
         verify(vk, proof, [pub[0], pub[1] + c.r])
     with pytest.raises(InvalidProof, match="expected 2 public inputs"):
         verify(vk, proof, pub[:1])
+    assert proof.pi_a is not None and proof.pi_b is not None  # a real proof has no point at infinity
     x, y = proof.pi_a
     with pytest.raises(InvalidProof, match="pi_a: not on the BLS12-381 G1 curve"):
         verify(vk, proof._replace(pi_a=(x, (y + 1) % c.p)), pub)
@@ -211,6 +212,7 @@ def test_rejections_bn128() -> None:
     proof = prove(pk, asg)
     pub = public_inputs_of(asg)
     assert not verify(pk.vk, proof, [pub[0] + 1, pub[1]])
+    assert proof.pi_c is not None and proof.pi_b is not None  # a real proof has no point at infinity
     x, y = proof.pi_c
     with pytest.raises(InvalidProof, match="pi_c: not on the BN254 G1 curve"):
         verify(pk.vk, proof._replace(pi_c=(x, (y + 1) % c.p)), pub)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from engine.prover import cachedir, native_build
 
 
 @pytest.fixture
-def sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A copy of the prover's kernel sources and generators, and an empty cache, in use."""
     root = tmp_path / "prover"
     shutil.copytree(native_build.KERNEL_DIR, root / "kernels")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from tests.prover import ecc, ecc_g1_ints, ecc_g2_ints
 CURVE_NAMES = sorted(CURVES)
 
 
-def oracle_points(curve: str, group: str, ks: list[int | None]):
+def oracle_points(curve: str, group: str, ks: Sequence[int | None]):
     """k·G for each k via py_ecc (None -> infinity), as Python ints."""
     c = CURVES[curve]
     m = ecc(c)

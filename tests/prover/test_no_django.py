@@ -79,4 +79,5 @@ def test_the_engine_proof_kinds_are_the_circuits_kinds() -> None:
 def test_the_engine_hands_its_cache_directory_to_both_libraries(settings) -> None:
     cache = Path(settings.PROVINGSITE["CACHE_DIR"])
     assert cachedir.cache_dir() == cache
-    assert compiled._cache_path(kinds.circuit_for("winning-post", "tiny")).parent == cache / "circuits"
+    path = compiled._cache_path(kinds.circuit_for("winning-post", "tiny"))
+    assert path is not None and path.parent == cache / "circuits"

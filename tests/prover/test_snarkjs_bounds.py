@@ -40,7 +40,7 @@ def zkey_with(folder: str = "bn128", **fields: int) -> bytes:
     return bytes(data)
 
 
-def peak_while(action) -> int:  # type: ignore[no-untyped-def]
+def peak_while(action) -> int:
     """Peak traced allocation (Python and numpy) while ``action`` runs, in bytes."""
     tracemalloc.start()
     try:

@@ -16,10 +16,10 @@ R = CURVES["bn128"].r
 META = {"count": 3, "signals": {"a": 1, "b": 2}}
 
 
-def refused(wasm: bytes, **budget: float) -> tuple[str, float]:
+def refused(wasm: bytes, *, fuel: int, memory: int, seconds: float) -> tuple[str, float]:
     started = time.monotonic()
     with pytest.raises(WitnessError) as caught:
-        calculate_witness(wasm, {"x": "1"}, **budget)  # type: ignore[arg-type]
+        calculate_witness(wasm, {"x": "1"}, fuel=fuel, memory=memory, seconds=seconds)
     return caught.value.message, time.monotonic() - started
 
 

@@ -33,6 +33,7 @@ def our_circuit(curve: str, tmp_path: Path, r1cs: R1CS | None = None, w: np.ndar
         r1cs, w = synthetic_circuit(curve, 300, n_public=3, seed=11)
     pk, _ = setup(r1cs, seed="zkey-prover")
     write_zkey(tmp_path / "c.zkey", pk)
+    assert w is not None, "a caller's circuit comes with its witness"
     write_wtns(tmp_path / "w.wtns", curve, w)
     return tmp_path / "c.zkey", tmp_path / "w.wtns"
 
@@ -102,7 +103,7 @@ def test_a_witness_that_does_not_satisfy_the_circuit_gives_a_proof_that_fails(tm
 # bad files: refused, naming what is wrong
 
 
-def rewritten_witness(tmp_path: Path, curve: str, edit) -> Path:  # type: ignore[no-untyped-def]
+def rewritten_witness(tmp_path: Path, curve: str, edit) -> Path:
     w = read_wtns(snarkjs_fixture(curve)[1])
     edit(w)
     write_wtns(tmp_path / "edited.wtns", curve, w)

@@ -1,10 +1,10 @@
-"""What a snarkjs binary file declares, checked before anything it declares is read: the
-binfile's section table, a Groth16 .zkey's header and section layout, a .wtns's header.
+"""What a .zkey or .wtns declares, checked before anything it declares is read: a Groth16 key's
+header and the size of each of its sections, a witness's header and the size of its values.
 
-Only the light part of the standard library (named tuples, not dataclasses): the readers
-build on these (engine.prover.snarkjs_zkey, snarkjs_wtns), and so does the command-line
-prover, which never imports numpy and keeps its start-up to a few milliseconds. Messages name
-no file (the caller adds it): they are also shown to whoever uploaded one.
+Every reader of these files starts here. Kept apart from the numpy readers
+(engine.prover.formats.zkey, .wtns) because the command-line prover starts here too and never
+imports numpy: only the light part of the standard library (named tuples, not dataclasses).
+Messages name no file (the caller adds it): they are also shown to whoever uploaded one.
 Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).
 """
 
@@ -15,74 +15,24 @@ import struct
 from typing import IO, NamedTuple
 
 from engine.prover.curves import CURVES, CurveParams
-from engine.prover.datatypes import FormatError
-
-# ---------------------------------------------------------------------------------------------
-# the binfile container
-
-# A Groth16 zkey has 10 sections and a witness 2; a few more leaves room for extensions
-# while keeping the walk over an uploaded table short.
-MAX_SECTIONS = 64
+from engine.prover.formats.binfile import SectionTable, read_section, section_table
+from engine.prover.formats.errors import FormatError
 
 
-def section_table(fh: IO[bytes], file_bytes: int, magic: bytes) -> dict[int, tuple[int, int]]:
-    """{section id: (offset, size)} of an open binfile, reading only the section headers.
-
-    Every declared size is checked against the bytes actually left in the file before the
-    walk moves on, so a header that claims 2^63 bytes is an error, not a seek or an
-    allocation. Messages name no file: they are shown to whoever sent it."""
-    kind = magic.decode()
-    head = fh.read(12)
-    if len(head) < 12:
-        raise FormatError(f"too short for a .{kind} file ({file_bytes} bytes)")
-    if head[:4] != magic:
-        raise FormatError(f"is not a snarkjs .{kind} file")
-    (n_sections,) = struct.unpack_from("<I", head, 8)
-    if n_sections > MAX_SECTIONS:
-        raise FormatError(f"declares {n_sections} sections; a .{kind} file has at most {MAX_SECTIONS}")
-    pos = 12
-    table: dict[int, tuple[int, int]] = {}
-    for _ in range(n_sections):
-        raw = fh.read(12)
-        if len(raw) < 12:
-            raise FormatError(f"is truncated: section header at byte {pos} is incomplete")
-        sid, size = struct.unpack("<IQ", raw)
-        pos += 12
-        if size > file_bytes - pos:
-            raise FormatError(f"is truncated or corrupt: section {sid} declares {size} bytes, "
-                              f"only {file_bytes - pos} remain")
-        if sid in table:
-            raise FormatError(f"has section {sid} twice")
-        table[sid] = (pos, size)
-        pos += size
-        fh.seek(pos)
-    return table
-
-
-def read_section(fh: IO[bytes], table: dict[int, tuple[int, int]], sid: int, limit: int) -> bytes:
-    """A small section whole; ``limit`` bounds what a header section may claim to hold."""
-    if sid not in table:
-        raise FormatError(f"has no section {sid}")
-    offset, size = table[sid]
-    if size > limit:
-        raise FormatError(f"section {sid} holds {size} bytes; at most {limit} expected")
-    fh.seek(offset)
-    return fh.read(size)
-
-
-def curve_by_prime(prime: int, which: str, name: str) -> CurveParams:
+def curve_with(prime: int, which: str) -> CurveParams | None:
+    """The supported curve whose scalar (``which`` "r") or base ("p") field has this prime."""
     for c in CURVES.values():
         if (c.r if which == "r" else c.p) == prime:
             return c
-    raise FormatError(f"{name}: unsupported field prime {prime} (supported curves: {', '.join(sorted(CURVES))})")
+    return None
 
 
-def curve_of(prime: int, which: str, what: str) -> CurveParams:
-    for c in CURVES.values():
-        if (c.r if which == "r" else c.p) == prime:
-            return c
-    field = "scalar" if which == "r" else "base"
-    raise FormatError(f"{what} is not the {field} field of BN254 or BLS12-381")
+def curve_of(prime: int, which: str, what: str, field: str) -> CurveParams:
+    c = curve_with(prime, which)
+    if c is None:
+        kind = "scalar" if which == "r" else "base"
+        raise FormatError(field, f"{what} is not the {kind} field of BN254 or BLS12-381")
+    return c
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,35 +82,36 @@ ZKEY_HEADER_MAX = 1024
 def zkey_header(h: bytes | memoryview) -> ZkeyHeader:
     """Section 2 parsed and checked field by field; raises FormatError naming the field."""
     if len(h) < 4:
-        raise FormatError("Groth16 header is truncated")
+        raise FormatError("zkey", "Groth16 header is truncated")
     (n8q,) = struct.unpack_from("<I", h, 0)
     if n8q not in (32, 48):
-        raise FormatError(f"base field element size n8q = {n8q}; expected 32 (BN254) or 48 (BLS12-381)")
+        raise FormatError("zkey", f"base field element size n8q = {n8q}; expected 32 (BN254) or 48 (BLS12-381)")
     if len(h) < 4 + n8q + 4:
-        raise FormatError("Groth16 header is truncated")
-    c = curve_of(int.from_bytes(h[4 : 4 + n8q], "little"), "p", "base field prime q")
+        raise FormatError("zkey", "Groth16 header is truncated")
+    c = curve_of(int.from_bytes(h[4 : 4 + n8q], "little"), "p", "base field prime q", "zkey")
     if n8q != 8 * c.fp_limbs:
-        raise FormatError(f"base field element size n8q = {n8q}; {c.name} needs {8 * c.fp_limbs}")
+        raise FormatError("zkey", f"base field element size n8q = {n8q}; {c.name} needs {8 * c.fp_limbs}")
     pos = 4 + n8q
     (n8r,) = struct.unpack_from("<I", h, pos)
     if n8r != 32:
-        raise FormatError(f"scalar field element size n8r = {n8r}; expected 32")
+        raise FormatError("zkey", f"scalar field element size n8r = {n8r}; expected 32")
     if len(h) < pos + 4 + n8r + 12:
-        raise FormatError("Groth16 header is truncated")
+        raise FormatError("zkey", "Groth16 header is truncated")
     if int.from_bytes(h[pos + 4 : pos + 4 + n8r], "little") != c.r:
-        raise FormatError(f"scalar field prime r is not {c.name}'s")
+        raise FormatError("zkey", f"scalar field prime r is not {c.name}'s")
     pos += 4 + n8r
     n_vars, n_public, domain_size = struct.unpack_from("<III", h, pos)
     if n_vars < n_public + 1:
-        raise FormatError(f"nVars = {n_vars} cannot hold the constant one and nPublic = {n_public} public signals")
+        raise FormatError("zkey", f"nVars = {n_vars} cannot hold the constant one and nPublic = {n_public} "
+                                  "public signals")
     if domain_size < 1 or domain_size & (domain_size - 1):
-        raise FormatError(f"domain size {domain_size} is not a power of two")
+        raise FormatError("zkey", f"domain size {domain_size} is not a power of two")
     if domain_size > 1 << c.two_adicity:
-        raise FormatError(f"domain size {domain_size} exceeds {c.name}'s largest, 2^{c.two_adicity}")
+        raise FormatError("zkey", f"domain size {domain_size} exceeds {c.name}'s largest, 2^{c.two_adicity}")
     header = ZkeyHeader(curve=c.name, n8q=n8q, n8r=n8r, n_vars=n_vars, n_public=n_public,
                         domain_size=domain_size, points_offset=pos + 12)
     if len(h) != header.section_sizes(0)[2]:
-        raise FormatError(f"Groth16 header holds {len(h)} bytes; expected {header.section_sizes(0)[2]}")
+        raise FormatError("zkey", f"Groth16 header holds {len(h)} bytes; expected {header.section_sizes(0)[2]}")
     return header
 
 
@@ -169,10 +120,11 @@ def check_zkey_layout(header: ZkeyHeader, sizes: dict[int, int], n_coefficients:
     array of the header's sizes is allocated, so a small file cannot claim a large key."""
     for sid, name in ZKEY_SECTION_NAMES.items():
         if sid not in sizes:
-            raise FormatError(f"has no section {sid} ({name})")
+            raise FormatError("zkey", f"has no section {sid} ({name})")
     for sid, expected in header.section_sizes(n_coefficients).items():
         if sizes[sid] != expected:
             raise FormatError(
+                "zkey",
                 f"section {sid} ({ZKEY_SECTION_NAMES[sid]}) holds {sizes[sid]} bytes; nVars = {header.n_vars}, "
                 f"nPublic = {header.n_public}, domain size = {header.domain_size} and "
                 f"{n_coefficients} coefficients need {expected}")
@@ -180,15 +132,15 @@ def check_zkey_layout(header: ZkeyHeader, sizes: dict[int, int], n_coefficients:
 
 def coefficient_count(sec4: bytes | memoryview) -> int:
     if len(sec4) < 4:
-        raise FormatError("section 4 (coefficients) is truncated")
+        raise FormatError("zkey", "section 4 (coefficients) is truncated")
     return int(struct.unpack_from("<I", sec4, 0)[0])
 
 
-def zkey_layout(fh: IO[bytes], table: dict[int, tuple[int, int]]) -> tuple[ZkeyHeader, int]:
+def zkey_layout(fh: IO[bytes], table: SectionTable) -> tuple[ZkeyHeader, int]:
     """The header and coefficient count of an open zkey, its section sizes checked against them."""
-    header = zkey_header(read_section(fh, table, 2, ZKEY_HEADER_MAX))
+    header = zkey_header(read_section(fh, table, 2, ZKEY_HEADER_MAX, "zkey"))
     if 4 not in table:
-        raise FormatError("has no section 4 (coefficients)")
+        raise FormatError("zkey", "has no section 4 (coefficients)")
     offset, size = table[4]
     fh.seek(offset)
     n_coef = coefficient_count(fh.read(min(4, size)))
@@ -202,12 +154,15 @@ def inspect_zkey(path: str | os.PathLike[str]) -> tuple[ZkeyHeader, int]:
         return zkey_layout(fh, section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey"))
 
 
-def groth16_layout(fh: IO[bytes]) -> tuple[dict[int, tuple[int, int]], ZkeyHeader, int]:
+def groth16_layout(fh: IO[bytes]) -> tuple[SectionTable, ZkeyHeader, int]:
     """(section table, header, coefficient count) of an open Groth16 zkey, layout checked."""
     table = section_table(fh, os.fstat(fh.fileno()).st_size, b"zkey")
-    (protocol,) = struct.unpack_from("<I", read_section(fh, table, 1, 64), 0)
+    raw = read_section(fh, table, 1, 64, "zkey")
+    if len(raw) < 4:
+        raise FormatError("zkey", "section 1 (protocol) is truncated")
+    (protocol,) = struct.unpack_from("<I", raw, 0)
     if protocol != 1:
-        raise FormatError(f"protocol {protocol} is not Groth16 (1)")
+        raise FormatError("zkey", f"protocol {protocol} is not Groth16 (1)")
     head, n_coef = zkey_layout(fh, table)
     return table, head, n_coef
 
@@ -220,25 +175,25 @@ class WtnsHeader(NamedTuple):
 
     curve: str
     n8: int
-    count: int
+    n_values: int
 
 
 def wtns_header(head: bytes | memoryview, values_bytes: int) -> WtnsHeader:
     """Section 1 parsed and checked against section 2's real size (``values_bytes``)."""
     if len(head) < 4:
-        raise FormatError("header section is truncated")
+        raise FormatError("wtns", "header section is truncated")
     (n8,) = struct.unpack_from("<I", head, 0)
     if n8 != 32:
-        raise FormatError(f"field element size is {n8} bytes; the scalar fields here have 32")
+        raise FormatError("wtns", f"field element size is {n8} bytes; the scalar fields here have 32")
     if len(head) != 4 + n8 + 4:
-        raise FormatError(f"header section holds {len(head)} bytes; expected {4 + n8 + 4}")
+        raise FormatError("wtns", f"header section holds {len(head)} bytes; expected {4 + n8 + 4}")
     prime = int.from_bytes(head[4 : 4 + n8], "little")
-    curve = curve_of(prime, "r", "the witness's prime")
+    curve = curve_of(prime, "r", "the witness's prime", "wtns")
     (count,) = struct.unpack_from("<I", head, 4 + n8)
     if values_bytes != count * n8:
-        raise FormatError(f"declares {count} values ({count * n8} bytes) but its values section holds "
-                          f"{values_bytes} bytes")
-    return WtnsHeader(curve=curve.name, n8=n8, count=count)
+        raise FormatError("wtns", f"declares {count} values ({count * n8} bytes) but its values section holds "
+                                  f"{values_bytes} bytes")
+    return WtnsHeader(curve=curve.name, n8=n8, n_values=count)
 
 
 # A witness's section 1 holds 4 + n8 + 4 bytes (40 for the scalar fields here); the bound keeps
@@ -246,13 +201,13 @@ def wtns_header(head: bytes | memoryview, values_bytes: int) -> WtnsHeader:
 WTNS_HEADER_MAX = 64
 
 
-def wtns_layout(fh: IO[bytes], file_bytes: int) -> tuple[dict[int, tuple[int, int]], WtnsHeader]:
+def wtns_layout(fh: IO[bytes], file_bytes: int) -> tuple[SectionTable, WtnsHeader]:
     """The section table and header of an open witness file, its values section's size checked
     against the header."""
     table = section_table(fh, file_bytes, b"wtns")
     if 2 not in table:
-        raise FormatError("has no section 2 (the values)")
-    return table, wtns_header(read_section(fh, table, 1, WTNS_HEADER_MAX), table[2][1])
+        raise FormatError("wtns", "has no section 2 (the values)")
+    return table, wtns_header(read_section(fh, table, 1, WTNS_HEADER_MAX, "wtns"), table[2][1])
 
 
 def check_witness_fits(curve: str, count: int, key_curve: str, key_vars: int) -> None:
