@@ -9,7 +9,7 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provingsite.settings")
     from django.core.management import execute_from_command_line
 
-    from provingsite.env import ConfigError
+    from engine.env import ConfigError
 
     try:
         execute_from_command_line(sys.argv)

@@ -242,7 +242,8 @@ async def measure(connections: int, transitions: int, rate: float, busy: int = 0
                                    "--transitions", str(transitions), "--rate", str(rate)],
                                   stdout=subprocess.PIPE, text=True, cwd=ROOT)
         try:
-            hello = json.loads(server.stdout.readline())  # type: ignore[union-attr]
+            assert server.stdout is not None  # stdout=PIPE
+            hello = json.loads(server.stdout.readline())
             await _wait_port(port)
             readers = [Reader() for _ in range(connections)]
             tasks = [asyncio.create_task(r.run(port, hello["session"])) for r in readers]

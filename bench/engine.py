@@ -2,8 +2,13 @@
 
     .venv/bin/python bench/engine.py                          # tiny and small, CPU or GPU as found
     .venv/bin/python bench/engine.py --scales tiny --jobs 6 --devices cpu
+    DATABASE_URL=postgres://… REDIS_URL=redis://… .venv/bin/python bench/engine.py --latency-only
 
-Per (scale, split) run, on a fresh SQLite database: a backlog of porep-c2 jobs (10
+First, submission → claim latency: warm winning-post jobs one at a time to an idle engine,
+with the claim loop woken by new work (engine.ledger.new_work) and, as the reference in the
+same run, polling alone.
+
+Then per (scale, split) run, on a fresh SQLite database: a backlog of porep-c2 jobs (10
 partitions each) is submitted first, then one engine proves it all. Reported:
 
 * proofs/min — partitions proved per minute of wall time (first claim → last done);
@@ -23,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TypedDict
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -52,7 +58,21 @@ def backlog(scale: str, jobs: int, tag: str) -> None:
                    circuit_id=f"porep-c2/{scale}", scale=scale)
 
 
-def run(scale: str, split: bool, jobs: int, args: argparse.Namespace) -> dict[str, float]:
+class RunResult(TypedDict):
+    partitions: int
+    wall_s: float
+    proofs_per_min: float
+    overhead_ms: float
+    synth_ms: float
+    gpu_ms: float
+    finish_ms: float
+    device_busy: float
+    worker_busy: list[float]
+    failed: int
+    gpu_window: tuple[str, str] | None
+
+
+def run(scale: str, split: bool, jobs: int, args: argparse.Namespace) -> RunResult:
     tag = f"{scale}-{'split' if split else 'nosplit'}"
     ProofJob.objects.all().delete()
     backlog(scale, jobs, tag)
@@ -89,6 +109,41 @@ def run(scale: str, split: bool, jobs: int, args: argparse.Namespace) -> dict[st
     }
 
 
+def latency(wake: bool, jobs: int, args: argparse.Namespace) -> dict[str, float]:
+    """Submission → claim and → done (ms, p50 and p95) of winning-post jobs sent one at a time to
+    an idle, warm engine at scale tiny; ``wake`` off is the claim loop's idle poll alone."""
+    import statistics
+
+    ProofJob.objects.all().delete()
+    config = EngineConfig.from_settings(scale="tiny", devices=args.devices, budget=args.budget, synthesis=1,
+                                        workers_per_device=1, host_name=f"bench-latency-{wake}",
+                                        wake_on_new_work=wake)
+    engine = Engine(config).start()
+    claim_ms, done_ms = [], []
+    try:
+        for i in range(jobs + 1):  # the first warms the key, the synthesis process and the caches
+            inputs, n = validate_inputs("winning-post", demo_inputs("winning-post"))
+            job, _ = submit_job(kind="winning-post", job_id=f"bench-latency-{wake}-{i}", inputs=inputs,
+                                num_partitions=n, circuit_id="winning-post/tiny", scale="tiny")
+            while not ProofJob.objects.filter(pk=job.pk, state__in=("done", "failed")).exists():
+                time.sleep(0.002)
+            job.refresh_from_db()
+            assert job.finished_at is not None  # done or failed: waited for above
+            claimed = Partition.objects.filter(job=job).aggregate(a=Min("claimed_at"))["a"]
+            if i:
+                claim_ms.append(1000 * (claimed - job.submitted_at).total_seconds())
+                done_ms.append(1000 * (job.finished_at - job.submitted_at).total_seconds())
+            time.sleep(0.05 + 0.1 * (i % 3) / 3)  # land at different points of the idle poll
+    finally:
+        engine.stop(drain_seconds=5)
+
+    def pct(values: list[float], q: float) -> float:
+        return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else values[0]
+
+    return {"claim_p50": statistics.median(claim_ms), "claim_p95": pct(claim_ms, 95),
+            "done_p50": statistics.median(done_ms), "done_p95": pct(done_ms, 95)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scales", default="tiny,small")
@@ -97,8 +152,23 @@ def main() -> None:
     parser.add_argument("--budget", default="4GiB")
     parser.add_argument("--synthesis", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2, help="workers per device")
+    parser.add_argument("--latency-jobs", type=int, default=20,
+                        help="winning-post jobs for the submission-to-claim latency (0: skip)")
+    parser.add_argument("--latency-only", action="store_true", help="only the latency comparison")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
+    if args.latency_jobs:
+        from django.db import connection
+
+        print(f"submission → claim, one warm winning-post/tiny at a time ({connection.vendor}, "
+              f"{args.latency_jobs} jobs): claim loop polling alone vs woken by new work")
+        off, on = latency(False, args.latency_jobs, args), latency(True, args.latency_jobs, args)
+        for name, ms in (("poll only", off), ("woken", on)):
+            print(f"  {name:9} claim p50 {ms['claim_p50']:6.1f} ms  p95 {ms['claim_p95']:6.1f} ms   "
+                  f"done p50 {ms['done_p50']:6.1f} ms  p95 {ms['done_p95']:6.1f} ms")
+        print(f"  claim p50 ratio poll/woken: {off['claim_p50'] / max(on['claim_p50'], 1e-3):.1f}x", flush=True)
+    if args.latency_only:
+        return
     print(f"{'scale':6} {'split':5} {'parts':>5} {'wall s':>7} {'proofs/min':>10} {'overhead ms':>11} "
           f"{'synth ms':>8} {'gpu ms':>7} {'finish ms':>9} {'device busy':>11}  worker busy")
     for scale in args.scales.split(","):

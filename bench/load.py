@@ -100,7 +100,7 @@ def _clients(count: int) -> tuple[list[str], list[list[str]]]:
     """``count`` client tokens, each with two running jobs on a bench host with four workers."""
     from django.utils import timezone
 
-    from engine.api.auth import issue_token
+    from engine.ledger.tokens import issue_token
     from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 
     now = timezone.now()
@@ -296,7 +296,8 @@ async def measure(shedding: bool, seconds: float, args: argparse.Namespace) -> d
                                    "--tokens", str(args.tokens), "--write-rate", str(args.write_rate)],
                                   stdout=subprocess.PIPE, stderr=log, text=True, cwd=ROOT, env=env)
         try:
-            hello = json.loads(server.stdout.readline())  # type: ignore[union-attr]
+            assert server.stdout is not None  # stdout=PIPE
+            hello = json.loads(server.stdout.readline())
             await _wait_port(port)
             readers = [Reader() for _ in range(args.streams)]
             streams = [asyncio.create_task(r.run(port, hello["session"])) for r in readers]

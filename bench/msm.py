@@ -45,12 +45,19 @@ def _ark_inputs(curve: str, group: str, bases: np.ndarray, ss: list[int]) -> tup
     from engine.prover.curves import g1_from_mont, g2_from_mont
 
     cls = ark.G1Point if group == "g1" else ark.G2Point
-    pts = (g1_from_mont if group == "g1" else g2_from_mont)(bases, curve)
-    ark_pts = []
-    for p in pts:
-        coords = p if group == "g1" else (*p[0], *p[1])
-        ark_pts.append(cls.from_xy_bytes_unchecked_le(b"".join(v.to_bytes(48, "little") for v in coords)))
+    coords: list[tuple[int, ...]]
+    if group == "g1":
+        coords = [_finite(p) for p in g1_from_mont(bases, curve)]
+    else:
+        coords = [(*x, *y) for x, y in map(_finite, g2_from_mont(bases, curve))]
+    ark_pts = [cls.from_xy_bytes_unchecked_le(b"".join(v.to_bytes(48, "little") for v in c)) for c in coords]
     return cls, ark_pts, [ark.Scalar(s) for s in ss]
+
+
+def _finite[P](point: P | None) -> P:
+    if point is None:
+        raise ValueError("a base is the point at infinity")
+    return point
 
 
 def run(

@@ -271,8 +271,7 @@ def main() -> None:
     print(format_table(rows, names))
     if not args.no_msm:
         try:
-            sys.path.insert(0, str(REPO / "bench"))
-            import msm  # the kernels engineer's MSM benchmark
+            from bench import msm  # the kernels engineer's MSM benchmark
 
             print()
             print(msm.format_table(msm.run(sizes=tuple(args.sizes))))

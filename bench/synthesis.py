@@ -25,13 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provingsite.settings")
 
 from engine.circuits.kinds import KINDS, circuit_for  # noqa: E402
-from engine.circuits.synthesis import Timing, _native, configure_worker, synthesize, synthesize_partition  # noqa: E402
+from engine.circuits.synthesis import Timing, configure_worker, synthesize, synthesize_partition  # noqa: E402
 
 SEEDS = {"sector_seed": "11" * 32, "randomness": "22" * 32, "data_seed": "33" * 32}
 
 
-def inputs_for(kind: str, partitions: int = 1) -> dict:
-    out = {k: v for k, v in SEEDS.items() if k != "data_seed" or kind == "snap-update"}
+def inputs_for(kind: str, partitions: int = 1) -> dict[str, str | int]:
+    out: dict[str, str | int] = {k: v for k, v in SEEDS.items() if k != "data_seed" or kind == "snap-update"}
     if kind == "window-post":
         out["partitions"] = partitions
     return out
@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--pool-partitions", type=int, default=10)
     args = parser.parse_args()
 
-    print(f"sparse products: {'native C kernel' if _native() else 'Python fallback'}; cores: {os.cpu_count()}")
+    print(f"sparse products: native C kernel; cores: {os.cpu_count()}")
     print(f"{'circuit':24} {'constraints':>11} {'vars':>9} {'compile s':>9} {'synth s':>8} {'witness s':>9} {'products s':>10}")
     for scale in args.scales:
         for kind in KINDS:

@@ -4,7 +4,8 @@ History is read-only: a proof, a timestamp or a state edited by hand would make 
 lie. So jobs, hosts and circuits have no change permission here at all (their pages are
 views, with no Save buttons); state changes go through the cancel/retry actions, which use the
 same service as the console and the API (engine.ledger.jobs). A queued or running job cannot be
-deleted: an engine is working on it; cancel it first. API tokens: engine/admin_tokens.py.
+deleted: an engine is working on it; cancel it first. Every write here is a call into the
+ledger, the only writer of rows. API tokens: engine/admin_tokens.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 
+from engine.ledger.hosts import HostInUse, remove_stopped
+from engine.ledger.jobs import delete_finished
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 
@@ -68,7 +71,7 @@ class ProofJobAdmin(admin.ModelAdmin):
         # Kilobytes of curve points per partition: folded away until asked for.
         ("Proof", {"classes": ("collapse",), "fields": ("proof", "public_inputs")}),
     )
-    readonly_fields = tuple(name for _, spec in fieldsets for name in spec["fields"])
+    readonly_fields = tuple(name for _, spec in fieldsets for name in spec["fields"] if isinstance(name, str))
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False  # a view of the record: no form, no Save buttons
@@ -78,9 +81,11 @@ class ProofJobAdmin(admin.ModelAdmin):
             return False  # an engine holds it: cancel it first
         return super().has_delete_permission(request, obj)
 
+    def delete_model(self, request: HttpRequest, obj: ProofJob) -> None:
+        delete_finished(ProofJob.objects.filter(pk=obj.pk))
+
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ProofJob]) -> None:
-        # The filter is in the DELETE itself: a job that started since the confirmation page stays.
-        queryset.exclude(state__in=JOB_ACTIVE).delete()
+        delete_finished(queryset)
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, Any, Any, list[Any]]:
         # "Delete selected" with a queued or running job among them lists those jobs as protected,
@@ -154,6 +159,22 @@ class EngineHostAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False  # engines write their own rows; the page is a view
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, Any, Any, list[Any]]:
+        # A running host, or one whose claimed work is not yet requeued, is listed as protected:
+        # Django then refuses the deletion and says why.
+        deletable, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        busy = [f"{host.name} has not stopped: stop its engine first" for host in objs if host.stopped_at is None]
+        return deletable, counts, perms_needed, [*protected, *busy]
+
+    def delete_model(self, request: HttpRequest, obj: EngineHost) -> None:
+        self.delete_queryset(request, EngineHost.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[EngineHost]) -> None:
+        try:
+            remove_stopped(queryset)
+        except HostInUse as exc:
+            self.message_user(request, f"Nothing deleted: {exc}.", messages.ERROR)
 
 
 import engine.admin_circuits  # noqa: E402,F401  registered circom circuits

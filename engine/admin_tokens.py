@@ -1,7 +1,7 @@
 """API tokens in the admin: issued here (or by `manage.py createtoken`), the secret shown once.
 
 The add form takes what createtoken takes (name, scope, limits) and issues the token through
-the same engine.api.auth.issue_token, which stores only its SHA-256. The page after saving is
+the same engine.ledger.tokens.issue_token, which stores only its SHA-256. The page after saving is
 rendered in that same response and shows the secret once; it is never put in the messages
 framework (which keeps unread messages in a cookie or the session) nor anywhere else.
 """
@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from engine.api.auth import SCOPE_DEFAULT, ScopeDefault, issue_token
+from engine.ledger.tokens import SCOPE_DEFAULT, ScopeDefault, delete_tokens, issue_token, revoke_tokens, set_limits
 from engine.models import ApiToken
 from engine.states import Priority
 
@@ -76,7 +76,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: ApiToken, form: forms.ModelForm, change: bool) -> None:
         if change:
-            super().save_model(request, obj, form, change)
+            set_limits(obj)
             return
         data = form.cleaned_data
         record, token = issue_token(data["name"], data["scope"], max_priority=data["priority_cap"],
@@ -103,9 +103,13 @@ class ApiTokenAdmin(admin.ModelAdmin):
         response["Cache-Control"] = "no-store"  # the one page that holds the secret is never kept
         return response
 
+    def delete_model(self, request: HttpRequest, obj: ApiToken) -> None:
+        delete_tokens(ApiToken.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        delete_tokens(queryset)
+
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
-        from django.utils import timezone
-
-        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        count = revoke_tokens(queryset)
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)

@@ -136,6 +136,9 @@ class EngineHost(models.Model):
     synthesis_max = models.PositiveIntegerField(default=0)
     devices = models.JSONField(default=list, blank=True, help_text="Per device: name, memory total/free/pool.")
     key_cache = models.JSONField(default=list, blank=True, help_text="Resident proving keys, written when one is loaded or evicted.")
+    refused_keys = models.JSONField(default=dict, blank=True,
+                                    help_text="Circuits this host will not prove, each with why: its key is not the farm's "
+                                              "(FarmKey) or it has none.")
     # An operator's drain (from the console): the host claims nothing new and finishes what it
     # holds, until resumed. It outlives a restart of the engine, as the operator's intent does.
     draining = models.BooleanField(default=False, help_text="Claims no new partitions while set (console: drain).")
@@ -238,3 +241,17 @@ class Circuit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name or 'circuit'} {self.id[:12]} ({self.curve})"
+
+
+class FarmKey(models.Model):
+    """The verifying key the farm proves a circuit with, by digest: the first key a host loaded
+    for it (or the one ``setupkeys`` wrote). A host whose key for the circuit has another digest
+    refuses to prove it, so no job's partitions verify under two different keys."""
+
+    circuit_id = models.CharField(max_length=200, unique=True)
+    vk_digest = models.CharField(max_length=64, help_text="snarkjs_json.vk_digest of the verifying key")
+    recorded_by = models.CharField(max_length=200, help_text="The host (or setupkeys) that recorded it.")
+    recorded_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.circuit_id} {self.vk_digest[:12]}"

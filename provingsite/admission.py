@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from engine.console.paths import EVENTS_PATH
 from provingsite.bodylimit import is_upload
-from provingsite.paths import EVENTS_PATH
 
-Scope = MutableMapping[str, Any]
+Scope = dict[str, Any]  # an ASGI scope is a dict (as Django's ASGIHandler takes it)
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]

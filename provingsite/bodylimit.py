@@ -19,7 +19,8 @@ from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 
-from provingsite.env import parse_size
+from engine.env import parse_size
+from engine.headers import bearer
 
 NO_BODY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "CONNECT"})
 # The multipart endpoints that take files: a custom job, a circuit's registration, and a
@@ -61,13 +62,6 @@ def is_upload(path: str) -> bool:
 def is_login(path: str) -> bool:
     """/admin/login/, /login, /console/login/ …: a form posted before there is a session."""
     return path.rstrip("/").rsplit("/", 1)[-1] == LOGIN_SEGMENT
-
-
-def bearer(authorization: str | None) -> str | None:
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip()
 
 
 def session_key(cookie: str | None) -> str | None:

@@ -12,7 +12,8 @@ from importlib import import_module
 
 from django.conf import settings
 
-from provingsite.bodylimit import bearer, session_key
+from engine.headers import bearer
+from provingsite.bodylimit import session_key
 
 
 def credentials_live(authorization: str | None, cookie: str | None) -> bool:
@@ -24,7 +25,7 @@ def credentials_live(authorization: str | None, cookie: str | None) -> bool:
 
 
 def _token_live(token: str) -> bool:
-    from engine.api.auth import TOKEN_PREFIX, hash_token
+    from engine.ledger.tokens import TOKEN_PREFIX, hash_token
     from engine.models import ApiToken
 
     if not token.startswith(TOKEN_PREFIX) or len(token) > 200:

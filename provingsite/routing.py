@@ -6,7 +6,7 @@ from typing import Any
 
 from django.urls import path, re_path
 
-from provingsite.paths import EVENTS_PATH
+from engine.console.paths import EVENTS_PATH
 
 
 def http_routes(django_app: Any) -> list[Any]:

@@ -146,7 +146,8 @@ class BoundedRequest(WebRequest):
         transport.loseWriteConnection()
         from twisted.internet import reactor
 
-        self._linger = reactor.callLater(LINGER_SECONDS, transport.abortConnection)  # type: ignore[attr-defined]
+        # twisted types the global reactor as its interface class: mypy reads callLater as unbound.
+        self._linger = reactor.callLater(LINGER_SECONDS, transport.abortConnection)  # type: ignore[arg-type]
 
     def connectionLost(self, reason: Any) -> None:
         linger = getattr(self, "_linger", None)

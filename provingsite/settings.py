@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from provingsite.env import (
+from engine.env import (
     SettingError,
     env_bool,
     env_choice,
@@ -23,6 +23,7 @@ from provingsite.env import (
     env_size,
     env_str,
 )
+from engine.knobs import Knobs
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("PROVINGSITE_DATA_DIR", BASE_DIR / "data")
@@ -59,6 +60,9 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "provingsite.urls"
 ASGI_APPLICATION = "provingsite.asgi.application"
+# The web server `runengine --serve` runs in its own process, named like ASGI_APPLICATION so the
+# engine app does not import the project that wires it: Daphne with bodies bounded at header time.
+WEB_SERVER = "provingsite.server.build_server"
 WSGI_APPLICATION = None
 
 TEMPLATES = [
@@ -155,7 +159,7 @@ LOGGING = {
 }
 
 # ---- the engine's knobs -------------------------------------------------------------
-PROVINGSITE = {
+PROVINGSITE: Knobs = {
     # Host memory the engine may reserve: "auto" (RAM minus a safety margin) or a size.
     "MEMORY_BUDGET": env_size("PROVINGSITE_MEMORY_BUDGET", "auto"),
     "MEMORY_SAFETY_MARGIN": env_size("PROVINGSITE_MEMORY_SAFETY_MARGIN", "2GiB"),
@@ -163,6 +167,9 @@ PROVINGSITE = {
     # copies of a key's small MSMs' bases, 7-10 % off a proof of up to 2^12 constraints
     # for about as much memory again as the key, counted with it.
     "FIXED_BASE": env_bool("PROVINGSITE_FIXED_BASE", True),
+    # A host without a kind's keys makes development keys on first use only when asked; otherwise
+    # it refuses the kind (and says so) and leaves its jobs to hosts that have the farm's keys.
+    "DEV_KEYS": env_bool("PROVINGSITE_DEV_KEYS", False),
     "SYNTHESIS_CONCURRENCY": env_int("PROVINGSITE_SYNTHESIS_CONCURRENCY", 2, minimum=1, maximum=1024),
     "WORKERS_PER_DEVICE": env_int("PROVINGSITE_WORKERS_PER_DEVICE", 2, minimum=1, maximum=64),
     # "auto" (every CUDA device, else one CPU slot), or a list such as "cuda:0,cuda:1" or "cpu".

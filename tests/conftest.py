@@ -4,8 +4,22 @@ CI, where PROVINGSITE_REQUIRE_SERVICES=1 turns the skip into a failure."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
+
+# The suite asks for development keys, as an operator would with PROVINGSITE_DEV_KEYS=1: each
+# test's params directory gets its keys on first use. Engines the tests start as processes read
+# the variable; this process's settings were read before this file, so the fixture below sets them.
+os.environ.setdefault("PROVINGSITE_DEV_KEYS", "1")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def development_keys() -> Iterator[None]:
+    from django.conf import settings
+
+    settings.PROVINGSITE["DEV_KEYS"] = os.environ["PROVINGSITE_DEV_KEYS"] == "1"
+    yield
 
 
 def require_service(available: bool, reason: str) -> None:

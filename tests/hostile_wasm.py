@@ -17,7 +17,7 @@ def generator(init_body: str, curve: str = "bn128") -> bytes:
     """A circom-shaped module over ``curve``'s scalar field whose ``init`` runs ``init_body``."""
     prime = CURVES[curve].r.to_bytes(32, "little")
     data = "".join(f"\\{b:02x}" for b in prime)
-    return wasmtime.wat2wasm(f"""
+    return bytes(wasmtime.wat2wasm(f"""
 (module
   (import "runtime" "exceptionHandler" (func $exception (param i32)))
   (memory (export "memory") 1)
@@ -34,4 +34,4 @@ def generator(init_body: str, curve: str = "bn128") -> bytes:
   (func (export "getWitness") (param i32))
   (func (export "getMessageChar") (result i32) (i32.const 0))
   (func (export "init") (param i32) {init_body}))
-""")
+"""))

@@ -10,6 +10,7 @@ from engine.api import errors
 from engine.api.auth import TokenAuth
 from engine.api.circuits import router as circuits_router
 from engine.api.jobs import router as jobs_router
+from engine.api.kinds import router as kinds_router
 from engine.api.verification_keys import router as keys_router
 
 api = NinjaAPI(
@@ -25,3 +26,4 @@ errors.install(api)
 api.add_router("/", jobs_router)
 api.add_router("/", circuits_router)
 api.add_router("/", keys_router)
+api.add_router("/", kinds_router)

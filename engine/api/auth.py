@@ -1,24 +1,18 @@
-"""Bearer tokens for API clients.
+"""Bearer tokens for API clients: who is asking, read from the request.
 
 A client token sees the jobs it submitted; an operator token sees every job and /status.
-A token is ``ps_`` + 32 random bytes (URL-safe base64). Only its SHA-256 is stored: a leaked
-database does not leak working tokens, and because the token is long and random a plain
-digest (no salt, no slow hash) is enough to make guessing useless. The prefix is kept in
-clear so an operator can tell tokens apart in the admin.
+Tokens are issued, revoked and stamped by engine.ledger.tokens; this module only reads them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import secrets
 import threading
 import time
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db import IntegrityError, transaction
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
 from django.db.models.signals import post_delete, post_save
 from django.http import HttpRequest
 from django.utils import timezone
@@ -26,11 +20,10 @@ from ninja.security import HttpBearer
 
 from engine.api.errors import ApiError
 from engine.api.throttle import wait_for
-from engine.models import DEFAULT_MAX_ACTIVE_JOBS, ApiToken, TokenScope
-from engine.states import Priority
+from engine.headers import bearer
+from engine.ledger.tokens import TOKEN_PREFIX, hash_token, mark_used
+from engine.models import ApiToken
 
-TOKEN_PREFIX = "ps_"
-PREFIX_CHARS = 10
 # last_used_at is for operators, not accounting: writing it once a minute at most keeps a
 # busy client from queueing writes behind the engine's on SQLite.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
@@ -39,66 +32,6 @@ LAST_USED_RESOLUTION = timedelta(seconds=60)
 # (revocation, an edit in the admin) is seen at once; one made by another process (the
 # createtoken --revoke command) within this many seconds.
 TOKEN_CACHE_SECONDS = 2.0
-
-
-class TokenError(ValueError):
-    """A token could not be issued or revoked (name taken, no such token)."""
-
-
-def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-class ScopeDefault:
-    """Stands for "what this token's scope gets" where None already means "no cap"."""
-
-
-SCOPE_DEFAULT = ScopeDefault()
-
-
-def scope_limits(scope: str) -> tuple[int, int | None]:
-    """(max_priority, max_active_jobs) a new token of ``scope`` gets: operators any and none."""
-    if scope == TokenScope.OPERATOR:
-        return int(Priority.CRITICAL), None
-    return int(Priority.NORMAL), DEFAULT_MAX_ACTIVE_JOBS
-
-
-def issue_token(name: str, scope: str = TokenScope.CLIENT, *, max_priority: int | None = None,
-                max_active_jobs: int | None | ScopeDefault = SCOPE_DEFAULT) -> tuple[ApiToken, str]:
-    """A new token for ``name``: the record, and the token itself (shown once, never stored).
-
-    The limits default to the scope's (scope_limits); ``max_active_jobs=None`` is no cap."""
-    if scope not in TokenScope.values:
-        raise TokenError(f"unknown scope {scope!r}; expected one of {', '.join(TokenScope.values)}")
-    name = name.strip()
-    if not name:
-        raise TokenError("a token needs a name")
-    default_priority, default_active = scope_limits(scope)
-    priority = default_priority if max_priority is None else max_priority
-    if priority not in Priority.values:
-        raise TokenError(f"unknown priority {priority!r}; expected 0 (critical) .. 3 (low)")
-    active = default_active if isinstance(max_active_jobs, ScopeDefault) else max_active_jobs
-    if active is not None and active < 1:
-        raise TokenError("a cap on active jobs must be at least 1 (or none)")
-    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    try:
-        with transaction.atomic():
-            record = ApiToken.objects.create(name=name, scope=scope, prefix=token[:PREFIX_CHARS],
-                                             token_hash=hash_token(token), max_priority=priority,
-                                             max_active_jobs=active)
-    except IntegrityError:
-        raise TokenError(f"a token named {name!r} already exists") from None
-    return record, token
-
-
-def revoke_token(name: str) -> ApiToken:
-    record = ApiToken.objects.filter(name=name).first()
-    if record is None:
-        raise TokenError(f"no token named {name!r}")
-    if record.revoked_at is None:
-        record.revoked_at = timezone.now()
-        record.save(update_fields=["revoked_at"])
-    return record
 
 
 class _LiveTokens:
@@ -155,18 +88,21 @@ def token_for(raw: str) -> ApiToken | None:
         LIVE_TOKENS.put(record)
     now = timezone.now()
     if record.last_used_at is None or now - record.last_used_at > LAST_USED_RESOLUTION:
-        ApiToken.objects.filter(pk=record.pk).update(last_used_at=now)
-        record.last_used_at = now
+        mark_used(record, now)
     return record
 
 
 def bearer_token(request: HttpRequest) -> str | None:
     """The token in ``Authorization: Bearer …``, if any."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, value = header.partition(" ")
-    if scheme.lower() != "bearer" or not value.strip():
-        return None
-    return value.strip()
+    return bearer(request.headers.get("Authorization"))
+
+
+def client_of(request: HttpRequest) -> ApiToken:
+    """The token that authenticated an API request: django-ninja sets ``request.auth`` to what
+    TokenAuth returned, an attribute HttpRequest's type does not declare."""
+    token = getattr(request, "auth", None)
+    assert isinstance(token, ApiToken), "an API view runs only after TokenAuth"
+    return token
 
 
 class TokenAuth(HttpBearer):
@@ -189,6 +125,6 @@ OPERATOR_GROUP = "operator"  # created by migration 0004_operator_group
 
 def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
     """Staff, and members of the operator group, see every job, /status and the console."""
-    if not user.is_authenticated or not user.is_active:
+    if not isinstance(user, PermissionsMixin) or not user.is_authenticated or not user.is_active:
         return False
-    return bool(getattr(user, "is_staff", False)) or user.groups.filter(name=OPERATOR_GROUP).exists()  # type: ignore[union-attr]
+    return bool(getattr(user, "is_staff", False)) or user.groups.filter(name=OPERATOR_GROUP).exists()

@@ -16,29 +16,34 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from django.urls import reverse
 from ninja import Router, Schema, Status
 from pydantic import Field
 
-from engine.api.circuit_files import NAMES_FILE, SYM_NAME, ZkeyHeader, check_r1cs, check_sym, check_wasm, check_zkey
+from engine.api.auth import client_of
 from engine.api.errors import ApiError
 from engine.api.schemas import JOB_ID_MAX, JOB_ID_PATTERN, ErrorOut, JobOut
 from engine.api.submit_circuit import SIGNALS_FILE, circuit_of, submit_staged, visible_circuits
 from engine.api.uploads import (
-    BadCircuitFile,
+    NAMES_FILE,
+    SYM_NAME,
     StagedFile,
     StreamingLimitHandler,
     UploadTooLarge,
     checked_upload,
     discard,
 )
-from engine.ledger import submission
-from engine.models import Circuit, ProofJob
+from engine.ledger import circuits, submission
+from engine.ledger.circuits import circuits_dir
+from engine.models import Circuit
+from engine.prover.formats.circom import check_sym, check_wasm
+from engine.prover.formats.errors import FormatError
+from engine.prover.formats.headers import ZkeyHeader
+from engine.prover.formats.r1cs import check_r1cs
+from engine.prover.formats.zkey import check_zkey
 from engine.prover.wasm_witness import WitnessError, input_signals
-from engine.states import JOB_ACTIVE
 
 router = Router(tags=["circuits"])
 
@@ -62,10 +67,6 @@ class CircuitOut(Schema):
     sym: bool = Field(description="Whether the circuit's .sym was registered (it names missing input signals)")
     created_at: datetime
     links: dict[str, str]
-
-
-def circuits_dir() -> Path:
-    return Path(settings.DATA_DIR) / "circuits"
 
 
 def _out(circuit: Circuit) -> dict[str, Any]:
@@ -100,7 +101,7 @@ def _checked(files: Any) -> tuple[dict[str, StagedFile], ZkeyHeader]:
         if "wasm" in staged:  # what a job's inputs are checked against, read once here
             meta = input_signals(staged["wasm"].path.read_bytes(), names)
             staged["zkey"].path.with_name(SIGNALS_FILE).write_text(json.dumps(meta))
-    except BadCircuitFile as exc:
+    except FormatError as exc:
         raise ApiError(400, "invalid", exc.field, exc.message) from None
     except WitnessError as exc:
         raise ApiError(400, "invalid", "wasm", f"is not a circom witness generator ({exc.message})") from None
@@ -112,43 +113,41 @@ def _existing(circuit: Circuit, client: Any, staged: dict[str, StagedFile]) -> S
     if not visible_circuits(client).filter(pk=circuit.pk).exists():
         raise ApiError(409, "conflict", "zkey", "this zkey is already registered by another client")
     folder = Path(circuit.zkey_path).parent
-    changed = []
+    changed: dict[str, Any] = {}
     for name in ("wasm", "r1cs"):
         if name in staged and not getattr(circuit, f"{name}_path"):
             staged[name].path.replace(folder / FILES[name])
-            setattr(circuit, f"{name}_path", str(folder / FILES[name]))
-            setattr(circuit, f"{name}_bytes", staged[name].size)
-            changed += [f"{name}_path", f"{name}_bytes"]
+            changed |= {f"{name}_path": str(folder / FILES[name]), f"{name}_bytes": staged[name].size}
     sym_joined = "sym" in staged and not (folder / NAMES_FILE).exists()
     if sym_joined:
         staged["sym"].path.replace(folder / SYM_NAME)
         staged["sym"].path.with_name(NAMES_FILE).replace(folder / NAMES_FILE)
     if changed or sym_joined:  # the input signals are probed again, with what joined, at the next job
         (folder / SIGNALS_FILE).unlink(missing_ok=True)
-    if changed:
-        circuit.save(update_fields=changed)
+    circuits.add_files(circuit, changed)
     return Status(200, _out(circuit))
 
 
 def _register(request: HttpRequest, staging: Path) -> Status:
     staged, header = _checked(request.FILES)  # reads the body through StreamingLimitHandler
     zkey = staged["zkey"]
-    client = request.auth  # type: ignore[attr-defined]
+    client = client_of(request)
     found = Circuit.objects.filter(pk=zkey.sha256).first()
     if found is not None:
         return _existing(found, client, staged)
     target = circuits_dir() / zkey.sha256
-    fields = {f"{name}_path": str(target / FILES[name]) for name in staged if name in MODEL_FILES}
+    fields: dict[str, Any] = {f"{name}_path": str(target / FILES[name]) for name in staged if name in MODEL_FILES}
     fields.update({f"{name}_bytes": item.size for name, item in staged.items() if name in MODEL_FILES})
-    try:
-        with transaction.atomic():
-            circuit = Circuit.objects.create(
-                id=zkey.sha256, name=zkey.name[:200], curve=header.curve, n_public=header.n_public,
-                n_vars=header.n_vars, domain_size=header.domain_size, owner=client, **fields)
-            # The row is ours now; a folder already there was left by a registration that failed.
-            shutil.rmtree(target, ignore_errors=True)
-            staging.rename(target)
-    except IntegrityError:  # the same key registered at the same moment: one row won
+
+    def adopt_files() -> None:
+        # The row is ours now; a folder already there was left by a registration that failed.
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+
+    circuit = circuits.register(dict(id=zkey.sha256, name=(zkey.name or "")[:200], curve=header.curve,
+                                     n_public=header.n_public, n_vars=header.n_vars,
+                                     domain_size=header.domain_size, owner=client, **fields), adopt_files)
+    if circuit is None:  # the same key registered at the same moment: one row won
         return _existing(Circuit.objects.get(pk=zkey.sha256), client, staged)
     return Status(201, _out(circuit))
 
@@ -189,25 +188,23 @@ def register_circuit(request: HttpRequest) -> Status:
 
 @router.get("/circuits", response={200: list[CircuitOut], **ERRORS}, summary="The circuits this token may use")
 def list_circuits(request: HttpRequest) -> list[dict[str, Any]]:
-    return [_out(c) for c in visible_circuits(request.auth)]  # type: ignore[attr-defined]
+    return [_out(c) for c in visible_circuits(client_of(request))]
 
 
 @router.get("/circuits/{circuit_id}", response={200: CircuitOut, **ERRORS}, summary="One registered circuit")
 def get_circuit(request: HttpRequest, circuit_id: str) -> dict[str, Any]:
-    return _out(circuit_of(request.auth, circuit_id))  # type: ignore[attr-defined]
+    return _out(circuit_of(client_of(request), circuit_id))
 
 
 @router.delete("/circuits/{circuit_id}", response={204: None, **ERRORS}, summary="Delete a circuit no job is using")
 def delete_circuit(request: HttpRequest, circuit_id: str) -> Status:
-    with transaction.atomic():
-        circuit = circuit_of(request.auth, circuit_id, lock=True)  # type: ignore[attr-defined]
-        active = ProofJob.objects.filter(circuit_id=circuit.job_circuit_id, state__in=JOB_ACTIVE)
-        if active.exists():
-            names = ", ".join(repr(j) for j in active.values_list("job_id", flat=True)[:5])
-            raise ApiError(409, "in_use", "circuit", f"jobs still use this circuit: {names}")
-        circuit.delete()
-    # Done jobs keep their own hard link to the key; the circuit's folder can go.
-    shutil.rmtree(circuits_dir() / circuit_id, ignore_errors=True)
+    circuit = circuit_of(client_of(request), circuit_id)
+    try:
+        deleted = circuits.delete_unused(circuit.pk, visible_circuits(client_of(request)))
+    except circuits.CircuitInUse as exc:
+        raise ApiError(409, "in_use", "circuit", str(exc)) from None
+    if not deleted:  # deleted by another request since it was read
+        circuit_of(client_of(request), circuit_id)  # its 404
     return Status(204, None)
 
 
@@ -228,7 +225,7 @@ def verification_key(circuit: Circuit) -> dict[str, Any]:
 @router.get(f"/circuits/{{circuit_id}}/{VK_NAME}", response={200: dict[str, Any], **ERRORS},
             summary="verification_key.json, as `snarkjs zkey export verificationkey` writes it")
 def get_verification_key(request: HttpRequest, circuit_id: str) -> dict[str, Any]:
-    return verification_key(circuit_of(request.auth, circuit_id))  # type: ignore[attr-defined]
+    return verification_key(circuit_of(client_of(request), circuit_id))
 
 
 @router.get("/circuits/{circuit_id}/verifier.sol", response={200: str, **ERRORS},
@@ -236,7 +233,7 @@ def get_verification_key(request: HttpRequest, circuit_id: str) -> dict[str, Any
 def get_verifier(request: HttpRequest, circuit_id: str) -> HttpResponse:
     from engine.solidity_verifier import verifier_sol
 
-    circuit = circuit_of(request.auth, circuit_id)  # type: ignore[attr-defined]
+    circuit = circuit_of(client_of(request), circuit_id)
     if circuit.curve != "bn128":
         raise ApiError(409, "unsupported", "circuit", "Solidity verifiers exist for BN254 circuits only")
     return HttpResponse(verifier_sol(verification_key(circuit)), content_type="text/plain; charset=utf-8")
@@ -264,7 +261,7 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
     from engine.api.job_fields import _mine
     from engine.api.job_out import _detail
 
-    circuit = circuit_of(request.auth, circuit_id)  # type: ignore[attr-defined]
+    circuit = circuit_of(client_of(request), circuit_id)
     limit = checked_upload(request, "job_id and wtns")
     staging = Path(settings.DATA_DIR) / "uploads" / f".incoming-{secrets.token_hex(8)}"
     request.upload_handlers = [StreamingLimitHandler(staging, limit, request)]
@@ -272,14 +269,14 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
         wtns = request.FILES.get("wtns")
         job_id = submission.job_id_of(request.POST.get("job_id"))
         level = submission.priority_of(request.POST.get("priority"))
-        submission.check_priority(request.auth, level)  # type: ignore[attr-defined]
+        submission.check_priority(client_of(request), level)
         if "zkey" in request.FILES:
             raise ApiError(400, "invalid", "zkey", "the circuit's zkey is registered already; send only the wtns")
         if not isinstance(wtns, StagedFile) or wtns.size == 0:
             raise ApiError(400, "invalid", "wtns", "a non-empty .wtns file is required")
         _check_witness(wtns.path, circuit)
-        job, created = _mine(*submit_staged(circuit, job_id, level, staging, wtns.sha256, request.auth),  # type: ignore[attr-defined]
-                             request.auth)  # type: ignore[attr-defined]
+        job, created = _mine(*submit_staged(circuit, job_id, level, staging, wtns.sha256, client_of(request)),
+                             client_of(request))
     except UploadTooLarge as exc:
         raise ApiError(413, "too_large", "body", str(exc)) from None
     except MultiPartParserError as exc:

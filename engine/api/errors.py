@@ -37,12 +37,18 @@ def body(error: str, field: str | None, detail: str) -> dict[str, Any]:
     return {"error": error, "field": field, "detail": detail}
 
 
+_BODY_SHAPES = frozenset({"kind", "circuit"})
+
+
 def _field(loc: list[Any] | tuple[Any, ...], param_names: set[str]) -> str | None:
     parts = [str(p) for p in loc]
     if parts and parts[0] in _SOURCES:
         parts = parts[1:]
     # A body schema parameter ("payload") or a Query[...] schema ("filters") is our name, not the client's.
     if len(parts) > 1 and parts[0] in param_names:
+        parts = parts[1:]
+    # The job body's shape ("kind" or "circuit", schemas.JobIn's tags) comes before its fields.
+    if len(parts) > 1 and parts[0] in _BODY_SHAPES:
         parts = parts[1:]
     # Union members show up as tags ("str", "literal['a','b']", "int"): not a client's field.
     kept = []
@@ -86,6 +92,8 @@ def install(api: NinjaAPI) -> None:
         detail = str(first.get("msg", "invalid request"))
         if first.get("type") == "json_invalid" or detail.lower().startswith("cannot parse request body"):
             field = field or "body"
+        elif first.get("type") == "model_attributes_type" and field in _BODY_SHAPES:
+            field = "body"  # a JSON body that is not an object: no field of it is at fault
         if len(errors) > 1:
             others = {f for e in errors[1:] if (f := _field(e.get("loc", ()), param_names))} - {field}
             if others:

@@ -16,10 +16,11 @@ from django.db.models import Count, Max, QuerySet, Sum
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
+from ninja import Body, Query, Router, Schema, Status
 from ninja import Path as PathParam
-from ninja import Query, Router, Schema, Status
 from pydantic import Field, field_validator
 
+from engine.api.auth import client_of
 from engine.api.errors import ApiError
 from engine.api.etags import _etag, _matches, _not_modified
 from engine.api.job_fields import _conflict, _limited_to, _mine
@@ -40,17 +41,17 @@ from engine.api.schemas import (
 from engine.api.uploads import (
     CUSTOM_NAMES,
     UPLOAD_FIELDS,
-    BadCircuitFile,
     StagedFile,
     StreamingLimitHandler,
     UploadTooLarge,
     checked_upload,
     discard,
 )
-from engine.api.validate_upload import validate_custom
 from engine.ledger import submission
 from engine.ledger.submission import JobConflict, Submission
 from engine.models import ProofJob
+from engine.prover.formats.custom import validate_custom
+from engine.prover.formats.errors import FormatError
 from engine.states import JOB_TERMINAL, JobState, PartitionState, ProofKind
 from engine.status.read import one_snapshot
 
@@ -103,18 +104,18 @@ def _done(job: ProofJob) -> None:
 
 
 @router.post("/jobs", response={200: JobOut, 201: JobOut, **ERRORS}, summary="Submit a proof request")
-def create_job(request: HttpRequest, payload: JobIn) -> Status:
+def create_job(request: HttpRequest, payload: Body[JobIn]) -> Status:
     """201 with the new job; 200 with the existing job when the same request is sent again;
     409 when the job id is already used by a different request."""
     if isinstance(payload, CircuitJobIn):  # {"circuit": id, "inputs": signals}: engine.api.submit_circuit
         from engine.api.submit_circuit import submit_circuit_job
 
-        job, created = _mine(*submit_circuit_job(payload, client=request.auth),  # type: ignore[attr-defined]
-                             request.auth)  # type: ignore[attr-defined]
+        job, created = _mine(*submit_circuit_job(payload, client=client_of(request)),
+                             client_of(request))
         return Status(201 if created else 200, _detail(job))
     inputs = payload.inputs.model_dump(exclude_none=True)
     job, created = submit_builtin(payload.kind, payload.job_id, inputs, payload.priority,
-                                  client=request.auth)  # type: ignore[attr-defined]
+                                  client=client_of(request))
     return Status(201 if created else 200, _detail(job))
 
 
@@ -162,7 +163,7 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
     files = request.FILES  # reads the body through StreamingLimitHandler
     job_id = submission.job_id_of(request.POST.get("job_id"))
     level = submission.priority_of(request.POST.get("priority"))
-    submission.check_priority(request.auth, level)  # type: ignore[attr-defined]  (before the files are read)
+    submission.check_priority(client_of(request), level)  # before the files are read
     staged: dict[str, StagedFile] = {}
     for name in UPLOAD_FIELDS:
         item = files.get(name)
@@ -175,16 +176,16 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
     try:
         curve = validate_custom(staged["zkey"].path, staged["wtns"].path,
                                 r1cs.path if isinstance(r1cs, StagedFile) else None).curve
-    except BadCircuitFile as exc:
+    except FormatError as exc:
         raise ApiError(400, "invalid", exc.field, exc.message) from None
     inputs = {f"{n}_{attr}": getattr(staged[n], attr) for n in UPLOAD_FIELDS for attr in ("sha256", "size")}
     sub = Submission(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
                      circuit_id=f"custom/{staged['zkey'].sha256[:16]}", priority=level, curve=curve)
     try:
-        job, created = submission.submit(sub, request.auth, staged=staging)  # type: ignore[attr-defined]
+        job, created = submission.submit(sub, client_of(request), staged=staging)
     except JobConflict as exc:
-        raise _conflict(exc, request.auth) from None  # type: ignore[attr-defined]
-    job, created = _mine(job, created, request.auth)  # type: ignore[attr-defined]
+        raise _conflict(exc, client_of(request)) from None
+    job, created = _mine(job, created, client_of(request))
     return Status(201 if created else 200, _detail(job))
 
 
@@ -316,7 +317,7 @@ def retry(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
     if job.state not in (JobState.FAILED, JobState.CANCELLED):
         raise ApiError(409, "invalid_state", "job_id", f"job {job_id!r} is {job.state}; only failed or cancelled "
                                                        "jobs can be retried")
-    submission.retry(job, request.auth)  # type: ignore[attr-defined]
+    submission.retry(job, client_of(request))
     return _detail(_job(request, job_id))
 
 

@@ -225,5 +225,5 @@ def metrics(request: HttpRequest) -> HttpResponse:
                                  "send the metrics token as a bearer token, or scrape from an allowed address"),
                             status=403)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(RecordsCollector())  # type: ignore[arg-type]
+    registry.register(RecordsCollector())
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

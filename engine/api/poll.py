@@ -26,14 +26,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl
 
 from django.conf import settings
 from django.db import DatabaseError, connection
+from django.db.models import Field
 from django.http.request import split_domain_port, validate_host
 from pydantic import ValidationError
 
@@ -42,12 +43,12 @@ from engine.api.errors import ApiError
 from engine.api.etags import _etag
 from engine.api.jobs import JobFilters, _filtered, _page_etag
 from engine.api.throttle import wait_for
+from engine.headers import bearer
 from engine.models import Partition, ProofJob
-from provingsite.bodylimit import bearer
 
 log = logging.getLogger("engine.api")
 
-Scope = MutableMapping[str, Any]
+Scope = dict[str, Any]  # an ASGI scope is a dict (as Django's ASGIHandler takes it)
 App = Callable[[Scope, Any, Any], Awaitable[None]]
 
 JOB_PATH = re.compile(r"/api/v1/jobs/(?P<job_id>[^/\x00]+)")
@@ -90,16 +91,22 @@ def _versions_sql() -> str:
     """The job's id, its version and its partitions' newest version, in one statement (one
     snapshot). Written out: the ORM's form of it groups by every column of the job (its proof
     and inputs among them) and costs a millisecond and a half where this costs a tenth."""
-    quote = connection.ops.quote_name
+    quote, col = connection.ops.quote_name, _column
     job, part = ProofJob._meta, Partition._meta
-    return (f"SELECT j.{quote(job.pk.column)}, j.{quote(job.get_field('version').column)}, "
-            f"(SELECT MAX(p.{quote(part.get_field('version').column)}) FROM {quote(part.db_table)} p "
-            f"WHERE p.{quote(part.get_field('job').column)} = j.{quote(job.pk.column)}) "
-            f"FROM {quote(job.db_table)} j WHERE j.{quote(job.get_field('job_id').column)} = %s")
+    return (f"SELECT j.{col(job.pk)}, j.{col(job.get_field('version'))}, "
+            f"(SELECT MAX(p.{col(part.get_field('version'))}) FROM {quote(part.db_table)} p "
+            f"WHERE p.{col(part.get_field('job'))} = j.{col(job.pk)}) "
+            f"FROM {quote(job.db_table)} j WHERE j.{col(job.get_field('job_id'))} = %s")
+
+
+def _column(field: Field[Any, Any]) -> str:
+    """A model field's column, quoted. Field.column is typed optional (it is unset until the
+    field is added to a model); every field here belongs to one."""
+    return connection.ops.quote_name(cast(str, field.column))
 
 
 def _client_sql() -> str:
-    return f" AND j.{connection.ops.quote_name(ProofJob._meta.get_field('client').column)} = %s"
+    return f" AND j.{_column(ProofJob._meta.get_field('client'))} = %s"
 
 
 def unchanged_page_etag(raw_token: str, query: str, tags: set[str]) -> str | None:
@@ -110,6 +117,7 @@ def unchanged_page_etag(raw_token: str, query: str, tags: set[str]) -> str | Non
         if token is None:
             return None
         filters = JobFilters.model_validate(dict(parse_qsl(query, keep_blank_values=True)))
+        # _filtered reads only request.auth: a stand-in request carries the token.
         etag = _page_etag(_filtered(SimpleNamespace(auth=token), filters), filters)  # type: ignore[arg-type]
     except (ValidationError, ApiError, ValueError):
         return None
@@ -129,7 +137,8 @@ def unchanged_etag(raw_token: str, job_id: str, tags: set[str]) -> str | None:
         token = token_for(raw_token)
         if token is None:
             return None
-        sql, params = _versions_sql(), [job_id]
+        sql = _versions_sql()
+        params: list[str | int] = [job_id]
         if not token.sees_every_job:  # another client's job is "no such job" here too
             sql, params = sql + _client_sql(), [job_id, token.pk]
         with connection.cursor() as cursor:
@@ -164,7 +173,8 @@ class ConditionalPolls:
         if probe is not None and self.queued < MAX_QUEUED:
             self.queued += 1
             try:
-                etag = await asyncio.get_running_loop().run_in_executor(self.pool, *probe)
+                check, token, key, tags = probe
+                etag = await asyncio.get_running_loop().run_in_executor(self.pool, check, token, key, tags)
             finally:
                 self.queued -= 1
             if etag is not None:

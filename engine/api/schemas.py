@@ -9,10 +9,11 @@ clients and fuzzers the truth.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import ConfigDict, Discriminator, Field, StrictInt, StrictStr, Tag, model_validator
+from pydantic_core import PydanticCustomError
 
 from engine.ledger.submission import JOB_ID_MAX, JOB_ID_PATTERN
 from engine.states import MAX_WINDOW_POST_PARTITIONS
@@ -44,8 +45,10 @@ class InputsIn(Schema):
                                          description="window-post only: how many partitions")
 
 
-class JobIn(Schema):
-    model_config = ConfigDict(json_schema_extra={"examples": [{
+class BuiltinJobIn(Schema):
+    """A job of a built-in kind: the kind and its inputs."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
         "kind": "winning-post", "job_id": "winning-post-epoch-1234",
         "inputs": {"sector_seed": "11" * 32, "randomness": "2a" * 32}}]})
 
@@ -56,28 +59,40 @@ class JobIn(Schema):
     priority: StrictStr | StrictInt | None = Field(
         None, description="Override the kind's default: critical, high, normal, low, or 0 (critical) .. 3 (low)")
     inputs: InputsIn
-    circuit: str | None = Field(None, pattern=HEX64, description=(
-        "A registered circuit's id (POST /circuits): prove it from `inputs`, its circom input signals; "
-        "`kind` is then left out"))
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _circuit_job(cls, data: Any, handler: Any) -> Any:
-        # A body naming a circuit is a circuit job, validated on its own so a circuit's signals
-        # are not checked against a built-in kind's inputs (and built-in errors stay as they were).
-        if isinstance(data, dict) and data.get("circuit") is not None:
-            return CircuitJobIn.model_validate(data)
-        return handler(data)
 
 
 class CircuitJobIn(Schema):
-    model_config = ConfigDict(extra="forbid")
+    """A job of a registered circom circuit (POST /circuits), proved from its input signals."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+        "circuit": "3f" * 32, "job_id": "multiplier-42", "inputs": {"a": "3", "b": "11"}}]})
 
     circuit: str = Field(pattern=HEX64, description="The registered circuit's id")
     job_id: str = Field(pattern=JOB_ID_PATTERN, max_length=JOB_ID_MAX,
                         description="Your id for this request; resubmitting the same request is safe")
     priority: StrictStr | StrictInt | None = Field(None, description="critical, high, normal, low, or 0 .. 3")
     inputs: dict[str, Any] = Field(description="The circuit's input signals, as snarkjs's input.json has them")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_both(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "kind" in data:
+            raise PydanticCustomError("either_kind_or_circuit", "send either kind (a built-in kind) or circuit "
+                                                                "(a registered circuit's id), not both")
+        return data
+
+
+def _job_shape(data: Any) -> str:
+    # A body naming a circuit is a circuit job, validated on its own so a circuit's signals are
+    # not checked against a built-in kind's inputs, and a built-in kind's errors stay its own.
+    if isinstance(data, dict) and data.get("circuit") is not None:
+        return "circuit"
+    return "kind"
+
+
+# The request body of POST /jobs: one of the two shapes (the OpenAPI document says oneOf).
+JobIn = Annotated[Annotated[BuiltinJobIn, Tag("kind")] | Annotated[CircuitJobIn, Tag("circuit")],
+                  Discriminator(_job_shape)]
 
 
 class PartitionOut(Schema):

@@ -24,16 +24,16 @@ from typing import Any
 
 from django.conf import settings
 
-from engine.api.circuit_files import NAMES_FILE
 from engine.api.errors import ApiError
 from engine.api.job_fields import _conflict
-from engine.api.satisfaction import CircuitShape, check_satisfied
 from engine.api.schemas import CircuitJobIn
-from engine.api.uploads import CURVES, BadCircuitFile, discard
+from engine.api.uploads import CURVES, NAMES_FILE, discard
 from engine.circuits import job_folder
 from engine.ledger import submission
 from engine.ledger.submission import JobConflict, Submission
 from engine.models import Circuit, ProofJob
+from engine.prover.formats.errors import FormatError
+from engine.prover.formats.r1cs import CircuitShape, check_satisfied
 from engine.prover.wasm_witness import WitnessError, check_inputs, input_signals
 from engine.states import ProofKind
 
@@ -50,14 +50,13 @@ def visible_circuits(client: Any) -> Any:
     return Circuit.objects.all()
 
 
-def circuit_of(client: Any, circuit_id: str, lock: bool = False) -> Circuit:
-    """The circuit, 404 when the token may not see it; ``lock`` holds its row to the transaction's end."""
+def circuit_of(client: Any, circuit_id: str) -> Circuit:
+    """The circuit, 404 when the token may not see it."""
     circuit = None
     # Only a SHA-256 can name a circuit; anything else (a NUL, which PostgreSQL refuses in a
     # query, among others) is not found without asking the database.
     if re.fullmatch(r"[0-9a-f]{64}", circuit_id):
-        rows = visible_circuits(client).filter(pk=circuit_id)
-        circuit = (rows.select_for_update() if lock else rows).first()
+        circuit = visible_circuits(client).filter(pk=circuit_id).first()
     if circuit is None:
         raise ApiError(404, "not_found", "circuit", f"no registered circuit with id {circuit_id!r}")
     return circuit
@@ -98,9 +97,8 @@ def check_witness(circuit: Circuit, wtns: Path, field: str) -> None:
     if not circuit.r1cs_path:
         return
     try:
-        check_satisfied(Path(circuit.r1cs_path), wtns, CircuitShape(circuit.curve, circuit.n_vars, circuit.n_public),
-                        witness_field=field)
-    except BadCircuitFile as exc:
+        check_satisfied(Path(circuit.r1cs_path), wtns, CircuitShape(circuit.curve, circuit.n_vars, circuit.n_public))
+    except FormatError as exc:
         if exc.field == "r1cs":
             raise ApiError(409, "mismatch", "circuit", f"the circuit's registered r1cs {exc.message}; "
                                                        "register it again") from None
@@ -121,9 +119,7 @@ def _submit_folder(circuit: Circuit, job_id: str, level: int | None, staging: Pa
     sub = Submission(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
                      circuit_id=circuit.job_circuit_id, priority=level, curve=circuit.curve)
     try:
-        # the circuit's row held against a concurrent DELETE, which refuses while an active job uses it
-        return submission.submit(sub, client, staged=staging,
-                                 also_locked=lambda: circuit_of(client, circuit.pk, lock=True))
+        return submission.submit(sub, client, staged=staging, circuit=circuit)
     except JobConflict as exc:
         raise _conflict(exc, client) from None
 

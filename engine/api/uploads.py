@@ -6,7 +6,8 @@ ever held in memory or written whole. Each file's SHA-256 is computed on the way
 digests are the job's inputs, so resubmitting the same files is recognised as the same
 request.
 
-What the files hold is checked afterwards, in full, by engine.api.validate_upload.
+What the files hold is checked afterwards, in full, by the prover's readers
+(engine.prover.formats.custom); their FormatError becomes a 400 naming the file.
 """
 
 from __future__ import annotations
@@ -18,26 +19,31 @@ from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile
 from py_ecc import bn128
 from py_ecc import optimized_bls12_381 as bls
 
 from engine.api.errors import ApiError
 from engine.circuits import job_folder
+from engine.env import parse_size
 from engine.states import Curve
-from provingsite.env import parse_size
 
 UPLOAD_FIELDS = ("zkey", "wtns")
 # The names the engine reads a custom circuit from (engine/synthesize.py).
 STORED_NAMES = {"zkey": job_folder.ZKEY, "wtns": job_folder.WTNS}
 # A custom upload may also bring the circuit's .r1cs: then the witness is checked against
-# it at upload (engine.api.satisfaction). Kept beside the key; the engine does not need it.
+# it at upload (engine.prover.formats.r1cs). Kept beside the key; the engine does not need it.
 CUSTOM_NAMES = {**STORED_NAMES, "r1cs": job_folder.R1CS}
 # (base field q, scalar field r) of each curve a snarkjs file can be over.
 CURVES: dict[str, tuple[int, int]] = {
     Curve.BN254: (int(bn128.field_modulus), int(bn128.curve_order)),
     Curve.BLS12_381: (int(bls.field_modulus), int(bls.curve_order)),
 }
+# A registered circuit's circom symbol table, as stored beside its key, and its main
+# component's signal names, taken from the .sym once at registration.
+SYM_NAME = "circuit.sym"
+NAMES_FILE = "signal_names.json"
 
 
 class UploadTooLarge(Exception):
@@ -46,18 +52,13 @@ class UploadTooLarge(Exception):
         self.limit = limit
 
 
-class BadCircuitFile(ValueError):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
-
-
-class StagedFile:
-    """What the handler hands Django for a streamed file: where it is, its size and digest."""
+class StagedFile(UploadedFile):
+    """What the handler hands Django for a streamed file: where it is, its size and digest.
+    An UploadedFile with no open file: the bytes are already on disk at ``path``."""
 
     def __init__(self, field: str, path: Path, size: int, sha256: str, name: str) -> None:
-        self.field, self.path, self.size, self.sha256, self.name = field, path, size, sha256, name
+        super().__init__(file=None, name=name, size=size)
+        self.field, self.path, self.sha256 = field, path, sha256
 
     def close(self) -> None:  # Django closes request files after the response; ours are closed
         pass

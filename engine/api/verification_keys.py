@@ -48,8 +48,9 @@ def builtin_key(circuit_id: str) -> dict[str, Any]:
     entry = keys.read_manifest().get(circuit_id, {}).get("verification_key")
     if not path.exists() or entry is None:
         raise ApiError(409, "keys_missing", "kind",
-                       f"the keys of {circuit_id} are not made yet: an engine makes them before its first job "
-                       f"of this kind, or run `{regenerate_hint(circuit_id).removesuffix(' --force')}`")
+                       f"the keys of {circuit_id} are not made yet: run "
+                       f"`{regenerate_hint(circuit_id).removesuffix(' --force')}` (an engine makes development keys "
+                       "itself only with PROVINGSITE_DEV_KEYS=1)")
     if sha256_file(path) != entry.get("sha256"):
         raise ApiError(409, "keys_corrupt", "kind",
                        f"{path.name} does not match its checksum in {MANIFEST}; "

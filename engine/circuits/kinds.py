@@ -61,6 +61,14 @@ SIZES: dict[str, dict[str, tuple[int, int]]] = {
     "snap-update": {"tiny": (2, 1), "small": (7, 1), "medium": (16, 7), "large": (30, 62)},  # 2^11, 2^12, 2^16, 2^20
 }
 FIXED_PARTITIONS = {"winning-post": 1, "porep-c2": 10, "snap-update": 16}
+# Each kind's inputs, name → required. ``partitions`` is window-post's to choose; every other
+# kind also accepts it, at its fixed count only.
+INPUTS: dict[str, dict[str, bool]] = {
+    "winning-post": {"sector_seed": True, "randomness": True},
+    "window-post": {"sector_seed": True, "randomness": True, "partitions": False},
+    "porep-c2": {"sector_seed": True, "randomness": True},
+    "snap-update": {"sector_seed": True, "randomness": True, "data_seed": True},
+}
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 SNAP_RHO_INDEX = R - 1
@@ -89,7 +97,7 @@ def validate_inputs(kind: str, inputs: Any) -> tuple[dict, int]:
         raise InputError("kind", f"unknown proof kind {kind!r}; expected one of {', '.join(KINDS)}")
     if not isinstance(inputs, dict):
         raise InputError("inputs", "must be a JSON object")
-    allowed = {"sector_seed", "randomness", "partitions"} | ({"data_seed"} if kind == "snap-update" else set())
+    allowed = {*INPUTS[kind], "partitions"}
     for name in inputs:
         if name not in allowed:
             raise InputError(str(name), f"is not an input of {kind}")

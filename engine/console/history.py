@@ -13,6 +13,7 @@ utilisation in a bucket is engine.status.utilisation's figure over that bucket, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from html import escape
@@ -109,17 +110,18 @@ def _active_partitions(edges: list[datetime], now: datetime) -> Series:
     rows = (Partition.objects.filter(claimed_at__isnull=False, claimed_at__lt=edges[-1])
             .filter(Q(finished_at__isnull=True) | Q(finished_at__gt=edges[0]))
             .values_list("claimed_at", "finished_at"))
-    spans = [(claimed, finished or now) for claimed, finished in rows]
+    spans = [(claimed, finished or now) for claimed, finished in rows if claimed is not None]
     return Series("active partitions", "partitions", *_concurrency(spans, edges), counts=True)
 
 
 def _utilisation(edges: list[datetime], now: datetime) -> list[Series]:
     start, end = edges[0], edges[-1]
     spans: dict[int, list[Span]] = {}
-    for worker_id, *phase in (Partition.objects.filter(worker__isnull=False, gpu_started_at__lt=end)
-                              .filter(Q(gpu_finished_at__isnull=True) | Q(gpu_finished_at__gt=start))
-                              .values_list("worker_id", "gpu_started_at", "gpu_finished_at", "state", "finished_at")):
-        span = gpu_span(*phase, now)
+    for worker_id, started, finished, state, ended in (
+            Partition.objects.filter(worker__isnull=False, gpu_started_at__lt=end)
+            .filter(Q(gpu_finished_at__isnull=True) | Q(gpu_finished_at__gt=start))
+            .values_list("worker_id", "gpu_started_at", "gpu_finished_at", "state", "finished_at")):
+        span = gpu_span(started, finished, state, ended, now) if started is not None else None
         if span is not None:
             spans.setdefault(worker_id, []).append(span)
     out = []
@@ -135,7 +137,8 @@ def _utilisation(edges: list[datetime], now: datetime) -> list[Series]:
 def read_history(window: str, now: datetime) -> tuple[list[datetime], list[Series]]:
     span, buckets, _ = WINDOWS[window]
     edges = _edges(now, span, buckets)
-    ended = list(ProofJob.objects.filter(finished_at__gte=edges[0]).values_list("finished_at", "state"))
+    ended = [(t, s) for t, s in ProofJob.objects.filter(finished_at__gte=edges[0]).values_list("finished_at", "state")
+             if t is not None]
     series = [
         Series("proofs per minute", "/min", _per_minute([t for t, s in ended if s == JobState.DONE], edges)),
         Series("failures per minute", "/min", _per_minute([t for t, s in ended if s == JobState.FAILED], edges)),
@@ -156,7 +159,7 @@ def svg(series: Series, edges: list[datetime], dom_id: str) -> str:
     top = max(series.values, default=0.0) or 1.0
     plot_w, plot_h = WIDTH - 2 * PAD, HEIGHT - 2 * PAD
     step = plot_w / max(1, len(series.values))
-    means = series.means or [None] * len(series.values)
+    means: Sequence[float | None] = series.means or [None] * len(series.values)
 
     def bar(i: int, v: float, cls: str) -> str:
         return (f'<rect class="{cls}" x="{PAD + i * step:.1f}" y="{PAD + plot_h * (1 - v / top):.1f}" '

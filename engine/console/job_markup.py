@@ -79,7 +79,10 @@ def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime) -> Uni
         facts.append(_esc(job.circuit_id))
     facts.append(f"host {_esc(job.host.name if job.host else '—')}")
     if job.verified:
-        facts.append("verified")
+        # The key's digest in full, so it can be compared with the API's and a client's own
+        # (snarkjs_json.vk_digest_of_json over verification_key.json).
+        facts.append(f'verified under key <code class="vk-digest" title="verifying key digest">{_esc(job.vk_digest)}</code>'
+                     if job.vk_digest else "verified")
     done = sum(p.state == PartitionState.DONE for p in parts)
     links = []
     if job.proof is not None or any(p.proof is not None for p in parts):

@@ -96,8 +96,8 @@ def counters_context(now: datetime) -> dict[str, Any]:
     for _, kind, state, n in records.JOB_COUNTS.rows():  # summed over the hosts
         table.setdefault(kind, {})[state] = table.get(kind, {}).get(state, 0) + n
     states = [JobState.QUEUED, JobState.RUNNING, JobState.DONE, JobState.FAILED, JobState.CANCELLED]
-    rows = [{"kind": kind, "cells": [(str(s), by_state.get(s, 0)) for s in states]}
-            for kind, by_state in sorted(table.items())]
+    rows: list[dict[str, Any]] = [{"kind": kind, "cells": [(str(s), by_state.get(s, 0)) for s in states]}
+                                  for kind, by_state in sorted(table.items())]
     totals = [(str(s), sum(r["cells"][i][1] for r in rows)) for i, s in enumerate(states)]
     pending = records.unclaimed_partitions()
     return {"states": [str(s) for s in states], "rows": rows, "totals": totals,
@@ -136,7 +136,7 @@ def pipelines_context(now: datetime, jobs_wanted: set[str] | None, known: Mappin
     jobs = records.ACTIVE_JOBS.rows()
     shape = digest(repr([(job[0], job[1]) for job in jobs]))
     everything = jobs_wanted is None or known.get("pipelines") != shape
-    chosen = jobs if everything else [job for job in jobs if job[1] in jobs_wanted]
+    chosen = jobs if everything or jobs_wanted is None else [job for job in jobs if job[1] in jobs_wanted]
     parts: dict[int, list[tuple[Any, ...]]] = {}
     if chosen:
         for row in records.ACTIVE_PARTS.rows():
@@ -167,10 +167,12 @@ def throttle_reason(host: dict[str, Any], unclaimed: int) -> str:
     """Why a live host's synthesis is not busier, from its rows in this snapshot: its claimed
     partitions still reserving their key and memory, its synthesized ones queued for the GPU
     (the engine's pacer stops claiming at synthesis slots + two per GPU worker), the operator's
-    drain, or an empty queue."""
+    drain, circuits it refuses (no key, or not the farm's), or an empty queue."""
     active, most = host["synthesis_active"], host["synthesis_max"]
     if host["draining"]:
         return "draining: claims nothing new"
+    if host.get("refused") and unclaimed:
+        return f"refuses {', '.join(host['refused'])}: no key, or not the farm's (see its log)"
     if most and active >= most:
         return ""  # every slot is synthesizing: not throttled
     if host["reserving"]:
@@ -191,13 +193,13 @@ def synthesis_reasons_context(now: datetime) -> dict[str, Any]:
     held = holdings(live)
     workers = Counter(row[3] for row in records.LIVE_WORKERS.rows())  # by host name
     unclaimed = records.unclaimed_partitions()
-    hosts = []
+    hosts: list[dict[str, Any]] = []
     for row in live:
         mine = held[row.pk]
-        host = {"name": row.name, "synthesis_active": mine.count(PartitionState.SYNTHESIZING),
+        host: dict[str, Any] = {"name": row.name, "synthesis_active": mine.count(PartitionState.SYNTHESIZING),
                 "synthesis_max": row.synthesis_max, "draining": row.draining, "workers": workers[row.name],
                 "reserving": mine.count(PartitionState.RESERVING), "synth_done": mine.count(PartitionState.SYNTH_DONE),
-                "memory": f"{fmt_bytes(mine.used)} of {fmt_bytes(mine.budget)}"}
+                "memory": f"{fmt_bytes(mine.used)} of {fmt_bytes(mine.budget)}", "refused": sorted(row.refused_keys or {})}
         host["reason"] = throttle_reason(host, unclaimed)
         hosts.append(host)
     reasons = list(dict.fromkeys(h["reason"] for h in hosts if h["reason"]))

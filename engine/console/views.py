@@ -12,28 +12,23 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import AuthenticationForm
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import User
 from django.contrib.auth.views import LoginView, LogoutView
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
-from engine.api.auth import OPERATOR_GROUP, can_view
+from engine.api.auth import can_view
 from engine.api.job_out import snarkjs_files
 from engine.console import fragments
+from engine.console.paths import EVENTS_PATH
 from engine.console.render import clock_html
 from engine.console.render import render as render_pass
 from engine.console.style import legend
 from engine.models import ProofJob
 from engine.states import JobState
 from engine.status.read import one_snapshot
-from provingsite.paths import EVENTS_PATH
-
-
-def operator_group() -> Group:
-    group, _ = Group.objects.get_or_create(name=OPERATOR_GROUP)
-    return group
 
 
 def _require_viewer(request: HttpRequest) -> None:
@@ -49,7 +44,7 @@ class ConsoleLoginForm(AuthenticationForm):
         "not_a_viewer": "This account may not use the console: ask an admin to add it to the operator group.",
     }
 
-    def confirm_login_allowed(self, user: AbstractBaseUser) -> None:
+    def confirm_login_allowed(self, user: User) -> None:
         super().confirm_login_allowed(user)
         if not can_view(user):
             raise ValidationError(self.error_messages["not_a_viewer"], code="not_a_viewer")

@@ -14,11 +14,13 @@ renews.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from engine.models import EngineHost, Partition, ProofJob
@@ -34,7 +36,7 @@ class Claim:
     host_id: int
 
 
-def claim_order():  # type: ignore[no-untyped-def]
+def claim_order() -> QuerySet[Partition]:
     """Unclaimed pending partitions of live jobs, in the order they should be served."""
     return (
         Partition.objects.filter(state=PartitionState.PENDING, host__isnull=True, job__state__in=JOB_ACTIVE)
@@ -42,14 +44,16 @@ def claim_order():  # type: ignore[no-untyped-def]
     )
 
 
-def lease_deadline():  # type: ignore[no-untyped-def]
+def lease_deadline() -> datetime:
     return timezone.now() + timedelta(seconds=float(settings.PROVINGSITE["LEASE_SECONDS"]))
 
 
-def claim_partitions(host: EngineHost, limit: int, version: int) -> list[Partition]:
-    """Claim up to ``limit`` partitions for ``host``; call inside a transaction."""
+def claim_partitions(host: EngineHost, limit: int, version: int, refused: Collection[str] = ()) -> list[Partition]:
+    """Claim up to ``limit`` partitions for ``host``, none of a circuit in ``refused`` (the host
+    has no key for it, or not the farm's); call inside a transaction."""
+    order = claim_order().exclude(job__circuit_id__in=list(refused)) if refused else claim_order()
     # of=("self",): lock the partition rows only, never the job rows other hosts also read.
-    rows = list(claim_order().select_for_update(skip_locked=True, of=("self",)).select_related("job")[:limit])
+    rows = list(order.select_for_update(skip_locked=True, of=("self",)).select_related("job")[:limit])
     now = timezone.now()
     lease = lease_deadline()
     for row in rows:
@@ -65,7 +69,7 @@ def claim_partitions(host: EngineHost, limit: int, version: int) -> list[Partiti
     return rows
 
 
-def _start_job(job: ProofJob, host: EngineHost, now, version: int) -> None:  # type: ignore[no-untyped-def]
+def _start_job(job: ProofJob, host: EngineHost, now: datetime, version: int) -> None:
     """queued → running on the first claim; the conditional UPDATE is safe across hosts."""
     ProofJob.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
         state=JobState.RUNNING, started_at=now, host=host, version=version)

@@ -14,11 +14,13 @@ import json
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from engine.ledger.claims import release_claim
 from engine.ledger.clock import next_version
 from engine.ledger.hints import publish_hint
+from engine.ledger.new_work import announce_new_work
 from engine.ledger.settle import settle_job
 from engine.models import ApiToken, EngineHost, Partition, ProofJob
 from engine.states import JOB_ACTIVE, KIND_PRIORITY, PARTITION_TERMINAL, Curve, JobState, PartitionState, ProofKind
@@ -75,6 +77,7 @@ def submit_job(
                 num_partitions=num_partitions, request_digest=digest, client=client, upload_dir=upload_dir,
             )
             Partition.objects.bulk_create(Partition(job=job, index=i) for i in range(num_partitions))
+            announce_new_work()
     except IntegrityError:
         # Another submitter won the race for this id.
         return _same_or_conflict(ProofJob.objects.get(job_id=job_id), digest)
@@ -142,6 +145,7 @@ def retry_job(job: ProofJob) -> None:
         row.finished_at = None
         row.version = version
         row.save()
+        announce_new_work()
         if not Partition.objects.filter(job=row).exclude(state=P.DONE).exists():
             row.state = J.RUNNING  # every proof already made: the job completes now
             row.save(update_fields=["state"])
@@ -159,3 +163,10 @@ def set_draining(host: EngineHost, draining: bool) -> bool:
             return False
     publish_hint(host=host.name, version=version)
     return True
+
+
+def delete_finished(jobs: QuerySet[ProofJob]) -> int:
+    """Delete the jobs of ``jobs`` that no engine works on (the admin's history clean-up).
+    The filter is in the DELETE itself: a job that started since the caller looked stays."""
+    count, _ = jobs.exclude(state__in=JOB_ACTIVE).delete()
+    return int(count)

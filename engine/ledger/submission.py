@@ -20,10 +20,10 @@ from django.db import transaction
 
 from engine.circuits import kinds
 from engine.ledger.jobs import JobConflict, retry_job, submit_job
-from engine.models import ApiToken, ProofJob
+from engine.models import ApiToken, Circuit, ProofJob
 from engine.states import JOB_ACTIVE, KIND_PRIORITY, Curve, Priority
 
-__all__ = ["ActiveCapReached", "JobConflict", "JOB_ID_MAX", "JOB_ID_PATTERN", "PriorityNotAllowed", "Submission",
+__all__ = ["ActiveCapReached", "CircuitGone", "JobConflict", "JOB_ID_MAX", "JOB_ID_PATTERN", "PriorityNotAllowed", "Submission",
            "SubmissionRefused", "builtin", "check_priority", "job_id_of", "priority_of", "retry", "submit"]
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
@@ -48,6 +48,12 @@ class PriorityNotAllowed(SubmissionRefused):
 
 class ActiveCapReached(SubmissionRefused):
     status, code = 429, "too_many_active_jobs"
+
+
+class CircuitGone(SubmissionRefused):
+    """The registered circuit was deleted while the job was being submitted."""
+
+    status, code = 404, "not_found"
 
 
 @dataclass(frozen=True)
@@ -143,17 +149,17 @@ def _adopt(job: ProofJob, staging: Path) -> None:
 
 
 def submit(sub: Submission, client: Any = None, *, staged: Path | None = None,
-           also_locked: Any = None) -> tuple[ProofJob, bool]:
+           circuit: Circuit | None = None) -> tuple[ProofJob, bool]:
     """The job, created or (the same request again) the existing one: (job, created).
 
     ``staged``: a folder of the request's files, moved into place when the job is created.
-    ``also_locked``: a callable run first inside the transaction, for a path that must hold a
-    row of its own (a registered circuit, against its deletion) while the job is made.
+    ``circuit``: the registered circuit the job proves, its row held while the job is made so
+    a deletion at the same moment cannot take it away (circuits.delete_unused locks it too).
     Raises SubmissionRefused or JobConflict."""
     check_priority(client, sub.priority)
     with transaction.atomic():
-        if also_locked is not None:
-            also_locked()
+        if circuit is not None and not Circuit.objects.select_for_update().filter(pk=circuit.pk).exists():
+            raise CircuitGone("circuit", f"no registered circuit with id {circuit.pk!r}")
         _check_active_cap(client, sub.job_id)
         job, created = submit_job(kind=sub.kind, job_id=sub.job_id, inputs=sub.inputs,
                                   num_partitions=sub.num_partitions, circuit_id=sub.circuit_id, scale=sub.scale,

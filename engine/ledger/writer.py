@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from engine.ledger.claims import Claim, claim_partitions, close_gpu_interval, re
 from engine.ledger.clock import ensure_clock, next_version
 from engine.ledger.hints import publish_hint
 from engine.ledger.leases import requeue_lapsed_rows
+from engine.ledger.new_work import announce_new_work
 from engine.ledger.settle import error_entry, failures_since_retry, settle_job
 from engine.models import EngineHost, Partition, ProofJob
 from engine.states import PARTITION_TERMINAL, PartitionState, TransitionError, check_partition_transition
@@ -145,11 +146,11 @@ class StatusWriter:
 
     # -- claims, hand-backs and host rows ------------------------------------------------
 
-    def claim(self, limit: int = 1) -> list[Claim]:
+    def claim(self, limit: int = 1, refused: Collection[str] = ()) -> list[Claim]:
         claims: list[Claim] = []
 
         def work(version: int) -> list[dict[str, Any]]:
-            rows = claim_partitions(self.host, limit, version)
+            rows = claim_partitions(self.host, limit, version, refused)
             claims.extend(Claim(r.pk, r.attempt, self.host.pk) for r in rows)
             return [{"job": r.job.job_id, "partition": r.index} for r in rows]
 
@@ -188,6 +189,7 @@ class StatusWriter:
             row.state = P.PENDING
             row.version = version
             row.save()
+            announce_new_work()  # another host may take it now
             return [{"job": row.job.job_id, "partition": row.index}]
 
         return self._commit_if(work)
@@ -206,6 +208,8 @@ class StatusWriter:
         def work(version: int) -> list[dict[str, Any]]:
             hints = requeue_lapsed_rows(version, self.max_attempts, self.host.name)
             count.append(len(hints))
+            if hints:
+                announce_new_work()
             return hints
 
         self._commit_if(work)

@@ -1,9 +1,11 @@
+from typing import Any
+
 from django.db import migrations, models
 
 PRIORITIES = [(0, "critical"), (1, "high"), (2, "normal"), (3, "low")]
 
 
-def operators_keep_every_right(apps, schema_editor):  # type: ignore[no-untyped-def]
+def operators_keep_every_right(apps: Any, schema_editor: Any) -> None:
     # Operator tokens are the farm's own tools: any priority and no cap, as before.
     apps.get_model("engine", "ApiToken").objects.filter(scope="operator").update(max_priority=0, max_active_jobs=None)
 

@@ -1,9 +1,12 @@
+
+from typing import Any
+
 from django.db import migrations
 
 OPERATOR_GROUP = "operator"  # engine.api.auth.OPERATOR_GROUP, frozen here as migrations must be
 
 
-def create_operator_group(apps, schema_editor) -> None:  # type: ignore[no-untyped-def]
+def create_operator_group(apps: Any, schema_editor: Any) -> None:
     apps.get_model("auth", "Group").objects.get_or_create(name=OPERATOR_GROUP)
 
 

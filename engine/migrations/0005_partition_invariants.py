@@ -2,10 +2,12 @@
 two (and rows are indexed by version, for the console's "what changed since" reads). Rows that break either rule (written before the rule existed) go back to the queue first;
 their attempt stays, so a late write from the old claim is still fenced off."""
 
+from typing import Any
+
 from django.db import migrations, models
 
 
-def requeue_contradictions(apps, schema_editor):  # type: ignore[no-untyped-def]
+def requeue_contradictions(apps: Any, schema_editor: Any) -> None:
     Partition = apps.get_model("engine", "Partition")
     back = dict(state="pending", host=None, worker=None, lease_expires_at=None, reserved_bytes=0)
     Partition.objects.filter(state="gpu", worker__isnull=True).update(**back)

@@ -45,7 +45,7 @@ class Dispatcher:
             if not self.synthesis.has_room(len(self.proof_queue), self.pace_target):
                 continue
             try:
-                claims = self.writer.claim(1)
+                claims = self.writer.claim(1, refused=self.book.keycache.refused())
             except DatabaseError as exc:  # the database went away: try again shortly
                 log.error("claiming failed: %s", exc)
                 connection.close()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from engine.env import ConfigError
 from engine.pipeline.memory import gpu_memory
 from engine.status.host_report import DeviceReport
-from provingsite.env import ConfigError
 
 log = logging.getLogger("engine.devices")
 

@@ -31,7 +31,9 @@ from django.utils import timezone
 
 from engine.format import fmt_bytes
 from engine.ledger.claims import Claim
+from engine.ledger.hosts import register_host, worker_rows
 from engine.ledger.leases import orphaned_by_previous_run, renew_leases
+from engine.ledger.new_work import listen_for_new_work, on_new_work
 from engine.ledger.writer import StatusWriter
 from engine.models import EngineHost, Partition
 from engine.pipeline import devices as devices_mod
@@ -39,9 +41,9 @@ from engine.pipeline.claim import Dispatcher
 from engine.pipeline.finalize import Finalizers
 from engine.pipeline.inflight import InFlight, Signals, Stats
 from engine.pipeline.keycache import KeyCache
-from engine.pipeline.keys import held_nbytes, load_proving_key
+from engine.pipeline.keys import farm_checked, held_nbytes, load_proving_key
 from engine.pipeline.memory import MemoryManager, budget_bytes, total_ram
-from engine.pipeline.prove import ProofQueue, ProvingWorker, worker_rows
+from engine.pipeline.prove import ProofQueue, ProvingWorker
 from engine.pipeline.reserve import reserve
 from engine.pipeline.synthesize import Synthesis
 from engine.pipeline.work import WorkItem, load_item
@@ -63,6 +65,9 @@ class EngineConfig:
     split: bool = True
     heartbeat_seconds: float = 2.0
     sweep_seconds: float = 0.2
+    # New work wakes the claim loop at once (engine.ledger.new_work); off, it is found by the
+    # loop's idle poll alone (bench/engine.py's reference for the submission-to-claim latency).
+    wake_on_new_work: bool = True
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> EngineConfig:
@@ -94,12 +99,15 @@ class Engine:
         self.devices = devices_mod.discover(self.config.devices)
         self.backend = devices_mod.backend_of(self.devices)
         self.memory = MemoryManager(budget_bytes(self.config.budget, self.config.margin))
-        self.keycache = KeyCache(self.memory, key_loader, on_change=self._report_keys, sizer=held_nbytes)
+        # Each key a host loads is checked against the farm's record of the circuit's key.
+        self.keycache = KeyCache(self.memory, farm_checked(key_loader, lambda: self._name()),
+                                 on_change=self._report_keys, sizer=held_nbytes)
         self.proof_queue = ProofQueue()
         self.signals = Signals()
         self.threads: list[threading.Thread] = []
         self.workers: list[ProvingWorker] = []
         self._stopped = threading.Event()
+        self._forget_wake: Callable[[], None] = lambda: None
         self.n_workers = len(self.devices) * self.config.workers_per_device
         self.host: EngineHost | None = None
         self.writer: StatusWriter
@@ -129,6 +137,9 @@ class Engine:
         for w in self.workers:
             self._spawn(f"gpu-{w.device.replace(':', '')}-W{w.row.ordinal}", w.run)
         self._spawn("dispatch", self.dispatcher.run)
+        if self.config.wake_on_new_work:
+            self._forget_wake = on_new_work(self.signals.wake.set)
+            self._spawn("new-work", lambda: listen_for_new_work(self.signals.wake.set, self.signals.stopping))
         assert self.host is not None
         log.info("engine %s started: backend %s, devices %s, %d worker(s) per device, split proving %s, "
                  "memory budget %s, synthesis %d, scale %s", self.host.name, self.backend,
@@ -159,19 +170,17 @@ class Engine:
                                               locks[row.device], self.config.split))
         return self
 
+    def _name(self) -> str:
+        return self.config.host_name or socket.gethostname()
+
     def _register_host(self) -> EngineHost:
-        name = self.config.host_name or socket.gethostname()
-        host, _ = EngineHost.objects.get_or_create(name=name)
-        now = timezone.now()
-        EngineHost.objects.filter(pk=host.pk).update(
-            backend=self.backend, started_at=now, heartbeat_at=now, stopped_at=None,
-            memory_budget_bytes=self.memory.budget, memory_total_bytes=total_ram(),
-            synthesis_max=self.config.synthesis, key_cache=[])
+        name = self._name()
+        host = register_host(name, backend=self.backend, memory_budget_bytes=self.memory.budget,
+                             memory_total_bytes=total_ram(), synthesis_max=self.config.synthesis)
         # Work this name held in an earlier life is nobody's now: let the rescue take it.
         stale = orphaned_by_previous_run(host.pk)
         if stale:
             log.warning("%d partition(s) held by an earlier run of %s will be requeued", stale, name)
-        host.refresh_from_db()
         return host
 
     def _spawn(self, name: str, target: Callable[[], None]) -> None:
@@ -193,6 +202,7 @@ class Engine:
             return
         self.signals.stopping.set()
         self.signals.wake.set()
+        self._forget_wake()
         deadline = time.monotonic() + drain_seconds
         while self.inflight and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -237,7 +247,7 @@ class Engine:
 
     def _report_keys(self) -> None:
         if self.host is not None and hasattr(self, "writer"):
-            self.writer.update_host(key_cache=self.keycache.snapshot())
+            self.writer.update_host(key_cache=self.keycache.snapshot(), refused_keys=self.keycache.refused())
 
     def beat(self) -> None:
         assert self.host is not None

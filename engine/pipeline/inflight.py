@@ -116,11 +116,12 @@ class InFlight:
             connection.close()
         self.release(item)
 
-    def drop(self, item: WorkItem, hand_back: bool = False) -> None:
-        """Abandon work the records no longer want (cancelled, fenced), freeing its memory."""
+    def drop(self, item: WorkItem, hand_back: bool = False, reason: str = "handed back: engine stopping") -> None:
+        """Abandon work the records no longer want (cancelled, fenced), freeing its memory;
+        ``hand_back``: to the queue, for another host or a later claim, saying ``reason``."""
         item.dropped = True
         if hand_back:
-            self.writer.hand_back(item.claim, "handed back: engine stopping")
+            self.writer.hand_back(item.claim, reason)
         self.stats.dropped += 1
         self.release(item)
 

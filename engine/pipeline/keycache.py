@@ -49,6 +49,7 @@ class KeyCache:
         self.on_change = on_change
         self.sizer = sizer  # a loaded key's real bytes: its reservation is trued up to them
         self._entries: dict[str, _Entry] = {}
+        self._refused: dict[str, str] = {}  # circuit id → why this host will not prove it
         self._lock = threading.Lock()
         self.evictions = 0
         self._loading = threading.Lock()  # one load at a time: two misses never load twice
@@ -137,6 +138,17 @@ class KeyCache:
             self._entries.clear()
         for entry in entries:
             entry.reservation.release()
+
+    def refuse(self, circuit_id: str, reason: str) -> None:
+        """This host will not prove ``circuit_id`` (its key is missing or not the farm's) until it
+        restarts: its claims skip the circuit, and its host row says why."""
+        with self._lock:
+            self._refused[circuit_id] = reason
+        self._changed()
+
+    def refused(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._refused)
 
     def snapshot(self) -> list[dict[str, Any]]:
         """The resident keys, as written to the host row when one is loaded or evicted."""

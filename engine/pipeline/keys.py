@@ -1,7 +1,7 @@
 """Where the engine's proving keys come from, for its key cache.
 
-A built-in kind's key lives in the params directory (development keys are made there on a
-fresh machine's first use). A job of a registered circom circuit carries the circuit id
+A built-in kind's key lives in the params directory, made by ``manage.py setupkeys`` (or, when
+the operator sets PROVINGSITE_DEV_KEYS=1, made there on first use). A job of a registered circom circuit carries the circuit id
 ``circom/<sha256 of the zkey>``; its key is the circuit's stored zkey, so one host loads it
 once and every job of the circuit reuses it, as the built-in kinds' keys are.
 """
@@ -11,12 +11,15 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from engine.format import fmt_bytes
+from engine.ledger.keys import KeyMismatch, adopt_key
+from engine.prover.snarkjs_json import vk_digest
 
 if TYPE_CHECKING:
     from engine.circuits.sizing import MemoryNeeds
@@ -55,9 +58,28 @@ def held_nbytes(pk: Any) -> int:
     return int(pk.nbytes) + fixed_base.tables_nbytes(pk)
 
 
+class KeyRefused(Exception):
+    """This host will not prove a circuit: it has no key for it, or not the farm's."""
+
+
+def farm_checked(load: Callable[[str], Any], host_name: Callable[[], str]) -> Callable[[str], Any]:
+    """``load``, and the loaded key checked against the farm's record of the circuit's key
+    (the first host to load one records it): a key with another digest is KeyRefused."""
+    def checked(circuit_id: str) -> Any:
+        pk = load(circuit_id)
+        try:
+            adopt_key(circuit_id, vk_digest(pk.vk), host_name())
+        except KeyMismatch as exc:
+            raise KeyRefused(str(exc)) from None
+        return pk
+
+    return checked
+
+
 def load_proving_key(circuit_id: str) -> Any:
     """The circuit's proving key, with its fixed-base tables (the engine keeps the key for
-    every job of the circuit); a fresh machine gets development keys made on first use."""
+    every job of the circuit). Development keys are made on first use only when the operator
+    asks (PROVINGSITE_DEV_KEYS=1); otherwise a missing key is KeyRefused."""
     pk = _read_proving_key(circuit_id)
     if fixed_base_enabled():
         from engine.prover import fixed_base
@@ -78,6 +100,11 @@ def _read_proving_key(circuit_id: str) -> Any:
     shape = parse_circuit_id(circuit_id)
     keys = KeyStore(settings.PROVINGSITE["PARAMS_DIR"])
     if not keys.keys_present(shape):
-        log.info("generating development proving key for %s (one time, into %s)", circuit_id, keys.params_dir)
+        if not settings.PROVINGSITE["DEV_KEYS"]:
+            raise KeyRefused(f"no proving key for {circuit_id} in {keys.params_dir}: run `manage.py setupkeys` there "
+                             "(or give this host the farm's params directory), or set PROVINGSITE_DEV_KEYS=1 to make "
+                             "development keys on first use")
+        log.warning("making a development proving key for %s into %s (PROVINGSITE_DEV_KEYS=1)", circuit_id,
+                    keys.params_dir)
         keys.ensure_keys(shape)
     return keys.load_proving_key(circuit_id)

@@ -14,9 +14,10 @@ import itertools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypedDict
 
+from engine.env import parse_size
 from engine.format import fmt_bytes
-from provingsite.env import parse_size
 
 Evictor = Callable[[int], int]  # asked to free at least n bytes; returns bytes freed
 
@@ -68,6 +69,15 @@ class Reservation:
 
     def __repr__(self) -> str:
         return f"Reservation({self.owner!r}, {self.nbytes})"
+
+
+class MemorySnapshot(TypedDict):
+    budget: int
+    used: int
+    available: int
+    by_owner: dict[str, int]
+    waiting: int
+    peak: int
 
 
 class MemoryManager:
@@ -177,7 +187,7 @@ class MemoryManager:
     def add_evictor(self, evictor: Evictor) -> None:
         self.evictors.append(evictor)
 
-    def snapshot(self) -> dict[str, object]:
+    def snapshot(self) -> MemorySnapshot:
         with self._cond:
             return {"budget": self.budget, "used": self.used, "available": self.budget - self.used,
                     "by_owner": dict(self.by_owner), "waiting": len(self._waiting), "peak": self.peak}

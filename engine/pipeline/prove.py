@@ -177,17 +177,3 @@ class ProvingWorker:
     def utilisation(self) -> float:
         wall = time.perf_counter() - self.started
         return self.busy_s / wall if wall > 0 else 0.0
-
-
-def worker_rows(host: Any, devices: list[str], per_device: int) -> list[Worker]:
-    rows = []
-    for device in devices:
-        for ordinal in range(per_device):
-            row, _ = Worker.objects.get_or_create(host=host, device=device, ordinal=ordinal)
-            rows.append(row)
-    # Slots from an earlier run with more workers are removed, so the console shows what runs.
-    # One still named by a partition in gpu stays until the rescue requeues that partition:
-    # the database refuses a gpu partition without a worker.
-    (Worker.objects.filter(host=host).exclude(pk__in=[r.pk for r in rows])
-     .exclude(partitions__state=PartitionState.GPU).delete())
-    return rows

@@ -14,6 +14,7 @@ import threading
 from engine.format import fmt_bytes
 from engine.pipeline.inflight import InFlight
 from engine.pipeline.keycache import KeyCache
+from engine.pipeline.keys import KeyRefused
 from engine.pipeline.memory import MemoryBudgetError, MemoryManager
 from engine.pipeline.work import CircuitSource, WorkItem
 from engine.status.holdings import partition_owner
@@ -52,6 +53,11 @@ def reserve(item: WorkItem, book: InFlight, keycache: KeyCache, memory: MemoryMa
         return False
     except InterruptedError:
         book.drop(item, hand_back=stopping.is_set())
+        return False
+    except KeyRefused as exc:  # another host with the farm's key proves it: hand it back
+        log.error("refusing to prove %s on this host: %s", item.circuit_id, exc)
+        keycache.refuse(item.circuit_id, str(exc))
+        book.drop(item, hand_back=True, reason=f"handed back: this host refuses {item.circuit_id} ({exc})")
         return False
     except Exception as exc:  # a missing or corrupt key, a failed setup: say which and why
         log.exception("cannot prepare %s", item.label)

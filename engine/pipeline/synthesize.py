@@ -81,7 +81,7 @@ class Synthesis:
             # the client's generator may use what the partition reserved, no more
             future = self.pool.submit(synthesis_process.synthesize_circom, item.upload_dir, item.reservation.nbytes,
                                       self.witness_seconds)
-        future.add_done_callback(lambda f, item=item: self._done.put((item, f)))
+        future.add_done_callback(lambda f: self._done.put((item, f)))
 
     # -- collector -------------------------------------------------------------------------
 

@@ -224,6 +224,7 @@ def _read(now: datetime) -> dict[str, Any]:
             "gpu_workers": [w for w in gpu_workers if w["host"] == host.name],
             "allocations": _allocations([host], held),
             "counters": _counters(job_counts.get(host.pk, {}), pending.get(host.pk, 0), held[host.pk].count(P.RESERVING)),
+            "refused_keys": dict(host.refused_keys or {}),
         })
 
     by_owner: dict[str, int] = defaultdict(int)

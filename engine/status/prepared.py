@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from functools import reduce
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -90,16 +90,16 @@ class _Compiled:
         return out
 
 
-class Prepared:
-    """`make(*args)` builds a values_list() queryset; rows(*args) returns its tuples. Inside
-    one of ``one_snapshot()``'s own snapshots the same query is run once (callers must not
-    change the rows they get)."""
+class Prepared[Row: tuple[Any, ...]]:
+    """`make(*args)` builds a values_list() queryset; rows(*args) returns its tuples (typed as
+    the queryset's rows). Inside one of ``one_snapshot()``'s own snapshots the same query is
+    run once (callers must not change the rows they get)."""
 
-    def __init__(self, make: Callable[..., QuerySet[Any, Any]]) -> None:
+    def __init__(self, make: Callable[..., QuerySet[Any, Row]]) -> None:
         self.make = make
         self._compiled: dict[tuple[int, tuple[Hashable, ...]], tuple[Any, _Compiled]] = {}
 
-    def rows(self, *args: Hashable) -> list[tuple[Any, ...]]:
+    def rows(self, *args: Hashable) -> list[Row]:
         # Connections are per thread; the key holds the wrapper's id, and the entry holds the
         # wrapper itself, so an id is never reused while its entry lives.
         connection = connections[DEFAULT_DB_ALIAS]
@@ -111,12 +111,12 @@ class Prepared:
             entry = self._compiled[key] = (connection, _Compiled(self.make(*args), connection))
         memo = snapshot_memo(connection)
         if memo is not None and (self, args) in memo:
-            return memo[self, args]  # type: ignore[return-value]
+            return cast(list[Row], memo[self, args])  # stored below, by this query for these args
         compiled = entry[1]
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, compiled.params)
             fetched = cursor.fetchall()
-        rows = compiled.convert(fetched)
+        rows = cast(list[Row], compiled.convert(fetched))  # the queryset's own rows, converted as the ORM would
         if memo is not None:
             memo[self, args] = rows
         return rows

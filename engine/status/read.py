@@ -35,7 +35,7 @@ class Snapshot:
     exact: bool
 
 
-def _joined(connection) -> Snapshot:  # type: ignore[no-untyped-def]
+def _joined(connection) -> Snapshot:
     if connection.vendor == "sqlite":
         return Snapshot(exact=True)
     if connection.vendor == "postgresql":
@@ -46,7 +46,7 @@ def _joined(connection) -> Snapshot:  # type: ignore[no-untyped-def]
     return Snapshot(exact=False)
 
 
-def _sqlite_in_transaction(connection) -> bool:  # type: ignore[no-untyped-def]
+def _sqlite_in_transaction(connection) -> bool:
     # Our own BEGIN DEFERRED is invisible to Django's atomic bookkeeping; sqlite3 knows.
     return connection.vendor == "sqlite" and bool(connection.connection.in_transaction)
 
@@ -58,13 +58,13 @@ def _sqlite_in_transaction(connection) -> bool:  # type: ignore[no-untyped-def]
 _MEMO_ATTR = "provingsite_snapshot_memo"
 
 
-def snapshot_memo(connection) -> dict[object, object] | None:  # type: ignore[no-untyped-def]
+def snapshot_memo(connection) -> dict[object, object] | None:
     """The current own snapshot's memo on this connection, or None outside one."""
     return getattr(connection, _MEMO_ATTR, None)
 
 
 @contextmanager
-def _remembering(connection) -> Iterator[None]:  # type: ignore[no-untyped-def]
+def _remembering(connection) -> Iterator[None]:
     setattr(connection, _MEMO_ATTR, {})
     try:
         yield

@@ -7,7 +7,8 @@ once however many projections read it.
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from django.db.models import Count
 
@@ -19,7 +20,7 @@ VERSION = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("value
 
 _HOSTS = Prepared(lambda: EngineHost.objects.order_by("name").values_list(
     "pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes", "memory_total_bytes",
-    "synthesis_max", "devices", "key_cache", "draining"))
+    "synthesis_max", "devices", "key_cache", "draining", "refused_keys"))
 
 # Workers of running hosts: (pk, ordinal, device, host name, host backend, host started).
 LIVE_WORKERS = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True)
@@ -64,21 +65,28 @@ def unclaimed_partitions() -> int:
     return sum(n for _, n in PENDING.rows())
 
 
-class HostRow:
+class HostRow(NamedTuple):
     """A host's row as the readers show it: plain values, not a model instance (the console's
-    templates read ``name`` and ``backend`` as they would a model's)."""
+    templates read ``name`` and ``backend`` as they would a model's). Fields in _HOSTS' order."""
 
-    __slots__ = ("pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes",
-                 "memory_total_bytes", "synthesis_max", "devices", "key_cache", "draining")
-
-    def __init__(self, row: tuple[Any, ...]) -> None:
-        for name, value in zip(self.__slots__, row, strict=True):
-            setattr(self, name, value)
+    pk: int
+    name: str
+    backend: str
+    started_at: datetime | None
+    heartbeat_at: datetime | None
+    stopped_at: datetime | None
+    memory_budget_bytes: int
+    memory_total_bytes: int
+    synthesis_max: int
+    devices: list[Any]  # JSON, read through host_report.devices_of
+    key_cache: list[Any]  # JSON, read through host_report.keys_of
+    draining: bool
+    refused_keys: dict[str, str]  # JSON: circuit -> why
 
 
 def host_rows() -> list[HostRow]:
     """Every host, by name."""
-    return [HostRow(row) for row in _HOSTS.rows()]
+    return [HostRow(*row) for row in _HOSTS.rows()]
 
 
 def live_hosts() -> list[HostRow]:

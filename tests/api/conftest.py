@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from engine.api.auth import issue_token
+from engine.ledger.tokens import issue_token
 
 SEED = "11" * 32
 RANDOMNESS = "2a" * 32
@@ -16,7 +16,7 @@ def inputs(**extra: object) -> dict[str, object]:
 
 
 @pytest.fixture(autouse=True)
-def unthrottled(settings):  # type: ignore[no-untyped-def]
+def unthrottled(settings):
     """No per-token request rate: tests (and the fuzzers) send far faster than any client.
     tests/api/test_throttle.py sets the rate it tests over this."""
     settings.PROVINGSITE = {**settings.PROVINGSITE, "API_RATE": 0.0, "API_OPERATOR_RATE": 0.0}
@@ -47,7 +47,7 @@ def anonymous(db: None) -> Client:
 
 
 @pytest.fixture
-def uploads(tmp_path, settings):  # type: ignore[no-untyped-def]
+def uploads(tmp_path, settings):
     """A private DATA_DIR, so uploads and proofs land in the test's own folder."""
     settings.DATA_DIR = tmp_path
     return tmp_path

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from engine.api.auth import hash_token, issue_token, revoke_token
+from engine.ledger.tokens import hash_token, issue_token, revoke_token
 from engine.models import ApiToken
 
 pytestmark = pytest.mark.django_db

@@ -102,7 +102,7 @@ def test_bad_inputs_are_refused_naming_the_signal_before_any_job_exists(
 
 def test_a_circuit_of_another_client_cannot_be_proved(api: Client, uploads: Path,
                                                       circom_product: Build) -> None:  # noqa: F811
-    from engine.api.auth import issue_token
+    from engine.ledger.tokens import issue_token
 
     circuit = register(api, circom_product("bn128"))
     _, raw = issue_token("someone-else")

@@ -12,8 +12,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from engine.api.auth import issue_token
 from engine.ledger.jobs import submit_job
+from engine.ledger.tokens import issue_token
 from engine.models import Circuit
 from engine.prover.snarkjs import read_zkey
 from engine.solidity_verifier import constants

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from engine.api.auth import hash_token
+from engine.ledger.tokens import hash_token
 from engine.models import ApiToken, Partition, ProofJob
 from engine.states import JobState, PartitionState
 from tests.api.conftest import RANDOMNESS, SEED
@@ -61,7 +61,7 @@ def test_submitjob_names_the_missing_input_by_its_flag() -> None:
         run("submitjob", "porep-c2", "p-2", "--sector-seed", SEED)
 
 
-def test_submitjob_wait_writes_the_proof_when_the_job_is_done(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_submitjob_wait_writes_the_proof_when_the_job_is_done(tmp_path: Path, settings) -> None:
     settings.DATA_DIR = tmp_path
     run("submitjob", "winning-post", "w-1", "--sector-seed", SEED, "--randomness", RANDOMNESS)
     # What an engine would leave behind, so the wait ends at once.

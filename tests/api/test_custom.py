@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "snarkjs"
-FOLDER = {Curve.BN254: "bn128", Curve.BLS12_381: "bls12381"}
+FOLDER: dict[str, str] = {Curve.BN254: "bn128", Curve.BLS12_381: "bls12381"}
 
 
 def zkey_bytes(curve: str, padding: int = 0) -> bytes:
@@ -27,7 +27,7 @@ def wtns_bytes(curve: str) -> bytes:
     return (FIXTURES / FOLDER[curve] / "witness.wtns").read_bytes()
 
 
-def upload(api: Client, job_id: str = "mine-1", curve: str = Curve.BN254, **files: bytes):  # type: ignore[no-untyped-def]
+def upload(api: Client, job_id: str = "mine-1", curve: str = Curve.BN254, **files: bytes):
     body: dict[str, object] = {
         "job_id": job_id,
         "zkey": SimpleUploadedFile("c.zkey", files.get("zkey", zkey_bytes(curve))),
@@ -62,7 +62,7 @@ def test_other_files_under_a_used_id_are_a_409(api: Client, uploads: Path) -> No
 
 
 def test_an_upload_over_the_limit_is_refused_with_413_before_it_is_stored(
-        api: Client, uploads: Path, settings) -> None:  # type: ignore[no-untyped-def]
+        api: Client, uploads: Path, settings) -> None:
     settings.PROVINGSITE = {**settings.PROVINGSITE, "UPLOAD_LIMIT": "4KiB"}
     response = upload(api, zkey=zkey_bytes(Curve.BN254, padding=8192))
     assert response.status_code == 413 and response.json()["error"] == "too_large"

@@ -21,6 +21,7 @@ from django.core.wsgi import get_wsgi_application
 from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
+from schemathesis.core.result import Err
 
 from engine.api.status import status_schema
 from engine.circuits.keystore import KeyStore
@@ -123,6 +124,8 @@ def test_after_a_fuzzing_burst_the_engine_still_proves_a_job(token: str, api: Cl
     schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_application())
     auth = {"Authorization": f"Bearer {token}"}
     for result in schema.get_all_operations():
+        if isinstance(result, Err):
+            raise result.err()
         operation = result.ok()
 
         @given(case=operation.as_strategy())
@@ -137,7 +140,8 @@ def test_after_a_fuzzing_burst_the_engine_still_proves_a_job(token: str, api: Cl
             "inputs": {"sector_seed": SEED, "randomness": RANDOMNESS}}
     assert api.post("/api/v1/jobs", body, content_type="application/json").status_code == 201
     # Cancel what the fuzzer queued, so the engine's drain is about our job alone.
-    for item in api.get("/api/v1/jobs", {"state": "queued", "limit": 500}).json()["items"]:
+    queued: dict[str, str | int] = {"state": "queued", "limit": 500}
+    for item in api.get("/api/v1/jobs", queued).json()["items"]:
         if item["job_id"] != "after-the-fuzz":
             api.post(f"/api/v1/jobs/{item['job_id']}/cancel")
     prove_queue()

@@ -88,7 +88,7 @@ def test_a_job_submitted_while_the_list_is_read_is_in_neither_its_count_nor_its_
         ProofJob.objects.create(job_id="porep-2", kind="porep-c2", client=owner)
         connections.close_all()
 
-    def a_commit_after_the_first_count(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    def a_commit_after_the_first_count(execute, sql, params, many, context):
         result = execute(sql, params, many, context)
         if "COUNT(" in sql.upper() and not landed:
             landed.append(sql)

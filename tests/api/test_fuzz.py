@@ -46,7 +46,7 @@ def in_test_transaction() -> Iterator[None]:
 @schema.parametrize()
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
-def test_no_request_makes_the_api_fail(case, token: str, uploads, in_test_transaction: None) -> None:  # type: ignore[no-untyped-def]
+def test_no_request_makes_the_api_fail(case, token: str, uploads, in_test_transaction: None) -> None:
     case.call_and_validate(
         headers={"Authorization": f"Bearer {token}"},
         checks=[not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance],

@@ -15,12 +15,12 @@ from tests.api.conftest import inputs
 pytestmark = pytest.mark.django_db
 
 
-def submit(api: Client, **body: object):  # type: ignore[no-untyped-def]
+def submit(api: Client, **body: object):
     payload = {"kind": "porep-c2", "job_id": "porep-1", "inputs": inputs(), **body}
     return api.post("/api/v1/jobs", payload, content_type="application/json")
 
 
-def assert_error(response, status: int, field: str | None) -> dict:  # type: ignore[no-untyped-def]
+def assert_error(response, status: int, field: str | None) -> dict:
     assert response.status_code == status, response.content
     body = response.json()
     assert set(body) == {"error", "field", "detail"}
@@ -37,7 +37,8 @@ def test_a_new_request_creates_a_queued_job_with_its_partitions(api: Client) -> 
     body = response.json()
     assert (body["job_id"], body["kind"], body["state"], body["priority"]) == ("porep-1", "porep-c2", "queued", "normal")
     assert [p["index"] for p in body["partitions"]] == list(range(10))
-    assert ProofJob.objects.get(job_id="porep-1").client.name == "curio-test"
+    client = ProofJob.objects.get(job_id="porep-1").client
+    assert client is not None and client.name == "curio-test"
 
 
 def test_the_same_request_again_returns_the_existing_job_with_200(api: Client) -> None:
@@ -137,7 +138,8 @@ def test_the_list_filters_by_kind_state_and_time_and_pages(api: Client) -> None:
     ProofJob.objects.filter(job_id="porep-0").update(state=JobState.DONE)
     assert api.get("/api/v1/jobs", {"kind": "winning-post"}).json()["count"] == 1
     assert [j["job_id"] for j in api.get("/api/v1/jobs", {"state": "done"}).json()["items"]] == ["porep-0"]
-    page = api.get("/api/v1/jobs", {"kind": "porep-c2", "limit": 2, "offset": 2}).json()
+    query: dict[str, str | int] = {"kind": "porep-c2", "limit": 2, "offset": 2}
+    page = api.get("/api/v1/jobs", query).json()
     assert (page["count"], len(page["items"])) == (5, 2)
     later = (timezone.now() + timedelta(minutes=1)).isoformat()
     assert api.get("/api/v1/jobs", {"since": later}).json()["count"] == 0
@@ -203,7 +205,7 @@ def test_cancel_and_retry_of_an_unknown_job_are_404(api: Client) -> None:
     assert_error(api.post("/api/v1/jobs/ghost/retry"), 404, "job_id")
 
 
-def test_a_body_too_large_to_be_a_request_is_a_413(api: Client, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_body_too_large_to_be_a_request_is_a_413(api: Client, settings) -> None:
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
     response = submit(api, inputs=inputs(padding="x" * 4096))
     assert_error(response, 413, "body")
@@ -224,3 +226,32 @@ def test_the_api_docs_are_served_from_our_own_static_files(anonymous: Client) ->
     assert assets and all(a.startswith("/static/") for a in assets), f"assets from elsewhere: {assets}"
     for asset in assets:  # an offline GPU host has every one of them
         assert finders.find(asset.removeprefix("/static/")), f"{asset} is not among the static files"
+
+
+# ---- the published request body: a built-in kind's job or a registered circuit's ----------
+
+
+def submission_schema(api: Client) -> dict:
+    doc = api.get("/api/v1/openapi.json").json()
+    body = doc["paths"]["/api/v1/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    return {**body, "components": doc["components"]}  # its $refs resolve against this root
+
+
+def test_the_openapi_document_describes_a_circom_submission_and_a_built_in_one(api: Client) -> None:
+    import jsonschema
+
+    schema = submission_schema(api)
+    jsonschema.validate({"circuit": "3f" * 32, "job_id": "multiplier-42", "inputs": {"a": "3", "b": "11"}}, schema)
+    jsonschema.validate({"kind": "porep-c2", "job_id": "porep-1", "inputs": inputs()}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"kind": "porep-c2", "circuit": "3f" * 32, "job_id": "both", "inputs": {}}, schema)
+
+
+def test_a_body_with_both_kind_and_circuit_is_told_to_choose(api: Client) -> None:
+    body = assert_error(submit(api, circuit="3f" * 32), 400, "circuit")
+    assert "either kind" in body["detail"] and "not both" in body["detail"]
+
+
+@pytest.mark.parametrize("body", [[], 5])
+def test_a_body_that_is_not_an_object_is_refused_naming_the_body(api: Client, body: object) -> None:
+    assert_error(api.post("/api/v1/jobs", body, content_type="application/json"), 400, "body")

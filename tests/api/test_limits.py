@@ -3,12 +3,14 @@ the list's query parameters: every refusal a 4xx naming what to fix, never a 500
 
 from __future__ import annotations
 
+from typing import TypedDict, Unpack
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
-from engine.api.auth import issue_token
+from engine.ledger.tokens import issue_token
 from engine.models import ApiToken, ProofJob, TokenScope
 from engine.states import JobState, Priority
 from tests.api.conftest import inputs
@@ -16,17 +18,22 @@ from tests.api.conftest import inputs
 pytestmark = pytest.mark.django_db
 
 
-def submit(client: Client, job_id: str = "porep-1", kind: str = "porep-c2", **body: object):  # type: ignore[no-untyped-def]
+def submit(client: Client, job_id: str = "porep-1", kind: str = "porep-c2", **body: object):
     payload = {"kind": kind, "job_id": job_id, "inputs": inputs(), **body}
     return client.post("/api/v1/jobs", payload, content_type="application/json")
 
 
-def client_for(**limits: object) -> Client:
-    _, raw = issue_token("limited-client", **limits)  # type: ignore[arg-type]
+class Limits(TypedDict, total=False):
+    max_priority: int | None
+    max_active_jobs: int | None
+
+
+def client_for(**limits: Unpack[Limits]) -> Client:
+    _, raw = issue_token("limited-client", **limits)
     return Client(headers={"Authorization": f"Bearer {raw}"})
 
 
-def refusal(response, status: int) -> dict:  # type: ignore[no-untyped-def]
+def refusal(response, status: int) -> dict:
     assert response.status_code == status, response.content
     return response.json()
 

@@ -11,9 +11,10 @@ from asgiref.testing import ApplicationCommunicator
 from django.core.asgi import get_asgi_application
 from django.test import Client
 
-from engine.api.auth import LIVE_TOKENS, issue_token, revoke_token, token_for
+from engine.api.auth import LIVE_TOKENS, token_for
 from engine.api.poll import ConditionalPolls, unchanged_etag, unchanged_page_etag
 from engine.ledger import jobs as actions
+from engine.ledger.tokens import issue_token, revoke_token
 from engine.models import ProofJob
 from tests.api.conftest import inputs
 

@@ -27,7 +27,7 @@ FOLDER = {Curve.BN254: "bn128", Curve.BLS12_381: "bls12381"}
 P_BN = bn128.field_modulus
 
 
-def fixture_proof(curve: str) -> dict[str, Any]:
+def fixture_proof(curve: Curve) -> dict[str, Any]:
     """A real proof of the fixture circuit, as snarkjs wrote it (and the records keep it)."""
     return json.loads((FIXTURES / FOLDER[curve] / "proof.json").read_text())
 
@@ -129,7 +129,7 @@ DECODERS = {Curve.BLS12_381: (arkworks_g1, arkworks_g2, 48, 96), Curve.BN254: (b
 
 @pytest.mark.parametrize("curve", [Curve.BLS12_381, Curve.BN254])
 def test_a_proof_is_its_compressed_points_an_independent_decoder_reads_back_to_the_json_proof(
-        operator_api: Client, curve: str) -> None:
+        operator_api: Client, curve: Curve) -> None:
     g1, g2, g1_size, g2_size = DECODERS[curve]
     proof = fixture_proof(curve)
     done_job("one", curve, [proof])
@@ -141,7 +141,7 @@ def test_a_proof_is_its_compressed_points_an_independent_decoder_reads_back_to_t
 
 
 @pytest.mark.parametrize("curve", [Curve.BLS12_381, Curve.BN254])
-def test_the_sign_flag_tells_the_two_roots_apart(operator_api: Client, curve: str) -> None:
+def test_the_sign_flag_tells_the_two_roots_apart(operator_api: Client, curve: Curve) -> None:
     p = {Curve.BLS12_381: 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB,
          Curve.BN254: P_BN}[curve]
     proof = fixture_proof(curve)

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def test_an_engines_proof_as_bytes_and_its_downloaded_key_verify_in_snarkjs(
-        api: Client, uploads: Path, tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+        api: Client, uploads: Path, tmp_path: Path, settings) -> None:
     settings.PROVINGSITE = {**settings.PROVINGSITE, "SCALE": "tiny"}
     body = {"kind": "winning-post", "job_id": "formats-wp-1", "inputs": {"sector_seed": SEED, "randomness": RANDOMNESS}}
     assert api.post("/api/v1/jobs", body, content_type="application/json").status_code == 201

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
 from engine.api import api
-from engine.api.auth import issue_token
+from engine.env import env_int
+from engine.ledger.tokens import issue_token
 from engine.models import TokenScope
-from provingsite.env import env_int
 from tests.api.test_fuzz import in_test_transaction  # noqa: F401 - a fixture, used by name
 
 # Fuzzed cases per operation and scope, besides schemathesis's examples and boundary (coverage)
@@ -24,7 +24,7 @@ schema = schemathesis.openapi.from_wsgi(reverse(f"{api.urls_namespace}:openapi-j
 
 
 @pytest.fixture(params=[TokenScope.CLIENT, TokenScope.OPERATOR])
-def scoped_token(request, db: None) -> str:  # type: ignore[no-untyped-def]
+def scoped_token(request, db: None) -> str:
     _, raw = issue_token(f"schemathesis-{request.param}", scope=request.param)
     return raw
 
@@ -34,6 +34,6 @@ def scoped_token(request, db: None) -> str:  # type: ignore[no-untyped-def]
 @schema.parametrize()
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
-def test_no_request_to_any_operation_is_a_server_error(case, scoped_token: str, uploads,  # type: ignore[no-untyped-def]
+def test_no_request_to_any_operation_is_a_server_error(case, scoped_token: str, uploads,
                                                        in_test_transaction: None) -> None:  # noqa: F811
     case.call_and_validate(headers={"Authorization": f"Bearer {scoped_token}"}, checks=[not_a_server_error])

@@ -80,7 +80,7 @@ def test_status_is_readable_by_a_logged_in_operator(anonymous: Client) -> None:
 
 
 def test_status_refuses_a_revoked_token(operator_api: Client) -> None:
-    from engine.api.auth import revoke_token
+    from engine.ledger.tokens import revoke_token
 
     assert operator_api.get("/status").status_code == 200
     revoke_token("farm-dashboard")
@@ -122,7 +122,7 @@ def test_metrics_are_refused_to_an_address_not_allowed(anonymous: Client) -> Non
     assert anonymous.get("/metrics", REMOTE_ADDR="203.0.113.9").status_code == 403
 
 
-def test_metrics_accept_the_metrics_token_from_anywhere(anonymous: Client, settings) -> None:  # type: ignore[no-untyped-def]
+def test_metrics_accept_the_metrics_token_from_anywhere(anonymous: Client, settings) -> None:
     settings.PROVINGSITE = {**settings.PROVINGSITE, "METRICS_TOKEN": "scrape-secret", "METRICS_ALLOW": []}
     assert anonymous.get("/metrics", REMOTE_ADDR="203.0.113.9",
                          headers={"Authorization": "Bearer scrape-secret"}).status_code == 200

@@ -13,8 +13,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from engine.api.auth import issue_token
 from engine.ledger.jobs import submit_job
+from engine.ledger.tokens import issue_token
 from engine.models import ApiToken, ProofJob
 from engine.states import JobState, Priority, ProofKind
 from tests.api.conftest import inputs

@@ -7,14 +7,14 @@ from itertools import count
 import pytest
 from django.test import Client
 
-from engine.api.auth import issue_token
 from engine.api.throttle import Rate, TokenBuckets
+from engine.ledger.tokens import issue_token
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def slow_rate(settings):  # type: ignore[no-untyped-def]
+def slow_rate(settings):
     """Client tokens at 1 request/s with a burst of 2, operator tokens unlimited."""
     settings.PROVINGSITE = {**settings.PROVINGSITE, "API_RATE": 1.0, "API_BURST": 2, "API_OPERATOR_RATE": 0.0}
     return settings
@@ -68,7 +68,7 @@ def test_operator_tokens_are_not_limited_by_default(slow_rate: object) -> None:
     assert {operator.get("/api/v1/jobs").status_code for _ in range(10)} == {200}
 
 
-def test_with_shedding_off_no_token_is_limited(slow_rate) -> None:  # type: ignore[no-untyped-def]
+def test_with_shedding_off_no_token_is_limited(slow_rate) -> None:
     slow_rate.PROVINGSITE = {**slow_rate.PROVINGSITE, "LOAD_SHEDDING": False}
     api = client()
     assert {api.get("/api/v1/jobs").status_code for _ in range(5)} == {200}

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from engine.api.auth import issue_token
+from engine.ledger.tokens import issue_token
 from engine.models import ApiToken, ProofJob, TokenScope
 from tests.api.conftest import inputs
 

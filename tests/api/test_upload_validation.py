@@ -104,13 +104,13 @@ def _short_witness() -> bytes:
             + struct.pack("<IQ", 2, len(values)) + values)
 
 
-def upload(api: Client, zkey: bytes = ZKEY, wtns: bytes = WTNS):  # type: ignore[no-untyped-def]
+def upload(api: Client, zkey: bytes = ZKEY, wtns: bytes = WTNS):
     return api.post("/api/v1/jobs/custom", {"job_id": "mine-1",
                                             "zkey": SimpleUploadedFile("c.zkey", zkey),
                                             "wtns": SimpleUploadedFile("c.wtns", wtns)})
 
 
-def assert_refused(response, field: str, uploads: Path) -> None:  # type: ignore[no-untyped-def]
+def assert_refused(response, field: str, uploads: Path) -> None:
     assert response.status_code == 400, response.content
     body = response.json()
     assert body["field"] == field, body

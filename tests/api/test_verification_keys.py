@@ -23,7 +23,7 @@ from tests.oracle import snarkjs as oracle
 pytestmark = pytest.mark.django_db
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "snarkjs"
-FOLDER = {Curve.BN254: "bn128", Curve.BLS12_381: "bls12381"}
+FOLDER: dict[str, str] = {Curve.BN254: "bn128", Curve.BLS12_381: "bls12381"}
 
 
 def fixture(curve: str, name: str) -> Any:
@@ -77,7 +77,7 @@ def test_another_clients_job_key_is_not_found(api: Client, operator_api: Client,
 
 
 @pytest.fixture
-def params(settings, tmp_path: Path) -> Path:  # type: ignore[no-untyped-def]
+def params(settings, tmp_path: Path) -> Path:
     settings.PROVINGSITE = {**settings.PROVINGSITE, "PARAMS_DIR": tmp_path / "params", "SCALE": "tiny"}
     return tmp_path / "params"
 

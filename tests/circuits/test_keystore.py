@@ -97,6 +97,7 @@ def test_a_corrupt_key_fails_its_checksum(keys_made) -> None:
     assert str(path) in str(info.value) and "setupkeys --kind winning-post --scale tiny" in str(info.value)
 
 
+@pytest.mark.django_db  # it records the keys it makes or finds as the farm's (FarmKey)
 def test_setupkeys_reports_progress_per_circuit(keys_made, params, settings, capsys) -> None:
     settings.PROVINGSITE = {**settings.PROVINGSITE, "PARAMS_DIR": params}
     call_command("setupkeys", "--kind", "winning-post", "--kind", "window-post", "--scale", "tiny")

@@ -84,6 +84,7 @@ def test_opening_another_position_is_refused() -> None:
 def test_snap_update_refuses_a_new_leaf_not_encoded_with_rho() -> None:
     shape = circuit_for("snap-update", "tiny")
     data = shape.partition_data(inputs_for("snap-update"), 0)
+    assert data.rho is not None
     data = dataclasses.replace(data, rho=data.rho + 1)
     with pytest.raises(UnsatisfiedConstraint, match=r"^constraint \d+ not satisfied$"):
         synthesize(shape, data)
@@ -113,7 +114,7 @@ def test_partition_index_outside_the_job_is_refused() -> None:
         synthesize_partition("winning-post/tiny", inputs_for("winning-post"), 1)
 
 
-def python_matvec(m, witness: np.ndarray, modulus: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+def python_matvec(m, witness: np.ndarray, modulus: int) -> np.ndarray:
     """Rows of M·w in plain integers: the reference the native sparse product must match."""
     from engine.circuits.cs import ints_to_limbs, limbs_to_ints
 

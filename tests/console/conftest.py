@@ -7,14 +7,14 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import Group, User
 from django.db import transaction
 from django.db.models import F
 from django.test import Client
 from django.utils import timezone
 
+from engine.api.auth import OPERATOR_GROUP
 from engine.console.consumers import HUB
-from engine.console.views import operator_group
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import PARTITION_LIVE, JobState, PartitionState, ProofKind
 from engine.status.host_report import DeviceReport, KeyReport
@@ -90,19 +90,20 @@ def farm() -> Farm:
 
 
 @pytest.fixture
-def staff_user() -> AbstractBaseUser:
+def staff_user() -> User:
     return get_user_model().objects.create_user("ops-lead", password="pw-for-tests-only", is_staff=True)
 
 
 @pytest.fixture
-def operator_user() -> AbstractBaseUser:
+def operator_user() -> User:
     user = get_user_model().objects.create_user("night-shift", password="pw-for-tests-only")
-    operator_group().user_set.add(user)
+    # Made by migration 0004, but a transactional test before this one flushed it.
+    Group.objects.get_or_create(name=OPERATOR_GROUP)[0].user_set.add(user)
     return user
 
 
 @pytest.fixture
-def staff(staff_user: AbstractBaseUser) -> Client:
+def staff(staff_user: User) -> Client:
     client = Client()
     client.force_login(staff_user)
     return client

@@ -19,14 +19,17 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
 from tests.conftest import require_service
+
+if TYPE_CHECKING:
+    import psycopg
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -192,6 +195,12 @@ def wait_for_port(port: int, server: subprocess.Popen[str], seconds: float = 60)
     raise AssertionError("runengine did not start listening")
 
 
+class Read(Protocol):
+    """A query in the snapshot, its ``?`` placeholders bound to ``params``: its rows."""
+
+    def __call__(self, query: str, params: Sequence[Any] = (), /) -> list[tuple[Any, ...]]: ...
+
+
 @dataclass(frozen=True)
 class Records:
     """Where the server under test keeps its records: a SQLite file, or a PostgreSQL database
@@ -201,18 +210,24 @@ class Records:
     postgres: str | None = None
 
     @contextlib.contextmanager
-    def snapshot(self) -> Iterator[Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]]:
+    def snapshot(self) -> Iterator[Read]:
+        db: sqlite3.Connection | psycopg.Connection[tuple[Any, ...]]
         if self.sqlite is not None:
             db = sqlite3.connect(f"file:{self.sqlite}?mode=ro", uri=True, isolation_level=None, timeout=5)
             begin, mark = "BEGIN", "?"
         else:
             import psycopg
 
+            assert self.postgres is not None, "the records are in a SQLite file or a PostgreSQL database"
             db = psycopg.connect(self.postgres, autocommit=True)
             begin, mark = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "%s"
+
+        def read(query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+            return list(db.execute(query.replace("?", mark), tuple(params)).fetchall())
+
         try:
             db.execute(begin)
-            yield lambda query, params=(): list(db.execute(query.replace("?", mark), tuple(params)).fetchall())
+            yield read
             db.execute("COMMIT")
         finally:
             db.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.test import Client
 
 from engine.ledger.clock import current_version
@@ -18,7 +18,7 @@ DRAIN = "/hosts/gpu-host-a/drain"
 RESUME = "/hosts/gpu-host-a/resume"
 
 
-def strict(user: AbstractBaseUser) -> Client:
+def strict(user: User) -> Client:
     """A browser as Django's CSRF check sees it (the test client skips the check by default)."""
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
@@ -36,7 +36,7 @@ def test_the_hosts_panel_links_a_live_host_to_its_drain_page(staff: Client, farm
     assert f'href="{DRAIN}">drain</a>' in html
 
 
-def test_an_operator_drains_a_host_through_the_confirm_page(operator_user: AbstractBaseUser, farm: Farm) -> None:
+def test_an_operator_drains_a_host_through_the_confirm_page(operator_user: User, farm: Farm) -> None:
     client = strict(operator_user)
     page = client.get(DRAIN)
     assert page.status_code == 200 and b"drain gpu-host-a" in page.content
@@ -47,7 +47,7 @@ def test_an_operator_drains_a_host_through_the_confirm_page(operator_user: Abstr
     assert host.draining and host.version > before  # a new version, so every console hears of it
 
 
-def test_a_drain_without_the_csrf_token_is_refused(operator_user: AbstractBaseUser, farm: Farm) -> None:
+def test_a_drain_without_the_csrf_token_is_refused(operator_user: User, farm: Farm) -> None:
     assert strict(operator_user).post(DRAIN).status_code == 403
     assert not EngineHost.objects.get(pk=farm.host.pk).draining
 

@@ -27,6 +27,9 @@ def job_page_stream(user: Any, job_id: str) -> AbstractAsyncContextManager[Strea
     return connected(user, query=urlencode({"job": job_id}).encode())
 
 
+VK_DIGEST = "5a" * 32
+
+
 def finish_the_job() -> int:
     """Every partition proved and the job done, in one transaction, as the engine's writer does."""
     now = timezone.now()
@@ -37,7 +40,7 @@ def finish_the_job() -> int:
             synth_finished_at=now - timedelta(seconds=2), gpu_started_at=now - timedelta(seconds=2),
             gpu_finished_at=now - timedelta(seconds=1), finished_at=now, version=version)
         ProofJob.objects.filter(job_id=SNAP_ID).update(state=JobState.DONE, verified=True, finished_at=now,
-                                                       version=version)
+                                                       vk_digest=VK_DIGEST, version=version)
     return version
 
 
@@ -52,6 +55,7 @@ def test_the_running_phases_on_the_job_page_tick_from_their_recorded_start(staff
     html = staff.get(f"/jobs/{SNAP_ID}").content.decode()
     row = html.split('id="jobpart-1"', 1)[1].split('id="jobpart-2"', 1)[0]  # P1 is on the GPU
     gpu_started = Partition.objects.get(job=farm.snap, index=1).gpu_started_at
+    assert gpu_started is not None
     assert f'data-started-at="{int(gpu_started.timestamp() * 1000)}"' in row
     done_row = html.split('id="jobpart-0"', 1)[1].split('id="jobpart-1"', 1)[0]  # P0 has finished: final figures
     assert "data-started-at" not in done_row and "5.2s" in done_row
@@ -92,7 +96,8 @@ def test_the_job_finishing_shows_its_final_state_and_proof_links_without_a_reloa
             update = await stream.update()
             assert "job-detail-head" in update["ids"]
             head = update["html"].split('id="job-detail-head"', 1)[1].split("</div>", 1)[0]
-            assert 'data-state="done"' in head and "verified" in head and "16/16 done" in head
+            assert 'data-state="done"' in head and "verified under key" in head and "16/16 done" in head
+            assert VK_DIGEST in head  # the key its proofs verified under, as the API names it
             assert f"/jobs/{SNAP_ID}/snarkjs.json" in head and f"/jobs/{SNAP_ID}/proofs.json" in head
             assert "data-started-at" not in head  # the total is final now, no longer ticking
     run(scenario)

@@ -7,8 +7,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from engine.api.auth import issue_token
 from engine.ledger.jobs import submit_job
+from engine.ledger.tokens import issue_token
 from engine.models import ApiToken, ProofJob
 from engine.states import JobState
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
@@ -40,7 +40,7 @@ def test_a_logged_in_user_outside_staff_and_operators_is_refused() -> None:
     assert client.get("/").status_code == 403
 
 
-def test_a_member_of_the_operator_group_sees_the_console(farm: Farm, operator_user: AbstractBaseUser) -> None:
+def test_a_member_of_the_operator_group_sees_the_console(farm: Farm, operator_user: User) -> None:
     client = Client()
     client.force_login(operator_user)
     assert SNAP_ID in page(client)
@@ -103,6 +103,7 @@ def test_durations_read_like_the_seed_panel() -> None:
 
 def test_a_host_whose_heartbeat_stopped_is_flagged_stale(staff: Client, farm: Farm) -> None:
     from datetime import timedelta
+    assert farm.host.heartbeat_at is not None
     farm.host.heartbeat_at -= timedelta(minutes=5)
     farm.host.save()
     assert 'class="host stale"' in page(staff)

@@ -35,7 +35,7 @@ def make_job() -> Callable[..., ProofJob]:
 
 
 @pytest.fixture
-def engine_params(settings) -> None:  # type: ignore[no-untyped-def]
+def engine_params(settings) -> None:
     """Proving keys shared by the engine tests (made lazily by the engine on first use)."""
     from pathlib import Path
 
@@ -44,13 +44,13 @@ def engine_params(settings) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def start_engine(engine_params):  # type: ignore[no-untyped-def]
+def start_engine(engine_params):
     """Start a real engine (CPU backend, scale tiny); stopped and drained after the test."""
     from engine.pipeline.host import Engine, EngineConfig
 
     engines: list[Engine] = []
 
-    def start(**overrides):  # type: ignore[no-untyped-def]
+    def start(**overrides):
         config = EngineConfig.from_settings(**{"devices": "cpu", "scale": "tiny", "budget": "2GiB",
                                                "synthesis": 1, "workers_per_device": 2,
                                                "host_name": f"test-host-{len(engines)}", **overrides})
@@ -63,12 +63,12 @@ def start_engine(engine_params):  # type: ignore[no-untyped-def]
         engine.stop(drain_seconds=5)
 
 
-def walk(writer, claim: Claim, *states: str) -> None:  # type: ignore[no-untyped-def]
+def walk(writer, claim: Claim, *states: str) -> None:
     for state in states:
         writer.apply(Transition(claim, state, on_a_worker(writer, claim) if state == PartitionState.GPU else {}))
 
 
-def on_a_worker(writer, claim: Claim) -> dict[str, Worker]:  # type: ignore[no-untyped-def]
+def on_a_worker(writer, claim: Claim) -> dict[str, Worker]:
     """A partition goes onto the GPU with a worker of its own (the database insists)."""
     worker, _ = Worker.objects.get_or_create(host=writer.host, device="cpu", ordinal=claim.partition_id)
     return {"worker": worker}

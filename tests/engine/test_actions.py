@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 P = PartitionState
 
 
-def test_cancel_stops_every_unfinished_partition_and_fences_the_engine(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_cancel_stops_every_unfinished_partition_and_fences_the_engine(make_writer, make_job) -> None:
     writer = make_writer()
     job = make_job(partitions=3)
     [claim] = writer.claim(1)
@@ -28,7 +28,7 @@ def test_cancel_stops_every_unfinished_partition_and_fences_the_engine(make_writ
         writer.apply(Transition(claim, P.SYNTH_DONE))
 
 
-def test_retry_requeues_unfinished_partitions_and_restarts_the_attempt_count(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_retry_requeues_unfinished_partitions_and_restarts_the_attempt_count(make_writer, make_job) -> None:
     writer = make_writer()
     writer.max_attempts = 1
     job = make_job(partitions=1)
@@ -46,7 +46,7 @@ def test_retry_requeues_unfinished_partitions_and_restarts_the_attempt_count(mak
     assert Partition.objects.get(pk=claim.partition_id).state == P.FAILED  # one attempt per round
 
 
-def test_cancel_of_a_finished_job_changes_nothing(make_job) -> None:  # type: ignore[no-untyped-def]
+def test_cancel_of_a_finished_job_changes_nothing(make_job) -> None:
     job = make_job()
     job.state = JobState.DONE
     job.save()

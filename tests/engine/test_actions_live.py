@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 P = PartitionState
 
 
-def wait_for(predicate, timeout: float, what: str) -> float:  # type: ignore[no-untyped-def]
+def wait_for(predicate, timeout: float, what: str) -> float:
     started = time.monotonic()
     while not predicate():
         assert time.monotonic() - started < timeout, f"timed out waiting for {what}"
@@ -31,11 +31,11 @@ def snap_job(job_id: str) -> ProofJob:
     return job
 
 
-def holds_memory_for(engine, job: ProofJob) -> bool:  # type: ignore[no-untyped-def]
+def holds_memory_for(engine, job: ProofJob) -> bool:
     return any(job.job_id in owner for owner in engine.memory.snapshot()["by_owner"])
 
 
-def test_cancel_and_retry_take_effect_within_a_second(start_engine) -> None:  # type: ignore[no-untyped-def]
+def test_cancel_and_retry_take_effect_within_a_second(start_engine) -> None:
     job = snap_job("cancel-me")
     engine = start_engine(synthesis=1, workers_per_device=1)
     wait_for(lambda: Partition.objects.filter(job=job, state=P.DONE).exists(), 60, "a first partition done")
@@ -52,4 +52,4 @@ def test_cancel_and_retry_take_effect_within_a_second(start_engine) -> None:  # 
              "the retried job to be picked up")
     assert engine.run_until_idle(timeout=90)
     job.refresh_from_db()
-    assert job.state == JobState.DONE and len(job.proof) == 16
+    assert job.state == JobState.DONE and job.proof is not None and len(job.proof) == 16

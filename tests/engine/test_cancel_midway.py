@@ -20,7 +20,7 @@ P = PartitionState
 
 
 @pytest.fixture
-def engine(engine_params):  # type: ignore[no-untyped-def]
+def engine(engine_params):
     inputs, n = validate_inputs("window-post", demo_inputs("window-post", window_partitions=2))
     submit_job(kind="window-post", job_id="cancel-midway", inputs=inputs, num_partitions=n,
                circuit_id="window-post/tiny", scale="tiny")
@@ -42,7 +42,7 @@ def msm_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         for kernel in (name, f"{name}_copies"):
             real = getattr(native, kernel)
 
-            def counted(*args, _real=real, _name=name, **kwargs):  # type: ignore[no-untyped-def]
+            def counted(*args, _real=real, _name=name, **kwargs):
                 calls[_name] += 1
                 return _real(*args, **kwargs)
 
@@ -54,7 +54,7 @@ def holds_memory(engine: Engine) -> bool:
     return any("cancel-midway" in owner for owner in engine.memory.snapshot()["by_owner"])
 
 
-def test_a_proof_cancelled_on_the_device_is_abandoned_and_its_memory_freed(engine: Engine, msm_calls) -> None:  # type: ignore[no-untyped-def]
+def test_a_proof_cancelled_on_the_device_is_abandoned_and_its_memory_freed(engine: Engine, msm_calls) -> None:
     (item,) = (synthesized(engine, c) for c in engine.writer.claim(1))
     worker = engine.workers[0]
     assert worker.occupy(item) and holds_memory(engine)
@@ -69,7 +69,7 @@ def test_a_proof_cancelled_on_the_device_is_abandoned_and_its_memory_freed(engin
     assert row.state == P.CANCELLED and row.proof is None
 
 
-def test_a_proof_cancelled_while_finishing_is_not_verified_or_recorded(engine: Engine, msm_calls) -> None:  # type: ignore[no-untyped-def]
+def test_a_proof_cancelled_while_finishing_is_not_verified_or_recorded(engine: Engine, msm_calls) -> None:
     (item,) = (synthesized(engine, c) for c in engine.writer.claim(1))
     worker = engine.workers[0]
     assert worker.occupy(item) and worker.launch(item)

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 
-def runengine(settings, *args: str) -> subprocess.Popen:  # type: ignore[no-untyped-def]
+def runengine(settings, *args: str) -> subprocess.Popen:
     env = {**os.environ, "DATABASE_URL": database_url(), "PROVINGSITE_PARAMS_DIR": str(settings.PROVINGSITE["PARAMS_DIR"]),
            "PROVINGSITE_DEVICES": "cpu", "PROVINGSITE_SCALE": "tiny"}
     return subprocess.Popen([sys.executable, str(REPO / "manage.py"), "runengine", "--host-name", "demo-host",
@@ -27,7 +27,7 @@ def runengine(settings, *args: str) -> subprocess.Popen:  # type: ignore[no-unty
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def test_demo_jobs_go_into_an_empty_database_even_with_a_sigterm_as_they_arrive(settings) -> None:  # type: ignore[no-untyped-def]
+def test_demo_jobs_go_into_an_empty_database_even_with_a_sigterm_as_they_arrive(settings) -> None:
     proc = runengine(settings, "--demo")
     deadline = time.monotonic() + 120
     while not ProofJob.objects.exists() and proc.poll() is None and time.monotonic() < deadline:
@@ -39,7 +39,7 @@ def test_demo_jobs_go_into_an_empty_database_even_with_a_sigterm_as_they_arrive(
     assert ProofJob.objects.filter(job_id__startswith="demo-").count() == 4
 
 
-def test_a_database_with_jobs_gets_no_demo_jobs(settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_database_with_jobs_gets_no_demo_jobs(settings) -> None:
     ProofJob.objects.create(job_id="history-1", kind="winning-post", state=JobState.CANCELLED)
     proc = runengine(settings, "--demo", "--once")
     out = proc.communicate(timeout=120)[0]
@@ -48,7 +48,7 @@ def test_a_database_with_jobs_gets_no_demo_jobs(settings) -> None:  # type: igno
     assert list(ProofJob.objects.values_list("job_id", flat=True)) == ["history-1"]
 
 
-def test_no_demo_after_demo_turns_them_off(settings) -> None:  # type: ignore[no-untyped-def]
+def test_no_demo_after_demo_turns_them_off(settings) -> None:
     # bin/run passes --demo before the operator's own arguments: `bin/run --no-demo` must win.
     proc = runengine(settings, "--demo", "--no-demo", "--once")
     out = proc.communicate(timeout=120)[0]

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @pytest.mark.parametrize("curve", ["bn128"])
-def test_a_custom_circuit_is_proved_from_its_files(start_engine, tmp_path, curve) -> None:  # type: ignore[no-untyped-def]
+def test_a_custom_circuit_is_proved_from_its_files(start_engine, tmp_path, curve) -> None:
     r1cs, witness = synthetic_circuit(curve, 200, n_public=2, seed=7)
     pk, _ = setup(r1cs, seed=1)
     write_zkey(tmp_path / "circuit.zkey", pk)
@@ -25,4 +25,4 @@ def test_a_custom_circuit_is_proved_from_its_files(start_engine, tmp_path, curve
     assert engine.run_until_idle(timeout=60)
     job = ProofJob.objects.get(pk=job.pk)
     assert job.state == JobState.DONE, job.error
-    assert job.verified and len(job.public_inputs[0]) == 2
+    assert job.verified and job.public_inputs is not None and len(job.public_inputs[0]) == 2

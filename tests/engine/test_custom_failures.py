@@ -32,21 +32,21 @@ def custom_job(folder: Path, unsatisfied: bool = False) -> ProofJob:
     return job
 
 
-def run_to_the_end(start_engine, job: ProofJob) -> tuple[ProofJob, Partition]:  # type: ignore[no-untyped-def]
+def run_to_the_end(start_engine, job: ProofJob) -> tuple[ProofJob, Partition]:
     engine = start_engine()
     assert engine.run_until_idle(timeout=60)
     job = ProofJob.objects.get(pk=job.pk)
     return job, job.partitions.get()
 
 
-def test_an_unsatisfied_witness_fails_once_and_is_not_retried(start_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_unsatisfied_witness_fails_once_and_is_not_retried(start_engine, tmp_path) -> None:
     job, part = run_to_the_end(start_engine, custom_job(tmp_path / "uploads" / "901", unsatisfied=True))
     assert job.state == JobState.FAILED
     assert len(part.errors) == 1 and part.attempt == 1
     assert "does not satisfy" in job.error
 
 
-def test_a_key_corrupted_after_upload_fails_once_without_naming_the_folder(start_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_key_corrupted_after_upload_fails_once_without_naming_the_folder(start_engine, tmp_path) -> None:
     folder = tmp_path / "uploads" / "902"
     job = custom_job(folder)
     key = folder / "circuit.zkey"

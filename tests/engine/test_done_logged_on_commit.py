@@ -21,16 +21,16 @@ class RolledBack(Exception):
     pass
 
 
-def finish(writer, claim: Claim) -> None:  # type: ignore[no-untyped-def]
+def finish(writer, claim: Claim) -> None:
     walk(writer, claim, P.SYNTHESIZING, P.SYNTH_DONE, P.GPU, P.FINALIZING)
     writer.apply(Transition(claim, P.DONE, {"proof": {"p": 0}, "public_inputs": ["0"]}))
 
 
-def done_lines(caplog) -> list[str]:  # type: ignore[no-untyped-def]
+def done_lines(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.getMessage().startswith("job done")]
 
 
-def test_job_done_is_logged_only_after_the_commit(make_writer, make_job, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_job_done_is_logged_only_after_the_commit(make_writer, make_job, caplog) -> None:
     writer = make_writer()
     job = make_job()
     [claim] = writer.claim(1)
@@ -42,7 +42,7 @@ def test_job_done_is_logged_only_after_the_commit(make_writer, make_job, caplog)
         assert line.startswith(f"job done porep-c2 {job.job_id}: 1 partition(s)")
 
 
-def test_job_done_is_not_logged_when_the_transaction_rolls_back(make_writer, make_job, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_job_done_is_not_logged_when_the_transaction_rolls_back(make_writer, make_job, caplog) -> None:
     writer = make_writer()
     make_job()
     [claim] = writer.claim(1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import datetime
 
 import pytest
 
@@ -35,10 +36,14 @@ def beats(host: EngineHost, n: int) -> None:
     """Wait for ``n`` more heartbeats of the host: it is alive, and has re-read its row."""
     for _ in range(n):
         last = EngineHost.objects.get(pk=host.pk).heartbeat_at
-        wait_until(lambda last=last: EngineHost.objects.get(pk=host.pk).heartbeat_at != last)
+
+        def beaten(last: datetime | None = last) -> bool:
+            return EngineHost.objects.get(pk=host.pk).heartbeat_at != last
+
+        wait_until(beaten)
 
 
-def test_a_drained_host_claims_nothing_and_proves_again_when_resumed(start_engine) -> None:  # type: ignore[no-untyped-def]
+def test_a_drained_host_claims_nothing_and_proves_again_when_resumed(start_engine) -> None:
     # Drained before its engine starts: the flag is the operator's and outlives a restart.
     host = EngineHost.objects.create(name="test-host-0", draining=True)
     job = winning_post("drained-before-start")
@@ -56,7 +61,7 @@ def test_a_drained_host_claims_nothing_and_proves_again_when_resumed(start_engin
     assert job.state == JobState.DONE and job.verified, job.error
 
 
-def test_draining_a_running_host_stops_its_claims_at_the_next_heartbeat(start_engine) -> None:  # type: ignore[no-untyped-def]
+def test_draining_a_running_host_stops_its_claims_at_the_next_heartbeat(start_engine) -> None:
     engine = start_engine()
     assert engine.host is not None and not engine.signals.draining.is_set()
     assert set_draining(engine.host, True)

@@ -12,19 +12,19 @@ from engine.prover import fixed_base
 SHAPE = circuit_for("winning-post", "tiny")
 
 
-def test_a_key_the_engine_loads_has_tables_within_the_bytes_it_reserves_for_them(engine_params) -> None:  # type: ignore[no-untyped-def]
+def test_a_key_the_engine_loads_has_tables_within_the_bytes_it_reserves_for_them(engine_params) -> None:
     pk = keys.load_proving_key(SHAPE.circuit_id)
     assert 0 < fixed_base.tables_nbytes(pk) <= keys.table_bytes(SHAPE.memory)
 
 
-def test_with_fixed_base_off_a_key_has_no_tables_and_reserves_nothing_for_them(engine_params, settings) -> None:  # type: ignore[no-untyped-def]
+def test_with_fixed_base_off_a_key_has_no_tables_and_reserves_nothing_for_them(engine_params, settings) -> None:
     settings.PROVINGSITE = {**settings.PROVINGSITE, "FIXED_BASE": False}
     pk = keys.load_proving_key(SHAPE.circuit_id)
     assert fixed_base.tables_nbytes(pk) == 0 and keys.table_bytes(SHAPE.memory) == 0
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_claimed_partition_reserves_its_key_with_the_tables(engine_params, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_a_claimed_partition_reserves_its_key_with_the_tables(engine_params, make_job) -> None:
     from engine.pipeline.host import Engine, EngineConfig
 
     make_job(kind="winning-post")
@@ -48,7 +48,7 @@ def test_a_claimed_partition_reserves_its_key_with_the_tables(engine_params, mak
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_partition_that_cannot_fit_beside_its_key_fails_at_once_saying_why(engine_params, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_a_partition_that_cannot_fit_beside_its_key_fails_at_once_saying_why(engine_params, make_job) -> None:
     from engine.models import Partition
     from engine.pipeline.host import Engine, EngineConfig
     from engine.pipeline.reserve import reserve

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 P = PartitionState
 
 
-def on_the_gpu(writer, make_job):  # type: ignore[no-untyped-def]
+def on_the_gpu(writer, make_job):
     job = make_job()
     [claim] = writer.claim(1)
     walk(writer, claim, P.SYNTHESIZING, P.SYNTH_DONE)
@@ -28,19 +28,19 @@ def on_the_gpu(writer, make_job):  # type: ignore[no-untyped-def]
     return job, claim
 
 
-def interval(claim) -> tuple:  # type: ignore[no-untyped-def]
+def interval(claim) -> tuple:
     row = Partition.objects.get(pk=claim.partition_id)
     return row.gpu_started_at, row.gpu_finished_at
 
 
-def test_a_cancel_while_on_the_gpu_ends_the_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_a_cancel_while_on_the_gpu_ends_the_interval(make_writer, make_job) -> None:
     job, claim = on_the_gpu(make_writer(), make_job)
     cancel_job(job)
     started, finished = interval(claim)
     assert finished is not None and finished >= started
 
 
-def test_a_failure_on_the_gpu_ends_the_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_a_failure_on_the_gpu_ends_the_interval(make_writer, make_job) -> None:
     writer = make_writer()
     _, claim = on_the_gpu(writer, make_job)
     writer.apply(Transition(claim, P.FAILED, reason="device lost", retryable=True))
@@ -49,7 +49,7 @@ def test_a_failure_on_the_gpu_ends_the_interval(make_writer, make_job) -> None: 
     assert finished is not None and finished >= started
 
 
-def test_a_sibling_on_the_gpu_cancelled_by_its_job_s_failure_ends_the_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_a_sibling_on_the_gpu_cancelled_by_its_job_s_failure_ends_the_interval(make_writer, make_job) -> None:
     writer = make_writer()
     make_job(partitions=2)
     first, second = writer.claim(2)
@@ -61,7 +61,7 @@ def test_a_sibling_on_the_gpu_cancelled_by_its_job_s_failure_ends_the_interval(m
     assert finished is not None and finished >= started
 
 
-def test_the_next_attempt_on_the_gpu_starts_an_open_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_the_next_attempt_on_the_gpu_starts_an_open_interval(make_writer, make_job) -> None:
     writer = make_writer()
     _, claim = on_the_gpu(writer, make_job)
     writer.apply(Transition(claim, P.FAILED, reason="device lost", retryable=True))
@@ -71,7 +71,7 @@ def test_the_next_attempt_on_the_gpu_starts_an_open_interval(make_writer, make_j
     assert interval(again)[1] is None  # the first attempt's end is not this attempt's
 
 
-def test_a_lapsed_lease_on_the_gpu_ends_the_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_a_lapsed_lease_on_the_gpu_ends_the_interval(make_writer, make_job) -> None:
     writer = make_writer()
     _, claim = on_the_gpu(writer, make_job)
     Partition.objects.filter(pk=claim.partition_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
@@ -79,7 +79,7 @@ def test_a_lapsed_lease_on_the_gpu_ends_the_interval(make_writer, make_job) -> N
     assert interval(claim)[1] is not None
 
 
-def test_a_hand_back_from_the_gpu_ends_the_interval(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_a_hand_back_from_the_gpu_ends_the_interval(make_writer, make_job) -> None:
     writer = make_writer()
     _, claim = on_the_gpu(writer, make_job)
     assert writer.hand_back(claim, "engine stopping")

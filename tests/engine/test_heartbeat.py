@@ -21,7 +21,7 @@ def lapse(partition_id: int) -> None:
     Partition.objects.filter(pk=partition_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
 
 
-def lapsed_in_synthesis(writer):  # type: ignore[no-untyped-def]
+def lapsed_in_synthesis(writer):
     """One partition claimed by ``writer``, moved into synthesis, and its lease lapsed."""
     [claim] = writer.claim(1)
     writer.apply(Transition(claim, P.SYNTHESIZING))
@@ -29,7 +29,7 @@ def lapsed_in_synthesis(writer):  # type: ignore[no-untyped-def]
     return claim
 
 
-def test_a_lapsed_lease_is_requeued_with_the_attempt_counted(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_a_lapsed_lease_is_requeued_with_the_attempt_counted(make_writer, make_job) -> None:
     a, b = make_writer("host-a"), make_writer("host-b")
     make_job()
     claim = lapsed_in_synthesis(a)
@@ -41,7 +41,7 @@ def test_a_lapsed_lease_is_requeued_with_the_attempt_counted(make_writer, make_j
     assert again.attempt == 2
 
 
-def test_the_old_host_cannot_write_after_its_work_was_requeued(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_the_old_host_cannot_write_after_its_work_was_requeued(make_writer, make_job) -> None:
     a, b = make_writer("host-a"), make_writer("host-b")
     make_job()
     claim = lapsed_in_synthesis(a)
@@ -51,7 +51,7 @@ def test_the_old_host_cannot_write_after_its_work_was_requeued(make_writer, make
         a.apply(Transition(claim, P.SYNTH_DONE))
 
 
-def test_lapses_past_max_attempts_fail_the_job_with_the_history(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_lapses_past_max_attempts_fail_the_job_with_the_history(make_writer, make_job) -> None:
     a = make_writer("host-a")
     a.max_attempts = 2
     job = make_job()
@@ -64,7 +64,7 @@ def test_lapses_past_max_attempts_fail_the_job_with_the_history(make_writer, mak
     assert "history: attempt 1: lease lapsed" in job.error and "attempt 2: lease lapsed" in job.error
 
 
-def test_renewal_extends_only_the_claims_a_host_holds(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_renewal_extends_only_the_claims_a_host_holds(make_writer, make_job) -> None:
     a = make_writer("host-a")
     make_job(partitions=2)
     first, second = a.claim(2)

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.pipeline.memory import MemoryBudgetError, MemoryManager, budget_bytes, total_ram
+from engine.pipeline.memory import MemoryBudgetError, MemoryManager, Reservation, budget_bytes, total_ram
 
 
-def wait_until(predicate, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+def wait_until(predicate, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached"
@@ -109,14 +109,27 @@ op = st.one_of(
 )
 
 
+class CheckedMemory(MemoryManager):
+    """Checks its books after every take: what is used never exceeds the budget, and the owners' sum is it."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__(budget)
+        self.over: list[int] = []
+
+    def _take(self, owner: str, nbytes: int) -> Reservation:
+        r = super()._take(owner, nbytes)
+        if self.used > self.budget or sum(self.by_owner.values()) != self.used:
+            self.over.append(self.used)
+        return r
+
+
 @settings(max_examples=40, deadline=None)
 @given(scripts=st.lists(st.lists(op, min_size=1, max_size=12), min_size=2, max_size=4))
 def test_random_concurrent_sequences_never_exceed_the_budget(scripts: list[list[tuple[str, int, int]]]) -> None:
     budget = 100
-    m = MemoryManager(budget)
+    m = CheckedMemory(budget)
     keys: list = []
     keys_lock = threading.Lock()
-    over: list[int] = []
 
     def evictor(needed: int) -> int:
         freed = 0
@@ -128,15 +141,6 @@ def test_random_concurrent_sequences_never_exceed_the_budget(scripts: list[list[
         return freed
 
     m.add_evictor(evictor)
-    original_take = m._take
-
-    def checked_take(owner: str, nbytes: int):  # type: ignore[no-untyped-def]
-        r = original_take(owner, nbytes)
-        if m.used > budget or sum(m.by_owner.values()) != m.used:
-            over.append(m.used)
-        return r
-
-    m._take = checked_take  # type: ignore[method-assign]
 
     def run(script: list[tuple[str, int, int]], me: int) -> None:
         mine: list = []
@@ -168,7 +172,7 @@ def test_random_concurrent_sequences_never_exceed_the_budget(scripts: list[list[
         t.start()
     for t in threads:
         t.join(30)
-    assert not over
+    assert not m.over
     evictor(budget)
     # Timeouts are allowed (a thread may hold what another waits for); leaks are not.
     assert m.used == 0 and m.by_owner == {}

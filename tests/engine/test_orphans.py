@@ -53,7 +53,7 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the process tree from /proc")
-def test_sigkill_of_the_engine_leaves_no_process_behind(engine_params, settings) -> None:  # type: ignore[no-untyped-def]
+def test_sigkill_of_the_engine_leaves_no_process_behind(engine_params, settings) -> None:
     env = {**os.environ, "DATABASE_URL": database_url(), "PROVINGSITE_PARAMS_DIR": str(settings.PROVINGSITE["PARAMS_DIR"]),
            "PROVINGSITE_DEVICES": "cpu", "PROVINGSITE_SCALE": "tiny"}
     engine = subprocess.Popen([sys.executable, str(REPO / "manage.py"), "runengine", "--host-name", "orphan-host",

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 P = PartitionState
 
 
-def test_each_transition_gets_the_next_version(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_each_transition_gets_the_next_version(make_writer, make_job) -> None:
     writer = make_writer()
     make_job()
     [claim] = writer.claim(1)
@@ -31,7 +31,7 @@ def test_each_transition_gets_the_next_version(make_writer, make_job) -> None:  
     assert Partition.objects.get(pk=claim.partition_id).version == v2
 
 
-def test_a_write_under_a_stale_attempt_is_refused_and_logged(make_writer, make_job, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_a_write_under_a_stale_attempt_is_refused_and_logged(make_writer, make_job, caplog) -> None:
     writer = make_writer()
     make_job()
     [claim] = writer.claim(1)
@@ -42,7 +42,7 @@ def test_a_write_under_a_stale_attempt_is_refused_and_logged(make_writer, make_j
     assert Partition.objects.get(pk=claim.partition_id).state == P.RESERVING
 
 
-def test_a_write_from_another_host_is_refused(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_a_write_from_another_host_is_refused(make_writer, make_job) -> None:
     a, b = make_writer("host-a"), make_writer("host-b")
     make_job()
     [claim] = a.claim(1)
@@ -50,7 +50,7 @@ def test_a_write_from_another_host_is_refused(make_writer, make_job) -> None:  #
         b.apply(Transition(Claim(claim.partition_id, claim.attempt, b.host.pk), P.SYNTHESIZING))
 
 
-def test_a_transition_the_state_machine_forbids_is_refused(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_a_transition_the_state_machine_forbids_is_refused(make_writer, make_job) -> None:
     writer = make_writer()
     make_job()
     [claim] = writer.claim(1)
@@ -58,7 +58,7 @@ def test_a_transition_the_state_machine_forbids_is_refused(make_writer, make_job
         writer.apply(Transition(claim, P.GPU))
 
 
-def test_all_partitions_done_makes_the_job_done_with_proofs_in_order(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_all_partitions_done_makes_the_job_done_with_proofs_in_order(make_writer, make_job) -> None:
     writer = make_writer()
     job = make_job(partitions=2)
     claims = writer.claim(2)
@@ -72,7 +72,7 @@ def test_all_partitions_done_makes_the_job_done_with_proofs_in_order(make_writer
     assert job.public_inputs == [["0"], ["1"]]
 
 
-def test_a_job_whose_partitions_verified_under_different_keys_fails_saying_so(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_a_job_whose_partitions_verified_under_different_keys_fails_saying_so(make_writer, make_job) -> None:
     writer = make_writer()
     job = make_job(partitions=2)
     for claim, key in zip(writer.claim(2), ("a" * 64, "b" * 64), strict=True):
@@ -83,7 +83,7 @@ def test_a_job_whose_partitions_verified_under_different_keys_fails_saying_so(ma
     assert "2 different verifying keys (aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb)" in job.error
 
 
-def test_a_done_job_names_the_one_key_its_partitions_verified_under(make_writer, make_job) -> None:  # type: ignore[no-untyped-def]
+def test_a_done_job_names_the_one_key_its_partitions_verified_under(make_writer, make_job) -> None:
     writer = make_writer()
     job = make_job(partitions=2)
     for claim in writer.claim(2):
@@ -93,7 +93,7 @@ def test_a_done_job_names_the_one_key_its_partitions_verified_under(make_writer,
     assert (job.state, job.vk_digest) == (JobState.DONE, "c" * 64)
 
 
-def test_a_retryable_failure_requeues_until_attempts_are_spent(make_writer, make_job, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_retryable_failure_requeues_until_attempts_are_spent(make_writer, make_job, settings) -> None:
     writer = make_writer()
     writer.max_attempts = 2
     job = make_job(partitions=2)
@@ -120,7 +120,7 @@ targets = st.lists(st.sampled_from(list(PartitionState.values)), min_size=1, max
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sequence=targets)
-def test_random_transitions_are_applied_exactly_as_the_table_allows(make_writer, make_job, sequence) -> None:  # type: ignore[no-untyped-def]
+def test_random_transitions_are_applied_exactly_as_the_table_allows(make_writer, make_job, sequence) -> None:
     writer = make_writer()
     job = make_job(partitions=1)
     pk = job.partitions.get().pk

@@ -32,7 +32,7 @@ def database_url() -> str:
     return f"postgres://{auth}@{s['HOST'] or 'localhost'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
-def wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen) -> None:  # type: ignore[no-untyped-def]
+def wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -42,7 +42,7 @@ def wait_for(predicate, timeout: float, what: str, proc: subprocess.Popen) -> No
         time.sleep(0.1)
 
 
-def test_sigterm_finishes_in_flight_work_and_exits_zero(engine_params, settings) -> None:  # type: ignore[no-untyped-def]
+def test_sigterm_finishes_in_flight_work_and_exits_zero(engine_params, settings) -> None:
     inputs, n = validate_inputs("porep-c2", demo_inputs("porep-c2"))
     job, _ = submit_job(kind="porep-c2", job_id="drain-porep", inputs=inputs, num_partitions=n,
                         circuit_id="porep-c2/tiny", scale="tiny")
@@ -85,7 +85,7 @@ def _read_until(fd: int, needle: str, timeout: float) -> str:
     return seen
 
 
-def test_ctrl_c_in_a_terminal_stops_the_engine_cleanly_without_a_traceback(engine_params, settings) -> None:  # type: ignore[no-untyped-def]
+def test_ctrl_c_in_a_terminal_stops_the_engine_cleanly_without_a_traceback(engine_params, settings) -> None:
     # Ctrl-C signals the terminal's whole process group: the engine and its synthesis processes
     import pty
 

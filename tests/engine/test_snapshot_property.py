@@ -11,6 +11,7 @@ from django.db import IntegrityError, connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.ledger.claims import Claim
 from engine.ledger.jobs import submit_job
 from engine.ledger.writer import StatusWriter, Transition
 from engine.models import EngineHost, Partition, ProofJob, Worker
@@ -42,7 +43,7 @@ class Reader(threading.Thread):
             connection.close()
 
 
-def fresh_farm() -> tuple[StatusWriter, list[Worker], list]:  # type: ignore[type-arg]
+def fresh_farm() -> tuple[StatusWriter, list[Worker], list[Claim]]:
     ProofJob.objects.all().delete()
     EngineHost.objects.all().delete()
     host = EngineHost.objects.create(name="prop-host")

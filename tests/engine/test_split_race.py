@@ -23,7 +23,7 @@ def proving(worker: Worker) -> list[int]:
     return list(Partition.objects.filter(worker=worker, state=P.GPU).values_list("index", flat=True))
 
 
-def synthesized(engine: Engine, claim):  # type: ignore[no-untyped-def]
+def synthesized(engine: Engine, claim):
     """Take a claimed partition through the real synthesis steps, in this process."""
     item = engine.adopt(claim)
     item.key = engine.keycache.checkout(item.circuit_id, item.key_bytes)
@@ -37,7 +37,7 @@ def synthesized(engine: Engine, claim):  # type: ignore[no-untyped-def]
     return item
 
 
-def test_a_late_finalizer_never_makes_a_proving_worker_look_idle(engine_params) -> None:  # type: ignore[no-untyped-def]
+def test_a_late_finalizer_never_makes_a_proving_worker_look_idle(engine_params) -> None:
     from engine.circuits.kinds import validate_inputs
     from engine.ledger.demo import demo_inputs
 

@@ -14,10 +14,10 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from engine.api.auth import issue_token
 from engine.circuits.kinds import KINDS
 from engine.console.render import render
 from engine.ledger.demo import demo_inputs
+from engine.ledger.tokens import issue_token
 from engine.models import ProofJob
 from engine.states import JOB_ACTIVE, JobState, Priority
 from tests.truth import page_contradictions, status_contradictions
@@ -72,7 +72,7 @@ def read_page() -> list[str]:
     return page_contradictions("".join(rendered.html(root) for root in rendered.roots))
 
 
-def test_every_status_read_and_render_pass_under_load_is_the_truth(start_engine) -> None:  # type: ignore[no-untyped-def]
+def test_every_status_read_and_render_pass_under_load_is_the_truth(start_engine) -> None:
     _, raw = issue_token("truth-operator", scope="operator")
     api = Client(headers={"Authorization": f"Bearer {raw}"})
     submit_backlog(api)

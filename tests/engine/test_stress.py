@@ -35,7 +35,7 @@ def submit_mix() -> list[ProofJob]:
 class Invariants:
     """Checked after every commit of the host's writer, under its lock (a consistent view)."""
 
-    def __init__(self, engine) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, engine) -> None:
         self.engine = engine
         self.broken: list[str] = []
         self.checked = 0
@@ -54,7 +54,7 @@ class Invariants:
         self.checked += 1
 
 
-def test_a_mixed_backlog_keeps_every_invariant_at_every_version(start_engine) -> None:  # type: ignore[no-untyped-def]
+def test_a_mixed_backlog_keeps_every_invariant_at_every_version(start_engine) -> None:
     jobs = submit_mix()
     # Four tiny keys hold 7.1 MB with their fixed-base tables (snap-update's 2.3 MB the most):
     # 3.6 MB forces evictions and memory waits all along.

@@ -139,7 +139,7 @@ def _db_url(name: str) -> str:
     return f"{base}/{name}"
 
 
-def _admin_execute(statement: sql.Composable) -> None:
+def _admin_execute(statement: sql.Composed) -> None:
     with psycopg.connect(ADMIN_DATABASE_URL, autocommit=True) as conn:
         conn.execute(statement)
 
@@ -188,7 +188,9 @@ def ensure_params(env: dict[str, str] | None = None) -> Path:
     env.setdefault("PROVINGSITE_DATA_DIR", str(PARAMS_DIR.parent / "farm-setup-data"))
     with open(PARAMS_DIR / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        # setupkeys skips keys that are present and checksummed, so this is cheap after once.
+        # setupkeys skips keys that are present and checksummed, so this is cheap after once; it
+        # records the keys' digests (FarmKey), so its database is migrated first.
+        run_manage(["migrate", "--no-input", "-v", "0"], env)
         run_manage(["setupkeys", "--scale", "tiny"], env, timeout=900)
     return PARAMS_DIR
 
@@ -473,11 +475,17 @@ class Farm:
 
     def rows(self, query: str, *params: Any) -> list[dict[str, Any]]:
         with self.connect() as conn:
-            return list(conn.execute(query, params or None).fetchall())  # type: ignore[arg-type]
+            return list(conn.execute(query, params or None).fetchall())
 
     def one(self, query: str, *params: Any) -> dict[str, Any] | None:
         found = self.rows(query, *params)
         return found[0] if found else None
+
+    def value(self, query: str, *params: Any) -> Any:
+        """The first column of the query's first row, which it must have."""
+        row = self.one(query, *params)
+        assert row is not None, f"no row for {query}"
+        return next(iter(row.values()))
 
     def jobs(self, job_ids: Sequence[str]) -> list[dict[str, Any]]:
         return self.rows("SELECT * FROM engine_proofjob WHERE job_id = ANY(%s) ORDER BY job_id", list(job_ids))
@@ -678,7 +686,8 @@ class SseClient:
 
     def _parse(self, chunks: Iterator[bytes]) -> None:
         buffer = ""
-        event, data, event_id = "message", [], None
+        event, event_id = "message", None
+        data: list[str] = []
         for chunk in chunks:
             buffer += chunk.decode("utf-8", errors="replace")
             buffer = buffer.replace("\r\n", "\n").replace("\r", "\n")

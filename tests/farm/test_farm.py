@@ -135,7 +135,7 @@ def test_a_paused_host_that_resumes_after_its_lease_lapsed_cannot_overwrite_the_
         keep_work_queued()
         live = farm.live_partitions_of("fence-a")
         late = [p for p in live if p["state"] in ("gpu", "finalizing")]
-        return (late or live or [None])[0]
+        return next(iter(late or live), None)
 
     # Tiny partitions finish in ~100 ms and a whole job in under a second, so the partition seen live
     # may be done by the time the host is frozen: pick the target from what the frozen host still
@@ -153,7 +153,7 @@ def test_a_paused_host_that_resumes_after_its_lease_lapsed_cannot_overwrite_the_
     assert target["state"] in LIVE_STATES and target["host_id"] is not None
     lease_lapses_at = target["lease_expires_at"]  # renewed before the freeze, never after it
     # Whatever it is doing, the paused host sees its rows only once it wakes up.
-    target_attempt = farm.one("SELECT attempt FROM engine_partition WHERE id = %s", target["id"])["attempt"]  # type: ignore[index]
+    target_attempt = farm.value("SELECT attempt FROM engine_partition WHERE id = %s", target["id"])
 
     farm.wait_jobs_finished(jobs, timeout=200, watch=[other])
     assert completion_problems(farm, jobs) == []
@@ -181,17 +181,19 @@ def test_a_paused_host_that_resumes_after_its_lease_lapsed_cannot_overwrite_the_
 
 def test_a_host_frozen_inside_a_transaction_does_not_stall_the_other_hosts(farm: Farm) -> None:
     frozen, other = farm.start_engines("stall-a", "stall-b")
-    jobs = farm.submit(batch("stall", {"window-post": 2}, window_partitions=3))
+    # Enough work that stall-a still holds some when it is frozen: woken at once by each
+    # submission, two engines finish two small jobs before a poll of the records sees them.
+    jobs = farm.submit(batch("stall", {"window-post": 8}, window_partitions=3))
     wait_for(lambda: farm.live_partitions_of("stall-a"), 90, "stall-a to be proving", on_timeout=frozen.tail)
 
     # Every write of every host bumps the one status clock row; freeze stall-a holding it.
     tx = farm.pause_inside_transaction(frozen, "engine_statusclock")
-    clock = farm.one("SELECT value FROM engine_statusclock")["value"]  # type: ignore[index]
+    clock = farm.value("SELECT value FROM engine_statusclock")
     time.sleep(LEASE_SECONDS + 2)
     blocked = farm.rows("SELECT application_name, wait_event_type, query FROM pg_stat_activity "
                         "WHERE datname = %s AND application_name = 'stall-b' AND wait_event_type = 'Lock'",
                         farm.database)
-    advanced = farm.one("SELECT value FROM engine_statusclock")["value"]  # type: ignore[index]
+    advanced = farm.value("SELECT value FROM engine_statusclock")
     assert not blocked and advanced != clock, (
         f"stall-b is blocked behind frozen stall-a's open transaction ({tx['state']} since {tx['xact_start']}, "
         f"last statement {tx['query'][:200]!r}): clock {clock} → {advanced}, waiting: {blocked}")
@@ -214,7 +216,7 @@ def test_after_a_redis_restart_engines_keep_proving_and_a_reconnecting_console_i
     try:
         first.wait(lambda events: events, 20, "the first snapshot")
         before = farm.submit(batch("before-restart", {"window-post": 2}, window_partitions=3))
-        wait_for(lambda: farm.one("SELECT count(*) AS n FROM engine_partition WHERE state = 'done'")["n"] >= 2,  # type: ignore[index]
+        wait_for(lambda: farm.value("SELECT count(*) AS n FROM engine_partition WHERE state = 'done'") >= 2,
                  90, "some partitions to be proved")
 
         restart_redis(down_seconds=2)
@@ -231,7 +233,7 @@ def test_after_a_redis_restart_engines_keep_proving_and_a_reconnecting_console_i
     finally:
         first.close()
 
-    clock = farm.one("SELECT max(value) AS v FROM engine_statusclock")["v"]  # type: ignore[index]
+    clock = farm.value("SELECT max(value) AS v FROM engine_statusclock")
     with farm.sse(web, last_event_id=last_id) as again:
         snapshot = again.wait(lambda events: events[0] if events else None, 20, "a snapshot on reconnect")
         shown = again.text()
@@ -268,6 +270,9 @@ def _section(html: str, dom_id: str) -> str:
 def _job_totals(html: str) -> dict[str, int]:
     """The counters panel's "all" row, by state, leaving out the zeros."""
     counters = _section(html, "frag-counters")
-    states = re.findall(r"<th>(\w+)</th>", re.search(r"<thead>(.*?)</thead>", counters, re.DOTALL).group(1))[1:]  # type: ignore[union-attr]
-    totals = re.findall(r"<td[^>]*>(\d+)</td>", re.search(r"<tfoot>(.*?)</tfoot>", counters, re.DOTALL).group(1))  # type: ignore[union-attr]
+    head = re.search(r"<thead>(.*?)</thead>", counters, re.DOTALL)
+    foot = re.search(r"<tfoot>(.*?)</tfoot>", counters, re.DOTALL)
+    assert head and foot, "the counters panel has its header and its totals"
+    states = re.findall(r"<th>(\w+)</th>", head.group(1))[1:]
+    totals = re.findall(r"<td[^>]*>(\d+)</td>", foot.group(1))
     return {state: int(n) for state, n in zip(states, totals, strict=True) if int(n)}

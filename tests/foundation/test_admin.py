@@ -101,6 +101,7 @@ def test_a_jobs_proof_is_folded_away_until_asked_for(staff: Client, history: Pro
 def test_host_and_circuit_pages_are_views_without_save_buttons(staff: Client, history: ProofJob, model: str) -> None:
     from engine.models import Circuit
 
+    pk: str | int | None
     if model == "circuit":
         pk = Circuit.objects.create(id="ab" * 32, curve="bn128", n_public=1, n_vars=4, domain_size=8,
                                     zkey_path="/nowhere/circuit.zkey", zkey_bytes=1).pk
@@ -144,7 +145,7 @@ def test_a_finished_job_can_be_deleted(staff: Client, history: ProofJob) -> None
 # ---- API tokens issued in the admin, the secret shown once ------------------------------------
 
 
-def add_token(staff: Client, **fields: str):  # type: ignore[no-untyped-def]
+def add_token(staff: Client, **fields: str):
     return staff.post(reverse("admin:engine_apitoken_add"),
                       {"name": "curio-west", "scope": "client", "priority_cap": "", "active_cap": "", **fields})
 
@@ -158,7 +159,7 @@ def shown_token(page: str) -> str:
 
 
 def test_a_token_added_in_the_admin_is_shown_once_and_stored_hashed(staff: Client) -> None:
-    from engine.api.auth import hash_token
+    from engine.ledger.tokens import hash_token
     from engine.models import ApiToken
 
     response = add_token(staff)
@@ -195,3 +196,58 @@ def test_a_token_name_in_use_is_refused_on_the_form(staff: Client) -> None:
     page = add_token(staff).content.decode()
     assert "already exists" in page and 'id="issued-token"' not in page
     assert ApiToken.objects.filter(name="curio-west").count() == 1
+
+
+# ---- every write from the admin goes through the ledger -------------------------------------
+
+
+def test_a_token_limit_changed_in_the_admin_list_is_kept(staff: Client) -> None:
+    from engine.ledger.tokens import issue_token
+
+    record, _ = issue_token("edited-in-list")
+    staff.post(reverse("admin:engine_apitoken_changelist"),
+               {"form-TOTAL_FORMS": "1", "form-INITIAL_FORMS": "1", "form-0-id": str(record.pk),
+                "form-0-max_priority": "1", "form-0-max_active_jobs": "7", "_save": "Save"})
+    record.refresh_from_db()
+    assert (record.max_priority, record.max_active_jobs) == (1, 7)
+
+
+def test_revoking_in_the_admin_revokes_only_live_tokens(staff: Client) -> None:
+    from engine.ledger.tokens import issue_token, revoke_token
+
+    live, _ = issue_token("live-one")
+    gone, _ = issue_token("gone-one")
+    revoked_at = revoke_token("gone-one").revoked_at
+    page = staff.post(reverse("admin:engine_apitoken_changelist"),
+                      {"action": "revoke", "_selected_action": [live.pk, gone.pk], "index": 0}, follow=True)
+    assert "Revoked 1 token(s)." in page.content.decode()
+    live.refresh_from_db()
+    gone.refresh_from_db()
+    assert live.revoked_at is not None and gone.revoked_at == revoked_at
+
+
+def test_a_circuit_a_queued_job_proves_with_is_not_deleted_from_the_admin(staff: Client) -> None:
+    from engine.models import Circuit
+
+    circuit = Circuit.objects.create(id="cd" * 32, curve="bn128", n_public=1, n_vars=4, domain_size=8,
+                                     zkey_path="/nowhere/circuit.zkey", zkey_bytes=1)
+    ProofJob.objects.create(job_id="uses-the-circuit", kind=ProofKind.CUSTOM, circuit_id=circuit.job_circuit_id)
+    page = staff.post(reverse("admin:engine_circuit_delete", args=[circuit.pk]), {"post": "yes"}, follow=True)
+    assert "jobs still use this circuit: &#x27;uses-the-circuit&#x27;" in page.content.decode()
+    assert Circuit.objects.filter(pk=circuit.pk).exists()
+    ProofJob.objects.filter(job_id="uses-the-circuit").update(state=JobState.DONE)
+    staff.post(reverse("admin:engine_circuit_delete", args=[circuit.pk]), {"post": "yes"})
+    assert not Circuit.objects.filter(pk=circuit.pk).exists()
+
+
+def test_a_running_host_is_not_deleted_from_the_admin_but_a_stopped_one_is(staff: Client, history: ProofJob) -> None:
+    assert history.host_id is not None
+    host = EngineHost.objects.get(pk=history.host_id)
+    page = staff.post(reverse("admin:engine_enginehost_delete", args=[host.pk]), {"post": "yes"}).content.decode()
+    assert "gpu-host-a has not stopped: stop its engine first" in page
+    assert EngineHost.objects.filter(pk=host.pk).exists()
+    EngineHost.objects.filter(pk=host.pk).update(stopped_at=timezone.now())
+    staff.post(reverse("admin:engine_enginehost_delete", args=[host.pk]), {"post": "yes"})
+    assert not EngineHost.objects.filter(pk=host.pk).exists()
+    history.refresh_from_db()
+    assert history.host_id is None  # the job's history stays, without its host

@@ -126,7 +126,7 @@ def test_other_protocols_pass_straight_through() -> None:
 
 
 @pytest.mark.parametrize("shedding", [True, False])
-def test_the_application_is_behind_admission_only_with_shedding_on(settings, shedding: bool) -> None:  # type: ignore[no-untyped-def]
+def test_the_application_is_behind_admission_only_with_shedding_on(settings, shedding: bool) -> None:
     settings.PROVINGSITE = {**settings.PROVINGSITE, "LOAD_SHEDDING": shedding}
 
     async def inner(scope: dict[str, Any], receive: Any, send: Any) -> None:

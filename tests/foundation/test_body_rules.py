@@ -12,7 +12,7 @@ def test_methods_without_a_body_may_send_none() -> None:
     assert body_limit("HEAD", "/api/v1/jobs") == 0
 
 
-def test_the_upload_takes_the_upload_limit_and_everything_else_a_few_kib(settings) -> None:  # type: ignore[no-untyped-def]
+def test_the_upload_takes_the_upload_limit_and_everything_else_a_few_kib(settings) -> None:
     settings.PROVINGSITE = {**settings.PROVINGSITE, "UPLOAD_LIMIT": "64MiB", "BODY_LIMIT": "16KiB"}
     assert body_limit("POST", "/api/v1/jobs/custom") == 64 * 2**20
     assert body_limit("POST", "/api/v1/jobs") == 16 * 2**10
@@ -28,8 +28,9 @@ def test_a_declared_length_over_the_limit_is_refused_whoever_sends_it() -> None:
     assert refusal is not None and refusal.status == 413
 
 
-def test_a_body_needs_a_token_or_a_session_cookie(settings) -> None:  # type: ignore[no-untyped-def]
-    assert judge("POST", "/api/v1/jobs", 100, None, "csrftoken=abc").status == 401  # type: ignore[union-attr]
+def test_a_body_needs_a_token_or_a_session_cookie(settings) -> None:
+    refusal = judge("POST", "/api/v1/jobs", 100, None, "csrftoken=abc")
+    assert refusal is not None and refusal.status == 401
     assert judge("POST", "/api/v1/jobs", 100, TOKEN, None) is None
     assert judge("POST", "/jobs/x/cancel", None, None, f"{settings.SESSION_COOKIE_NAME}=k") is None
 

@@ -33,18 +33,18 @@ def test_a_forwarded_header_naming_an_allowed_address_does_not_open_metrics(serv
     assert spoofed.status == 403
 
 
-def test_the_peer_is_the_client_when_no_proxy_is_trusted(settings) -> None:  # type: ignore[no-untyped-def]
+def test_the_peer_is_the_client_when_no_proxy_is_trusted(settings) -> None:
     settings.PROVINGSITE = {**settings.PROVINGSITE, "TRUSTED_PROXIES": []}
     assert client_address(asgi_request("10.0.0.5", ALLOWED)) == "10.0.0.5"
 
 
-def test_a_trusted_proxy_is_believed_for_the_hop_it_appended_only(settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_trusted_proxy_is_believed_for_the_hop_it_appended_only(settings) -> None:
     settings.PROVINGSITE = {**settings.PROVINGSITE, "TRUSTED_PROXIES": ["10.0.0.5"]}
     assert client_address(asgi_request("10.0.0.5", f"{ALLOWED}, 203.0.113.9")) == "203.0.113.9"
 
 
 @pytest.mark.django_db
-def test_metrics_behind_a_trusted_proxy_go_by_the_real_client(settings) -> None:  # type: ignore[no-untyped-def]
+def test_metrics_behind_a_trusted_proxy_go_by_the_real_client(settings) -> None:
     settings.PROVINGSITE = {**settings.PROVINGSITE, "METRICS_TOKEN": "", "METRICS_ALLOW": [ALLOWED],
                             "TRUSTED_PROXIES": ["10.0.0.5"]}
     client = Client()

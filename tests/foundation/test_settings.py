@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from provingsite import env
-from provingsite.env import SettingError, parse_size
+from engine import env
+from engine.env import SettingError, parse_size
 
 ROOT = Path(__file__).resolve().parents[2]
 

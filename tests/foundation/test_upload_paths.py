@@ -13,18 +13,18 @@ CIRCUIT = "ab" * 32
 
 
 @pytest.fixture
-def limits(settings):  # type: ignore[no-untyped-def]
+def limits(settings):
     settings.PROVINGSITE = {**settings.PROVINGSITE, "UPLOAD_LIMIT": "64MiB", "BODY_LIMIT": "16KiB"}
     return settings
 
 
 @pytest.mark.parametrize("path", ["/api/v1/circuits", f"/api/v1/circuits/{CIRCUIT}/jobs"])
-def test_a_circuit_upload_takes_the_upload_limit(limits, path: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_circuit_upload_takes_the_upload_limit(limits, path: str) -> None:
     assert body_limit("POST", path) == 64 * 2**20
     assert judge("POST", path, 100_665, TOKEN, None) is None  # the fixture zkey's size
 
 
 @pytest.mark.parametrize("path", [f"/api/v1/circuits/{CIRCUIT}", f"/api/v1/circuits/{CIRCUIT}/jobs/x", "/api/v1/jobs"])
-def test_other_circuit_and_job_paths_keep_the_small_limit(limits, path: str) -> None:  # type: ignore[no-untyped-def]
+def test_other_circuit_and_job_paths_keep_the_small_limit(limits, path: str) -> None:
     assert not is_upload(path)
     assert body_limit("POST", path) == 16 * 2**10

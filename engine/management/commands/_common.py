@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -90,7 +91,7 @@ def build_kernels(out: Any, devices: str = "cpu") -> None:
         from engine.prover import gpu
 
         with_progress(out, f"compiling the GPU kernels for {arch} with NVRTC (one time, a few minutes)",
-                      lambda arch=arch: gpu.compile_for_arch(arch))
+                      functools.partial(gpu.compile_for_arch, arch))
 
 
 def _gpu_archs(devices: str) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from engine.api.auth import SCOPE_DEFAULT, ScopeDefault, TokenError, issue_token, revoke_token
+from engine.ledger.tokens import SCOPE_DEFAULT, ScopeDefault, TokenError, issue_token, revoke_token
 from engine.models import TokenScope
 from engine.states import Priority
 

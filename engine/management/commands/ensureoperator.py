@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 
-from engine.console.views import OPERATOR_GROUP
+from engine.api.auth import OPERATOR_GROUP
 
 
 class Command(BaseCommand):

@@ -70,28 +70,36 @@ class Command(BaseCommand):
             self._serve(engine, opts["host"], opts["port"], stop, drain)
             return
         if opts["once"]:
-            waiter = threading.Thread(target=lambda: (engine.run_until_idle(), stop.set()), daemon=True)
+            def idle_then_stop() -> None:
+                engine.run_until_idle()
+                stop.set()
+
+            waiter = threading.Thread(target=idle_then_stop, daemon=True)
             waiter.start()
         while not stop.wait(0.5):
             pass
         engine.stop(drain)
 
     def _serve(self, engine: Engine, host: str, port: int, stop: threading.Event, drain: float) -> None:
-        """Daphne (provingsite.server: bodies bounded) in this thread; the engine's hints go through its loop."""
+        """The project's web server (settings.WEB_SERVER) in this thread; the engine's hints go through its loop."""
+        from django.conf import settings
+        from django.utils.module_loading import import_string
         from twisted.internet import reactor
 
         from engine.ledger import hints
-        from provingsite.server import build_server
+
+        build_server = import_string(settings.WEB_SERVER)
 
         def ready() -> None:
-            hints.set_event_loop(reactor._asyncioEventloop)  # type: ignore[attr-defined]
+            hints.set_event_loop(reactor._asyncioEventloop)
             self.stdout.write(f"console and API on http://{host}:{port}/")
 
         def drain_then_stop() -> None:
             stop.wait()
             engine.stop(drain)
             hints.set_event_loop(None)
-            reactor.callFromThread(reactor.stop)  # type: ignore[attr-defined]
+            # twisted types the global reactor as its interface class: mypy reads stop as unbound.
+            reactor.callFromThread(reactor.stop)  # type: ignore[misc]
 
         threading.Thread(target=drain_then_stop, name="drain", daemon=True).start()
         build_server(host, port, signal_handlers=False, ready_callable=ready).run()

@@ -1,0 +1,58 @@
+"""An engine host's own rows: the host as it starts, its workers, and an operator's removal of
+a stopped host. The host's later writes (heartbeat, key list, drain, stop) go through its
+StatusWriter; this module writes what exists before that writer does.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from engine.models import EngineHost, Worker
+from engine.states import PARTITION_TERMINAL, PartitionState
+
+
+class HostInUse(Exception):
+    """A host still running, or still named by claimed work, is not the operator's to remove."""
+
+
+def register_host(name: str, *, backend: str, memory_budget_bytes: int, memory_total_bytes: int,
+                  synthesis_max: int) -> EngineHost:
+    """The host's row as this run starts it: alive now, holding no keys and refusing none yet."""
+    host, _ = EngineHost.objects.get_or_create(name=name)
+    now = timezone.now()
+    EngineHost.objects.filter(pk=host.pk).update(
+        backend=backend, started_at=now, heartbeat_at=now, stopped_at=None,
+        memory_budget_bytes=memory_budget_bytes, memory_total_bytes=memory_total_bytes,
+        synthesis_max=synthesis_max, key_cache=[], refused_keys={})
+    host.refresh_from_db()
+    return host
+
+
+def worker_rows(host: EngineHost, devices: list[str], per_device: int) -> list[Worker]:
+    """One row per worker slot this run starts, ``per_device`` on each device."""
+    rows = []
+    for device in devices:
+        for ordinal in range(per_device):
+            row, _ = Worker.objects.get_or_create(host=host, device=device, ordinal=ordinal)
+            rows.append(row)
+    # Slots from an earlier run with more workers are removed, so the console shows what runs.
+    # One still named by a partition in gpu stays until the rescue requeues that partition:
+    # the database refuses a gpu partition without a worker.
+    (Worker.objects.filter(host=host).exclude(pk__in=[r.pk for r in rows])
+     .exclude(partitions__state=PartitionState.GPU).delete())
+    return rows
+
+
+def remove_stopped(hosts: QuerySet[EngineHost]) -> int:
+    """Delete hosts that stopped and hold no claimed work (the admin's delete); HostInUse names
+    the first that does not qualify, and then none is deleted."""
+    with transaction.atomic():
+        for host in hosts.select_for_update():
+            if host.stopped_at is None:
+                raise HostInUse(f"{host.name} has not stopped: stop its engine first")
+            if host.partitions.exclude(state__in=PARTITION_TERMINAL).exists():
+                raise HostInUse(f"{host.name} still holds claimed partitions")
+        count, _ = hosts.delete()
+    return count
