@@ -20,6 +20,7 @@ urlpatterns = [
     # The proofs route comes first: a job id may itself contain slashes.
     path("jobs/<path:job_id>/proofs.json", console.job_proofs, name="console-job-proofs"),
     path("jobs/<path:job_id>/snarkjs.json", console.job_snarkjs, name="console-job-snarkjs"),
+    path("jobs/<path:job_id>/verification_key.json", console.job_verification_key, name="console-job-vk"),
     path("jobs/<path:job_id>/cancel", jobs_page.cancel, name="console-job-cancel"),
     path("jobs/<path:job_id>/retry", jobs_page.retry, name="console-job-retry"),
     path("jobs/<path:job_id>", console.job_detail, name="console-job"),

@@ -78,6 +78,7 @@ def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime) -> Uni
     if job.circuit_id:
         facts.append(_esc(job.circuit_id))
     facts.append(f"host {_esc(job.host.name if job.host else '—')}")
+    facts.append(f"sent by {_esc(job.client.name)}" if job.client else "sent from the console or a command")
     if job.verified:
         # The key's digest in full, so it can be compared with the API's and a client's own
         # (snarkjs_json.vk_digest_of_json over verification_key.json).
@@ -90,6 +91,7 @@ def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime) -> Uni
     if job.state == JobState.DONE:
         links.append(f'<a href="{_esc(reverse("console-job-snarkjs", args=[job.job_id]))}">'
                      "snarkjs proof.json + public.json</a>")
+    links.append(f'<a href="{_esc(reverse("console-job-vk", args=[job.job_id]))}">verification_key.json</a>')
     error = f'<p class="reason">{_esc(job.error)}</p>' if job.error else ""
     return leaf(f"{key}/head", "job-detail-head",
                 f' class="job-head" data-state="{_esc(job.state)}" data-version="{VERSION_TOKEN}">'

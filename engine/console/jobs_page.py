@@ -3,7 +3,7 @@ for the operator role (the same actions the admin and the API use)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, time
 from typing import Any
 
@@ -73,9 +73,13 @@ def _back(request: HttpRequest) -> HttpResponseRedirect:
     return HttpResponseRedirect(target)
 
 
-def _act(request: HttpRequest, job_id: str, action: Callable[[ProofJob], None], said: str) -> HttpResponse:
+def _act(request: HttpRequest, job_id: str, action: Callable[[ProofJob], None], said: str,
+         allowed: Collection[str], refusal: str) -> HttpResponse:
     _require_viewer(request)
     job = get_object_or_404(ProofJob, job_id=job_id)
+    if job.state not in allowed:  # the page was older than the job: say so rather than claim it happened
+        messages.warning(request, f"{job.job_id} is {job.state}: {refusal}")
+        return _back(request)
     action(job)
     messages.info(request, f"{job.job_id}: {said}")
     return _back(request)
@@ -84,10 +88,11 @@ def _act(request: HttpRequest, job_id: str, action: Callable[[ProofJob], None], 
 @login_required
 @require_POST
 def cancel(request: HttpRequest, job_id: str) -> HttpResponse:
-    return _act(request, job_id, cancel_job, "cancelled")
+    return _act(request, job_id, cancel_job, "cancelled", JOB_ACTIVE, "nothing to cancel")
 
 
 @login_required
 @require_POST
 def retry(request: HttpRequest, job_id: str) -> HttpResponse:
-    return _act(request, job_id, submission.retry, "queued again")  # an operator: no token limits
+    return _act(request, job_id, submission.retry, "queued again",  # an operator: no token limits
+                (JobState.FAILED, JobState.CANCELLED), "only failed or cancelled jobs are retried")

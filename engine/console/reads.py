@@ -216,6 +216,6 @@ def synthesis_reasons_context(now: datetime) -> dict[str, Any]:
 
 def job_detail_context(job_id: str, now: datetime) -> dict[str, Any]:
     """A job and every partition of it, for its own page (/jobs/<id>) and that page's stream."""
-    job = ProofJob.objects.select_related("host").filter(job_id=job_id).first()
+    job = ProofJob.objects.select_related("host", "client").filter(job_id=job_id).first()
     parts = list(job.partitions.select_related("worker", "host", "job").order_by("index")) if job else []
     return {"job_id": job_id, "job": job, "parts": parts}

@@ -20,7 +20,9 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
 from engine.api.auth import can_view
+from engine.api.errors import ApiError
 from engine.api.job_out import snarkjs_files
+from engine.api.verification_keys import job_key
 from engine.console import fragments
 from engine.console.paths import EVENTS_PATH
 from engine.console.render import clock_html
@@ -114,4 +116,19 @@ def job_proofs(request: HttpRequest, job_id: str) -> HttpResponse:
         }
     response = JsonResponse(body, json_dumps_params={"indent": 2})
     response["Content-Disposition"] = f'attachment; filename="{json.dumps(job.job_id)[1:-1]}.proofs.json"'
+    return response
+
+
+@login_required
+def job_verification_key(request: HttpRequest, job_id: str) -> HttpResponse:
+    """The verification_key.json that verifies the job's proofs, for a console login: the same
+    key the API serves at /api/v1/jobs/<id>/verification_key.json."""
+    _require_viewer(request)
+    job = get_object_or_404(ProofJob, job_id=job_id)
+    try:
+        key = job_key(job)
+    except ApiError as exc:
+        return JsonResponse({"error": exc.error, "field": exc.field, "detail": exc.detail}, status=exc.status_code)
+    response = JsonResponse(key, json_dumps_params={"indent": 1})
+    response["Content-Disposition"] = f'attachment; filename="{json.dumps(job.job_id)[1:-1]}.verification_key.json"'
     return response

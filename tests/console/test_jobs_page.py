@@ -3,6 +3,9 @@ operator role through the same actions the admin uses (CSRF-protected)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -69,3 +72,29 @@ def test_cancel_on_the_jobs_page_asks_before_it_posts(staff: Client) -> None:
     html = staff.get("/jobs/").content.decode()
     assert 'action="/jobs/ask-me/cancel" data-confirm="Cancel ask-me?' in html
     assert "window.confirm(question)" in html
+
+
+def test_cancelling_a_job_that_already_finished_says_so_and_changes_nothing(staff: Client) -> None:
+    (job,) = jobs(1)
+    ProofJob.objects.filter(pk=job.pk).update(state=JobState.DONE)
+    page = staff.post("/jobs/j-000/cancel", {"next": "/jobs/j-000"}, follow=True).content.decode()
+    assert "j-000 is done: nothing to cancel" in page
+    job.refresh_from_db()
+    assert job.state == JobState.DONE
+
+
+def test_the_job_page_offers_the_action_its_state_allows_and_its_key(staff: Client) -> None:
+    token, _ = issue_token("acme")
+    (job,) = jobs(1)
+    ProofJob.objects.filter(pk=job.pk).update(client=token)
+    page = staff.get("/jobs/j-000").content.decode()
+    assert 'action="/jobs/j-000/cancel"' in page and 'action="/jobs/j-000/retry"' in page
+    assert 'id="job-detail-head" class="job-head" data-state="queued"' in page  # what the CSS shows cancel for
+    assert "sent by acme" in page and 'href="/jobs/j-000/verification_key.json"' in page
+
+
+def test_the_job_pages_key_link_answers_with_the_apis_key_or_its_reason(staff: Client, settings: Any, tmp_path: Path) -> None:
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "PARAMS_DIR": tmp_path}  # no keys made here
+    submit_job(kind="winning-post", job_id="w-1", inputs={}, num_partitions=1, circuit_id="winning-post/tiny")
+    response = staff.get("/jobs/w-1/verification_key.json")
+    assert response.status_code == 409 and "manage.py setupkeys --kind winning-post" in response.json()["detail"]
