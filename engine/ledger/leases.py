@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from engine.ledger.claims import Claim, close_gpu_interval, release_claim
@@ -42,10 +42,20 @@ def renew_leases(host_id: int, claims: list[Claim]) -> int:
     return Partition.objects.filter(held, host_id=host_id, state__in=HELD_STATES).update(lease_expires_at=deadline)
 
 
+def _lapsed() -> QuerySet[Partition]:
+    return Partition.objects.filter(state__in=HELD_STATES, host__isnull=False, lease_expires_at__lt=timezone.now())
+
+
+def any_lapsed() -> bool:
+    """Whether some claim's lease has lapsed: asked before taking the status clock, so a
+    farm with nothing to rescue does not serialise every host's heartbeat on it."""
+    return _lapsed().exists()
+
+
 def requeue_lapsed_rows(version: int, max_attempts: int, rescuer: str, limit: int = 200) -> list[dict[str, Any]]:
     """Inside a transaction: take back every lapsed claim (any host's). Returns hints."""
     rows = list(
-        Partition.objects.filter(state__in=HELD_STATES, host__isnull=False, lease_expires_at__lt=timezone.now())
+        _lapsed()
         .select_for_update(skip_locked=True, of=("self",))
         .select_related("job", "host")[:limit]
     )

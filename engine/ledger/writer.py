@@ -27,7 +27,7 @@ from django.utils import timezone
 from engine.ledger.claims import Claim, claim_partitions, close_gpu_interval, release_claim
 from engine.ledger.clock import ensure_clock, next_version
 from engine.ledger.hints import publish_hint
-from engine.ledger.leases import requeue_lapsed_rows
+from engine.ledger.leases import any_lapsed, requeue_lapsed_rows
 from engine.ledger.new_work import announce_new_work
 from engine.ledger.settle import error_entry, failures_since_retry, settle_job
 from engine.models import EngineHost, Partition, ProofJob
@@ -201,8 +201,17 @@ class StatusWriter:
 
         return self._commit(work)
 
+    def beat(self, **fields: Any) -> None:
+        """The host is alive (``heartbeat_at``) and its devices' samples: liveness, not a
+        transition, so no version is taken (the status clock is not every heartbeat's lock);
+        a hint tells consoles to re-read the host's panels."""
+        EngineHost.objects.filter(pk=self.host.pk).update(**fields)
+        publish_hint(host=self.host.name)
+
     def requeue_lapsed(self) -> int:
         """Take back partitions whose host stopped renewing its lease (any host may do it)."""
+        if not any_lapsed():
+            return 0
         count: list[int] = []
 
         def work(version: int) -> list[dict[str, Any]]:

@@ -254,7 +254,7 @@ class Engine:
         claims = self.inflight.claims()
         with self.writer.lock:
             renew_leases(self.host.pk, claims)
-        self.writer.update_host(**self.host_fields())
+        self.writer.beat(**self.host_fields())
         draining = self.signals.draining
         if EngineHost.objects.filter(pk=self.host.pk, draining=True).exists() != draining.is_set():
             (draining.clear if draining.is_set() else draining.set)()
