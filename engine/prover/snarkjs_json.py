@@ -118,7 +118,7 @@ def read_proof_json(path: str | os.PathLike[str], curve: str | None = None) -> P
 
 
 def public_to_json(public_inputs: Sequence[int] | np.ndarray) -> list[str]:
-    if isinstance(public_inputs, np.ndarray):  # an (n, 4) array of limbs
+    if not isinstance(public_inputs, Sequence):  # an (n, 4) array of limbs (numpy is not imported here)
         from engine.prover.curves import limbs_to_ints
 
         public_inputs = limbs_to_ints(public_inputs) if public_inputs.size else []
