@@ -54,7 +54,7 @@ def submit_backlog(api: Client) -> None:
     priorities = [p.label for p in Priority]
     for kind in KINDS:
         for i in range(PER_KIND):
-            body: dict[str, Any] = {"kind": kind, "job_id": f"truth-{kind}-{i}", "scale": "tiny",
+            body: dict[str, Any] = {"kind": kind, "job_id": f"truth-{kind}-{i}",
                                     "priority": priorities[i % len(priorities)],
                                     "inputs": demo_inputs(kind, window_partitions=1 + i % 3)}
             response = api.post("/api/v1/jobs", body, content_type="application/json")
