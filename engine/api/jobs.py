@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from django.conf import settings
 from django.db.models import Count, Max, QuerySet, Sum
@@ -49,11 +49,14 @@ from engine.api.uploads import (
 )
 from engine.ledger import submission
 from engine.ledger.submission import JobConflict, Submission
-from engine.models import ProofJob
+from engine.models import ApiToken, ProofJob
 from engine.prover.formats.custom import validate_custom
 from engine.prover.formats.errors import FormatError
 from engine.states import JOB_TERMINAL, JobState, PartitionState, ProofKind
 from engine.status.read import one_snapshot
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations  # django-stubs' type of an annotated row
 
 router = Router(tags=["jobs"])
 
@@ -77,18 +80,33 @@ def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: A
     return _mine(job, created, client)
 
 
-def visible_jobs(request: HttpRequest) -> QuerySet[ProofJob]:
-    """The jobs the caller may see: a client token its own, an operator token all."""
-    owner = _limited_to(getattr(request, "auth", None))
+def visible_jobs_for(client: ApiToken) -> QuerySet[ProofJob]:
+    """The jobs ``client`` may see: a client token its own, an operator token all."""
+    owner = _limited_to(client)
     return ProofJob.objects.all() if owner is None else ProofJob.objects.filter(client=owner)
 
 
-def _job(request: HttpRequest, job_id: str, with_parts_version: bool = False) -> ProofJob:
+def visible_jobs(request: HttpRequest) -> QuerySet[ProofJob]:
+    """The jobs the caller of an API view may see."""
+    return visible_jobs_for(client_of(request))
+
+
+class _PartsVersion(TypedDict):
+    parts_version: int | None  # the newest version among the job's partitions (None: none)
+
+
+def _job(request: HttpRequest, job_id: str) -> ProofJob:
+    return _one(visible_jobs(request).filter(job_id=job_id), job_id)
+
+
+def _job_with_parts_version(request: HttpRequest, job_id: str) -> WithAnnotations[ProofJob, _PartsVersion]:
+    """The job with its partitions' newest version, in the same query."""
+    return _one(visible_jobs(request).filter(job_id=job_id).annotate(parts_version=Max("partitions__version")), job_id)
+
+
+def _one[Job: ProofJob](jobs: QuerySet[Job], job_id: str) -> Job:
     # PostgreSQL refuses a NUL in a query string with an error; no job id can hold one.
     # Another client's job is "not found", the same answer as a job that does not exist.
-    jobs = visible_jobs(request).filter(job_id=job_id)
-    if with_parts_version:
-        jobs = jobs.annotate(parts_version=Max("partitions__version"))
     job = None if "\x00" in job_id else jobs.first()
     if job is None:
         raise ApiError(404, "not_found", "job_id", f"no job with id {job_id!r}")
@@ -224,8 +242,9 @@ def _page_etag(jobs: QuerySet[ProofJob], filters: JobFilters) -> str:
     return _etag("p", agg["n"], agg["ids"] or 0, agg["v"] or 0, agg["pv"] or 0, filters.offset, filters.limit)
 
 
-def _filtered(request: HttpRequest, filters: JobFilters) -> QuerySet[ProofJob]:
-    jobs = visible_jobs(request)
+def _filtered_for(client: ApiToken, filters: JobFilters) -> QuerySet[ProofJob]:
+    """The jobs ``client`` may see that pass ``filters`` (the list view's and poll.py's query)."""
+    jobs = visible_jobs_for(client)
     if filters.kind is not None:
         if filters.kind not in ProofKind.values:
             raise ApiError(400, "invalid", "kind", f"unknown kind; expected one of {', '.join(ProofKind.values)}")
@@ -244,7 +263,7 @@ def list_jobs(request: HttpRequest, filters: Query[JobFilters], response: HttpRe
     """Sends an ETag; with ``If-None-Match`` naming it, a 304 while the page is unchanged."""
     from django.db.models import Q
 
-    jobs = _filtered(request, filters)
+    jobs = _filtered_for(client_of(request), filters)
     with one_snapshot():
         etag = _page_etag(jobs, filters)
         if _matches(request, etag):
@@ -263,8 +282,8 @@ def list_jobs(request: HttpRequest, filters: Query[JobFilters], response: HttpRe
 def get_job(request: HttpRequest, job_id: JobIdPath, response: HttpResponse) -> Any:
     """Sends an ETag; with ``If-None-Match`` naming it, a 304 while the job is unchanged."""
     with one_snapshot():
-        job = _job(request, job_id, with_parts_version=True)
-        etag = _etag("j", job.pk, job.version, job.parts_version or 0)  # type: ignore[attr-defined]
+        job = _job_with_parts_version(request, job_id)
+        etag = _etag("j", job.pk, job.version, job.parts_version or 0)
         if _matches(request, etag):
             return _not_modified(etag)
         body = _detail(job)

@@ -28,7 +28,6 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from types import SimpleNamespace
 from typing import Any, cast
 from urllib.parse import parse_qsl
 
@@ -41,7 +40,7 @@ from pydantic import ValidationError
 from engine.api.auth import token_for
 from engine.api.errors import ApiError
 from engine.api.etags import _etag
-from engine.api.jobs import JobFilters, _filtered, _page_etag
+from engine.api.jobs import JobFilters, _filtered_for, _page_etag
 from engine.api.throttle import wait_for
 from engine.headers import bearer
 from engine.models import Partition, ProofJob
@@ -117,8 +116,7 @@ def unchanged_page_etag(raw_token: str, query: str, tags: set[str]) -> str | Non
         if token is None:
             return None
         filters = JobFilters.model_validate(dict(parse_qsl(query, keep_blank_values=True)))
-        # _filtered reads only request.auth: a stand-in request carries the token.
-        etag = _page_etag(_filtered(SimpleNamespace(auth=token), filters), filters)  # type: ignore[arg-type]
+        etag = _page_etag(_filtered_for(token, filters), filters)
     except (ValidationError, ApiError, ValueError):
         return None
     except DatabaseError:

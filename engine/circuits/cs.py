@@ -9,8 +9,11 @@ through the methods below. The same function runs in two modes:
   allocation is one list append, ``enforce`` does nothing. No matrix is built, so the
   per-constraint cost is a multiply-mod and an append.
 
-Terms are what gadgets pass around: an ``LC`` (dict var -> coefficient) in shape mode, an
-``int`` value in witness mode. Gadgets only use the methods here, so they never branch on mode.
+Terms are what gadgets pass around: ``ConstraintSystem[Term]`` is generic over its term type, an
+``LC`` (dict var -> coefficient) in shape mode (``ShapeCS``), an ``int`` value in witness mode
+(``WitnessCS``). Gadgets are generic over Term and only use the methods here, so they never branch
+on mode; a gadget with a native witness computation hands it to ``native``, which runs it in
+witness mode only.
 
 Variables follow snarkjs's order: 0 is the constant 1, then the public signals, then the
 private ones. While recording, private variable j is numbered -(j+1), so publics may be
@@ -19,7 +22,7 @@ allocated at any time; ``ShapeCS.compile`` renumbers privates to n_public + 1 + 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -27,7 +30,9 @@ from engine.circuits.grain import BLS12_381_R as R
 from engine.prover.r1cs import R1CS, SparseMatrix
 
 LC = dict[int, int]
-Term = LC | int
+# A gadget's native witness computation: (input values, push) -> output value, handing push
+# every private value the gadget allocates, in its order.
+type NativeGadget = Callable[[Sequence[int], Callable[[int], object]], int]
 
 ONE = 0  # the variable that is always 1
 
@@ -45,10 +50,9 @@ def limbs_to_ints(limbs: np.ndarray) -> list[int]:
     return [int.from_bytes(raw[i : i + 32], "little") for i in range(0, len(raw), 32)]
 
 
-class ConstraintSystem:
+class ConstraintSystem[Term]:
     """The interface gadgets see. Subclasses decide what a term is."""
 
-    witness_mode: bool
     curve = "bls12381"
 
     def alloc_public(self, value: int) -> Term:
@@ -84,11 +88,15 @@ class ConstraintSystem:
     def enforce_equal(self, a: Term, b: Term) -> None:
         self.enforce(a, self.const(1), b)
 
+    def native(self, inputs: Sequence[Term], compute: NativeGadget) -> Term | None:
+        """A gadget's witness-mode shortcut: in witness mode, ``compute(values, push)`` on the
+        inputs' values, allocating what it pushes, and its result as a term; None in shape
+        mode, where the gadget then states its constraints through the methods above."""
+        return None
 
-class WitnessCS(ConstraintSystem):
+
+class WitnessCS(ConstraintSystem[int]):
     """Values only: terms are ints mod r."""
-
-    witness_mode = True
 
     def __init__(self) -> None:
         self.public: list[int] = []
@@ -104,35 +112,38 @@ class WitnessCS(ConstraintSystem):
         self.private.append(value)
         return value
 
-    def enforce(self, a: Term, b: Term, c: Term) -> None:
+    def enforce(self, a: int, b: int, c: int) -> None:
         return None
 
     def const(self, k: int) -> int:
         return k % R
 
-    def lin(self, pairs: Iterable[tuple[int, Term]], constant: int = 0) -> int:
+    def lin(self, pairs: Iterable[tuple[int, int]], constant: int = 0) -> int:
         total = constant
         for k, t in pairs:
-            total += k * t  # type: ignore[operator]
+            total += k * t
         return total % R
 
-    def add(self, a: Term, b: Term) -> int:
-        return (a + b) % R  # type: ignore[operator]
+    def add(self, a: int, b: int) -> int:
+        return (a + b) % R
 
-    def sub(self, a: Term, b: Term) -> int:
-        return (a - b) % R  # type: ignore[operator]
+    def sub(self, a: int, b: int) -> int:
+        return (a - b) % R
 
-    def mul(self, a: Term, b: Term) -> int:
-        v = a * b % R  # type: ignore[operator]
+    def mul(self, a: int, b: int) -> int:
+        v = a * b % R
         self.private.append(v)
         return v
 
-    def materialize(self, a: Term) -> int:
-        self.private.append(a)  # type: ignore[arg-type]
-        return a  # type: ignore[return-value]
+    def materialize(self, a: int) -> int:
+        self.private.append(a)
+        return a
 
-    def enforce_equal(self, a: Term, b: Term) -> None:
+    def enforce_equal(self, a: int, b: int) -> None:
         return None
+
+    def native(self, inputs: Sequence[int], compute: NativeGadget) -> int:
+        return compute(inputs, self.private.append)
 
     @property
     def n_vars(self) -> int:
@@ -146,10 +157,8 @@ class WitnessCS(ConstraintSystem):
         return ints_to_limbs(self.values())
 
 
-class ShapeCS(ConstraintSystem):
+class ShapeCS(ConstraintSystem[LC]):
     """Records constraints as linear combinations; ``compile`` turns them into CSR matrices."""
-
-    witness_mode = False
 
     def __init__(self) -> None:
         self.n_public = 0
@@ -166,19 +175,19 @@ class ShapeCS(ConstraintSystem):
         self.n_private += 1
         return {-self.n_private: 1}
 
-    def enforce(self, a: Term, b: Term, c: Term) -> None:
-        self.rows_a.append(a)  # type: ignore[arg-type]
-        self.rows_b.append(b)  # type: ignore[arg-type]
-        self.rows_c.append(c)  # type: ignore[arg-type]
+    def enforce(self, a: LC, b: LC, c: LC) -> None:
+        self.rows_a.append(a)
+        self.rows_b.append(b)
+        self.rows_c.append(c)
 
     def const(self, k: int) -> LC:
         k %= R
         return {ONE: k} if k else {}
 
-    def lin(self, pairs: Iterable[tuple[int, Term]], constant: int = 0) -> LC:
+    def lin(self, pairs: Iterable[tuple[int, LC]], constant: int = 0) -> LC:
         out: LC = {ONE: constant % R} if constant % R else {}
         for k, t in pairs:
-            for var, coeff in t.items():  # type: ignore[union-attr]
+            for var, coeff in t.items():
                 v = (out.get(var, 0) + k * coeff) % R
                 if v:
                     out[var] = v
@@ -186,12 +195,12 @@ class ShapeCS(ConstraintSystem):
                     out.pop(var, None)
         return out
 
-    def mul(self, a: Term, b: Term) -> LC:
+    def mul(self, a: LC, b: LC) -> LC:
         v = self.alloc(0)
         self.enforce(a, b, v)
         return v
 
-    def materialize(self, a: Term) -> LC:
+    def materialize(self, a: LC) -> LC:
         v = self.alloc(0)
         self.enforce(a, {ONE: 1}, v)
         return v

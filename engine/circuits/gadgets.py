@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from engine.circuits.cs import ConstraintSystem, Term
+from engine.circuits.cs import ConstraintSystem
 
 
-def alloc_bits(cs: ConstraintSystem, value: int, n_bits: int) -> list[Term]:
+def alloc_bits[Term](cs: ConstraintSystem[Term], value: int, n_bits: int) -> list[Term]:
     """Allocate the n_bits little-endian bits of value, each constrained b·b = b."""
     bits: list[Term] = []
     for i in range(n_bits):
@@ -15,12 +15,12 @@ def alloc_bits(cs: ConstraintSystem, value: int, n_bits: int) -> list[Term]:
     return bits
 
 
-def enforce_packing(cs: ConstraintSystem, bits: list[Term], packed: Term) -> None:
+def enforce_packing[Term](cs: ConstraintSystem[Term], bits: list[Term], packed: Term) -> None:
     """sum(2^i · bit_i) = packed: ties the position bits to the public challenge index."""
     cs.enforce_equal(cs.lin((1 << i, b) for i, b in enumerate(bits)), packed)
 
 
-def conditional_swap(cs: ConstraintSystem, bit: Term, x: Term, y: Term) -> tuple[Term, Term]:
+def conditional_swap[Term](cs: ConstraintSystem[Term], bit: Term, x: Term, y: Term) -> tuple[Term, Term]:
     """(x, y) when bit = 0, (y, x) when bit = 1, with one constraint: d = bit·(y − x)."""
     d = cs.mul(bit, cs.sub(y, x))
     return cs.add(x, d), cs.sub(y, d)

@@ -185,16 +185,20 @@ class CircuitShape:
 
     # -- the circuit ------------------------------------------------------------------
 
-    def define(self, cs: ConstraintSystem, data: PartitionData) -> None:
+    def define[Term](self, cs: ConstraintSystem[Term], data: PartitionData) -> None:
         roots = [cs.alloc_public(r) for r in data.roots]
-        rho = cs.alloc_public(data.rho) if self.two_trees else None  # type: ignore[arg-type]
+        rho: Term | None = None  # snap-update's public rho; set exactly when two_trees
+        if self.two_trees:
+            if data.rho is None:
+                raise ValueError(f"{self.circuit_id}: partition data without rho")
+            rho = cs.alloc_public(data.rho)
         publics = [cs.alloc_public(c) for c in data.challenges]
         for j in range(self.challenges):
             bits = alloc_bits(cs, data.positions[j], self.depth)
             enforce_packing(cs, bits, publics[j])
             leaf = cs.alloc(data.leaves[j])
-            if self.two_trees:
-                new_leaf = cs.add(leaf, cs.mul(rho, cs.alloc(data.data_leaves[j])))  # type: ignore[arg-type]
+            if rho is not None:
+                new_leaf = cs.add(leaf, cs.mul(rho, cs.alloc(data.data_leaves[j])))
                 cs.enforce_equal(merkle_root_gadget(cs, leaf, bits, data.siblings[j]), roots[0])
                 cs.enforce_equal(merkle_root_gadget(cs, new_leaf, bits, data.new_siblings[j]), roots[1])
             else:

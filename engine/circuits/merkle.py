@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.circuits.cs import ConstraintSystem, Term
+from engine.circuits.cs import ConstraintSystem
 from engine.circuits.gadgets import conditional_swap
 from engine.circuits.poseidon import hash2, hash2_gadget
 
@@ -57,7 +57,7 @@ def root_from_path(leaf: int, index: int, siblings: list[int]) -> int:
     return node
 
 
-def merkle_root_gadget(cs: ConstraintSystem, leaf: Term, bits: list[Term], siblings: list[int]) -> Term:
+def merkle_root_gadget[Term](cs: ConstraintSystem[Term], leaf: Term, bits: list[Term], siblings: list[int]) -> Term:
     """Allocate the siblings and hash the leaf up the tree; bit i set means the node is a right child."""
     node = leaf
     for bit, sib_value in zip(bits, siblings, strict=True):

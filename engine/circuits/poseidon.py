@@ -17,9 +17,9 @@ are copied into fresh variables (2 constraints), which bounds every row to a few
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from engine.circuits.cs import ConstraintSystem, Term
+from engine.circuits.cs import ConstraintSystem
 from engine.circuits.grain import BLS12_381_R as R
 from engine.circuits.poseidon_constants import MDS, ROUND_CONSTANTS
 
@@ -106,16 +106,17 @@ def hash2(left: int, right: int) -> int:
     return permute([0, left, right])[0]
 
 
-def _sbox(cs: ConstraintSystem, x: Term) -> Term:
+def _sbox[Term](cs: ConstraintSystem[Term], x: Term) -> Term:
     x2 = cs.mul(x, x)
     x4 = cs.mul(x2, x2)
     return cs.mul(x4, x)
 
 
-def hash2_gadget(cs: ConstraintSystem, left: Term, right: Term) -> Term:
+def hash2_gadget[Term](cs: ConstraintSystem[Term], left: Term, right: Term) -> Term:
     """In-circuit hash2; returns the digest as a term (a 3-term linear combination)."""
-    if cs.witness_mode:
-        return _hash2_witness(cs, left, right)  # type: ignore[arg-type]
+    digest = cs.native((left, right), _hash2_witness)  # witness mode: computed on plain ints
+    if digest is not None:
+        return digest
     state: list[Term] = [cs.const(0), left, right]
     rc = ROUND_CONSTANTS
     for rnd in range(R_F + R_P):
@@ -131,6 +132,8 @@ def hash2_gadget(cs: ConstraintSystem, left: Term, right: Term) -> Term:
     return state[0]
 
 
-def _hash2_witness(cs: ConstraintSystem, left: int, right: int) -> int:
-    """The same allocations as ``hash2_gadget`` in the same order, computed on plain ints."""
-    return _rounds(0, left, right, cs.private.append)[0]  # type: ignore[attr-defined]
+def _hash2_witness(inputs: Sequence[int], push: Callable[[int], object]) -> int:
+    """The same allocations as ``hash2_gadget`` in the same order, computed on plain ints and
+    handed to push."""
+    left, right = inputs
+    return _rounds(0, left, right, push)[0]

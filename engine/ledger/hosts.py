@@ -9,6 +9,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from engine.ledger.clock import next_version
+from engine.ledger.hints import publish_hint
 from engine.models import EngineHost, Worker
 from engine.states import PARTITION_TERMINAL, PartitionState
 
@@ -19,13 +21,17 @@ class HostInUse(Exception):
 
 def register_host(name: str, *, backend: str, memory_budget_bytes: int, memory_total_bytes: int,
                   synthesis_max: int) -> EngineHost:
-    """The host's row as this run starts it: alive now, holding no keys and refusing none yet."""
+    """The host's row as this run starts it: alive now, holding no keys and refusing none yet.
+    A start is a change every reader shows (a new card, its workers): it takes a version."""
     host, _ = EngineHost.objects.get_or_create(name=name)
     now = timezone.now()
-    EngineHost.objects.filter(pk=host.pk).update(
-        backend=backend, started_at=now, heartbeat_at=now, stopped_at=None,
-        memory_budget_bytes=memory_budget_bytes, memory_total_bytes=memory_total_bytes,
-        synthesis_max=synthesis_max, key_cache=[], refused_keys={})
+    with transaction.atomic():
+        version = next_version()
+        EngineHost.objects.filter(pk=host.pk).update(
+            backend=backend, started_at=now, heartbeat_at=now, stopped_at=None,
+            memory_budget_bytes=memory_budget_bytes, memory_total_bytes=memory_total_bytes,
+            synthesis_max=synthesis_max, key_cache=[], refused_keys={}, version=version)
+    publish_hint(host=name, version=version)
     host.refresh_from_db()
     return host
 

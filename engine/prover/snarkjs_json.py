@@ -198,19 +198,20 @@ def vk_from_json(obj: Any) -> VerifyingKey:
     n_public = _int(obj.get("nPublic"), "verification key nPublic", "vk")
     if len(ic) != n_public + 1:
         raise FormatError("vk", f"verification key: {len(ic)} IC points for nPublic = {n_public}")
-    pts = {k: _g2_from_json(obj.get(k), f"verification key {k}", "vk") for k in ("vk_beta_2", "vk_gamma_2", "vk_delta_2")}
+    beta, gamma, delta = (_g2_from_json(obj.get(k), f"verification key {k}", "vk")
+                          for k in ("vk_beta_2", "vk_gamma_2", "vk_delta_2"))
     from engine.prover.keys import VerifyingKey  # the keys' module (and dataclasses) only for a key
 
     alpha = _g1_from_json(obj.get("vk_alpha_1"), "verification key vk_alpha_1", "vk")
-    if alpha is None or any(v is None for v in pts.values()):
+    if alpha is None or beta is None or gamma is None or delta is None:
         raise FormatError("vk", "verification key: alpha/beta/gamma/delta must not be the point at infinity")
     return VerifyingKey(
         curve=curve,
         n_public=n_public,
         alpha1=alpha,
-        beta2=pts["vk_beta_2"],  # type: ignore[arg-type]
-        gamma2=pts["vk_gamma_2"],  # type: ignore[arg-type]
-        delta2=pts["vk_delta_2"],  # type: ignore[arg-type]
+        beta2=beta,
+        gamma2=gamma,
+        delta2=delta,
         ic=tuple(_g1_from_json(p, f"verification key IC[{i}]", "vk") for i, p in enumerate(ic)),
     )
 

@@ -68,7 +68,9 @@ def test_two_engine_hosts_and_one_web_front_prove_every_kind_exactly_once(farm: 
 def test_a_killed_host_s_partitions_are_finished_by_the_other_host_after_its_lease_lapses(farm: Farm) -> None:
     web = farm.start_daphne()
     doomed, survivor = farm.start_engines("crash-a", "crash-b")
-    jobs = farm.submit(batch("crash", {"window-post": 2}, window_partitions=4))
+    # Enough work that crash-a still holds some when it is killed: woken at once by each
+    # submission, two engines finish two small jobs between two looks at the records.
+    jobs = farm.submit(batch("crash", {"window-post": 8}, window_partitions=4))
 
     wait_for(lambda: farm.live_partitions_of("crash-a"), 90, "crash-a to own live partitions",
              on_timeout=doomed.tail)
