@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -61,6 +62,14 @@ def start_engine(engine_params):
     yield start
     for engine in engines:
         engine.stop(drain_seconds=5)
+
+
+def wait_until(condition: Callable[[], object], timeout: float = 30.0, poll: float = 0.05) -> None:
+    """Block until ``condition()`` holds; a test fails with "timed out" after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(poll)
 
 
 def walk(writer, claim: Claim, *states: str) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from datetime import datetime
 
 import pytest
@@ -13,15 +11,9 @@ from engine.ledger.demo import demo_inputs
 from engine.ledger.jobs import set_draining, submit_job
 from engine.models import EngineHost, Partition, ProofJob
 from engine.states import JobState, PartitionState
+from tests.engine.conftest import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def winning_post(job_id: str) -> ProofJob:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,17 +16,11 @@ from engine.ledger.keys import adopt_key
 from engine.ledger.submission import Submission, submit
 from engine.models import EngineHost, FarmKey, Partition, ProofJob
 from engine.states import JobState, PartitionState
+from tests.engine.conftest import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 POREP = "porep-c2/tiny"
-
-
-def until(check: Callable[[], bool], seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def job_of(kind: str) -> ProofJob:
@@ -57,8 +50,8 @@ def test_a_host_whose_key_is_not_the_farms_refuses_the_kind_and_proves_the_rest(
     porep, window = job_of("porep-c2"), job_of("window-post")
     caplog.set_level(logging.ERROR, logger="engine.reserve")
     engine = start_engine()
-    until(lambda: POREP in refused_by("test-host-0"))
-    until(lambda: ProofJob.objects.get(pk=window.pk).state == JobState.DONE)
+    wait_until(lambda: POREP in refused_by("test-host-0"))
+    wait_until(lambda: ProofJob.objects.get(pk=window.pk).state == JobState.DONE)
     assert "digest" in refused_by("test-host-0")[POREP] and "host-with-the-real-keys" in refused_by("test-host-0")[POREP]
     assert f"refusing to prove {POREP} on this host" in caplog.text
     # Handed back, not failed: a host with the farm's key can still prove it.
@@ -77,7 +70,7 @@ def test_an_engine_with_no_keys_makes_none_unless_asked(start_engine, settings, 
     settings.PROVINGSITE = {**settings.PROVINGSITE, "DEV_KEYS": False, "PARAMS_DIR": tmp_path}
     job_of("porep-c2")
     start_engine()
-    until(lambda: POREP in refused_by("test-host-0"))
+    wait_until(lambda: POREP in refused_by("test-host-0"))
     assert "run `manage.py setupkeys`" in refused_by("test-host-0")[POREP]
     assert not any(tmp_path.iterdir())  # no development key was made behind the operator's back
 

@@ -4,21 +4,19 @@ are evicted when short, and a request that can never fit fails at once."""
 from __future__ import annotations
 
 import threading
-import time
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.pipeline.memory import MemoryBudgetError, MemoryManager, Reservation, budget_bytes, total_ram
+from tests.engine.conftest import wait_until
 
 
-def wait_until(predicate, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.005)
-
+def waiting(memory: MemoryManager, n: int) -> Callable[[], bool]:
+    """Whether ``n`` requests wait for memory now."""
+    return lambda: memory.snapshot()["waiting"] == n
 
 def test_auto_budget_is_total_ram_minus_the_margin() -> None:
     assert budget_bytes("auto", "1GiB") == total_ram() - 2**30
@@ -56,7 +54,7 @@ def test_waiters_of_one_priority_are_served_first_come_first_served() -> None:
         t = threading.Thread(target=take, args=(name, prio))
         t.start()
         threads.append(t)
-        wait_until(lambda i=i: m.snapshot()["waiting"] == i + 1)
+        wait_until(waiting(m, i + 1), timeout=5, poll=0.005)
     held.release()
     for t in threads:
         t.join(5)
@@ -93,7 +91,7 @@ def test_a_cancelled_waiter_gives_up_its_place() -> None:
 
     t = threading.Thread(target=wait)
     t.start()
-    wait_until(lambda: m.snapshot()["waiting"] == 1)
+    wait_until(waiting(m, 1), timeout=5, poll=0.005)
     cancelled.set()
     t.join(2)
     assert errors and m.snapshot()["waiting"] == 0
@@ -194,7 +192,7 @@ def test_waiters_are_served_in_priority_then_arrival_order(sizes: list[tuple[int
         t = threading.Thread(target=take)
         t.start()
         threads.append(t)
-        wait_until(lambda i=i: m.snapshot()["waiting"] == i + 1)
+        wait_until(waiting(m, i + 1), timeout=5, poll=0.005)
     held.release()
     for t in threads:
         t.join(5)

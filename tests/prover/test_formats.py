@@ -18,6 +18,7 @@ from engine.prover.formats.headers import ZkeyHeader, inspect_zkey
 from engine.prover.formats.r1cs import CircuitShape, check_structure, read_r1cs
 from engine.prover.formats.wtns import read_wtns, validate_wtns
 from engine.prover.formats.zkey import check_zkey, read_zkey, validate_zkey
+from tests.prover.test_snarkjs_bounds import sections
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "snarkjs" / "bn128"
 MiB = 1 << 20
@@ -52,17 +53,6 @@ READERS: dict[str, tuple[str, str, Callable[[Path], object]]] = {
     "read_r1cs": ("r1cs", "circuit.r1cs", read_r1cs),
     "check_structure": ("r1cs", "circuit.r1cs", structure),
 }
-
-
-def sections(data: bytes) -> dict[int, tuple[int, int]]:
-    """{section id: (payload offset, size)} of a binfile."""
-    (count,) = struct.unpack_from("<I", data, 8)
-    pos, found = 12, {}
-    for _ in range(count):
-        sid, size = struct.unpack_from("<IQ", data, pos)
-        found[sid] = (pos + 12, size)
-        pos += 12 + size
-    return found
 
 
 def patched(data: bytes, at: int, raw: bytes) -> bytes:
