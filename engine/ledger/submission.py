@@ -23,8 +23,8 @@ from engine.ledger.jobs import JobConflict, retry_job, submit_job
 from engine.models import ApiToken, Circuit, ProofJob
 from engine.states import JOB_ACTIVE, KIND_PRIORITY, Curve, Priority
 
-__all__ = ["ActiveCapReached", "CircuitGone", "JobConflict", "JOB_ID_MAX", "JOB_ID_PATTERN", "PriorityNotAllowed", "Submission",
-           "SubmissionRefused", "builtin", "check_priority", "job_id_of", "priority_of", "retry", "submit"]
+__all__ = ["ActiveCapReached", "CircuitGone", "JobConflict", "JOB_ID_MAX", "JOB_ID_PATTERN", "PriorityNotAllowed",
+           "Submission", "SubmissionRefused", "builtin", "check_priority", "job_id_of", "priority_of", "retry", "submit"]
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
 JOB_ID_MAX = 200

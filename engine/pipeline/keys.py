@@ -1,9 +1,11 @@
 """Where the engine's proving keys come from, for its key cache.
 
 A built-in kind's key lives in the params directory, made by ``manage.py setupkeys`` (or, when
-the operator sets PROVINGSITE_DEV_KEYS=1, made there on first use). A job of a registered circom circuit carries the circuit id
-``circom/<sha256 of the zkey>``; its key is the circuit's stored zkey, so one host loads it
-once and every job of the circuit reuses it, as the built-in kinds' keys are.
+the operator sets PROVINGSITE_DEV_KEYS=1, made there on first use). A job of a registered
+circom circuit carries the circuit id ``circom/<sha256 of the zkey>``; its key is the circuit's
+stored zkey, so one host loads it once and every job of the circuit reuses it, as the built-in
+kinds' keys are. Every key loaded is checked against the farm's record of its circuit's key
+(``farm_checked``): a host with another key refuses the circuit.
 """
 
 from __future__ import annotations
