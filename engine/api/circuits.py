@@ -65,6 +65,9 @@ class CircuitOut(Schema):
     wasm_bytes: int | None
     r1cs_bytes: int | None
     sym: bool = Field(description="Whether the circuit's .sym was registered (it names missing input signals)")
+    input_count: int | None = Field(description="How many input values the circuit takes (null without its .wasm)")
+    inputs: dict[str, int] | None = Field(description=(
+        "Each input signal's length by name, as a job's `inputs` must give them (null without its .wasm and .sym)"))
     created_at: datetime
     links: dict[str, str]
 
@@ -76,11 +79,23 @@ def _out(circuit: Circuit) -> dict[str, Any]:
     links = {"self": url("get_circuit"), "verification_key": url("get_verification_key")}
     if circuit.curve == "bn128":
         links["verifier"] = url("get_verifier")
+    signals = _input_signals(circuit)
     return {"id": circuit.pk, "name": circuit.name, "curve": circuit.curve, "n_public": circuit.n_public,
             "n_vars": circuit.n_vars, "domain_size": circuit.domain_size, "zkey_bytes": circuit.zkey_bytes,
             "wasm_bytes": circuit.wasm_bytes, "r1cs_bytes": circuit.r1cs_bytes,
-            "sym": Path(circuit.zkey_path).with_name(NAMES_FILE).exists(), "created_at": circuit.created_at,
-            "links": links}
+            "sym": Path(circuit.zkey_path).with_name(NAMES_FILE).exists(),
+            "input_count": signals.get("count"), "inputs": signals.get("signals"),
+            "created_at": circuit.created_at, "links": links}
+
+
+def _input_signals(circuit: Circuit) -> dict[str, Any]:
+    """What the registration read from the circuit's .wasm (and .sym), kept beside its files."""
+    if not circuit.wasm_path:
+        return {}
+    try:
+        return dict(json.loads(Path(circuit.zkey_path).with_name(SIGNALS_FILE).read_text()))
+    except (OSError, ValueError):  # a .wasm joined later: probed at its first job
+        return {}
 
 
 def _checked(files: Any) -> tuple[dict[str, StagedFile], ZkeyHeader]:
@@ -144,7 +159,8 @@ def _register(request: HttpRequest, staging: Path) -> Status:
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
 
-    circuit = circuits.register(dict(id=zkey.sha256, name=(zkey.name or "")[:200], curve=header.curve,
+    name = (request.POST.get("name") or "").strip() or zkey.name or ""
+    circuit = circuits.register(dict(id=zkey.sha256, name=name[:200], curve=header.curve,
                                      n_public=header.n_public, n_vars=header.n_vars,
                                      domain_size=header.domain_size, owner=client, **fields), adopt_files)
     if circuit is None:  # the same key registered at the same moment: one row won
@@ -163,6 +179,8 @@ _REGISTER_BODY = {
                 "r1cs": {"type": "string", "format": "binary", "description": "circom's .r1cs"},
                 "sym": {"type": "string", "format": "binary",
                         "description": "circom's .sym (circom --sym): lets a missing input signal be named"},
+                "name": {"type": "string", "maxLength": 200,
+                         "description": "a name for the circuit (default: the zkey's file name)"},
             },
         }}},
     }

@@ -195,3 +195,14 @@ def test_jobs_of_one_circuit_share_one_key_load_held_in_the_key_cache(
         engine.stop(drain_seconds=5)
     assert loads == [f"circom/{circuit}"] and cached == [f"circom/{circuit}"]
     assert all(api.get(f"/api/v1/jobs/{j}").json()["state"] == "done" for j in ("shared-1", "shared-2", "shared-3"))
+
+
+def test_a_circuit_record_names_its_input_signals_and_the_name_it_was_given(
+        api: Client, uploads: Path, circom_product: Build) -> None:  # noqa: F811
+    build = circom_product("bn128")
+    with (open(build.zkey, "rb") as zkey, open(build.wasm, "rb") as wasm, open(build.sym, "rb") as symbols):
+        response = api.post("/api/v1/circuits", {"zkey": zkey, "wasm": wasm, "sym": symbols, "name": "product-v1"})
+    assert response.status_code == 201, response.content
+    record = api.get(f"/api/v1/circuits/{response.json()['id']}").json()
+    assert record["name"] == "product-v1"
+    assert record["inputs"] == {"a": 1, "b": 2} and record["input_count"] == 3  # GOOD's shape
