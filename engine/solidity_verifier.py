@@ -102,3 +102,18 @@ contract Groth16Verifier {{
 
 
 __all__ = ["constants", "verifier_sol"]
+
+
+def _p256(value: str | int) -> str:
+    return f'"0x{int(value):064x}"'
+
+
+def solidity_calldata(proof: dict[str, Any], public: list[str]) -> str:
+    """The arguments of verifyProof for one proof, as ``snarkjs zkey export soliditycalldata``
+    prints them: A, B (each Fp2 coordinate imaginary part first, as the precompile takes it),
+    C, then the public signals, every number 32 bytes in hex."""
+    a, b, c = proof["pi_a"], proof["pi_b"], proof["pi_c"]
+    return (f"[{_p256(a[0])}, {_p256(a[1])}],"
+            f"[[{_p256(b[0][1])}, {_p256(b[0][0])}],[{_p256(b[1][1])}, {_p256(b[1][0])}]],"
+            f"[{_p256(c[0])}, {_p256(c[1])}],"
+            f"[{','.join(_p256(x) for x in public)}]")

@@ -37,6 +37,7 @@ from engine.api.schemas import (
     JobSummary,
     ProofOut,
     SnarkjsOut,
+    SolidityCalldataOut,
 )
 from engine.api.uploads import (
     CUSTOM_NAMES,
@@ -52,7 +53,7 @@ from engine.ledger.submission import JobConflict, Submission
 from engine.models import ApiToken, ProofJob
 from engine.prover.formats.custom import validate_custom
 from engine.prover.formats.errors import FormatError
-from engine.states import JOB_TERMINAL, JobState, PartitionState, ProofKind
+from engine.states import JOB_TERMINAL, Curve, JobState, PartitionState, ProofKind
 from engine.status.read import one_snapshot
 
 if TYPE_CHECKING:
@@ -316,6 +317,23 @@ def get_snarkjs_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]
         proof, public = snarkjs_files(job, part)
         rows.append({"index": part.index, "proof": proof, "public": public})
     return {"job_id": job.job_id, "curve": job.curve, "partitions": rows}
+
+
+@router.get("/jobs/{job_id}/proof/soliditycalldata", response={200: SolidityCalldataOut, **ERRORS},
+            summary="Each partition's proof as the arguments of the Solidity verifier (BN254)")
+def get_solidity_calldata(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
+    """What ``snarkjs zkey export soliditycalldata public.json proof.json`` prints, per partition:
+    the arguments of ``verifyProof`` of the circuit's verifier.sol."""
+    from engine.solidity_verifier import solidity_calldata
+
+    job = _job(request, job_id)
+    _done(job)
+    if job.curve != Curve.BN254:
+        raise ApiError(409, "no_verifier", "job_id", f"job {job_id!r} is over {job.curve}: Solidity verifiers "
+                                                     "(the EVM's pairing precompile) are BN254's only")
+    rows = [{"index": part.index, "calldata": solidity_calldata(*snarkjs_files(job, part))}
+            for part in job.partitions.order_by("index")]
+    return {"job_id": job.job_id, "partitions": rows}
 
 
 @router.post("/jobs/{job_id}/cancel", response={200: JobOut, **ERRORS}, summary="Cancel a queued or running job")

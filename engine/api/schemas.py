@@ -171,6 +171,16 @@ class SnarkjsOut(Schema):
     partitions: list[SnarkjsPartition]
 
 
+class CalldataRow(Schema):
+    index: int
+    calldata: str = Field(description="verifyProof's arguments: A, B, C and the public signals, hex, as snarkjs prints them")
+
+
+class SolidityCalldataOut(Schema):
+    job_id: str
+    partitions: list[CalldataRow]
+
+
 class VerificationKeyOut(Schema):
     """snarkjs's verification_key.json: what `snarkjs groth16 verify` takes with proof.json and public.json.
 

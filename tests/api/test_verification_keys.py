@@ -71,6 +71,22 @@ def test_snarkjs_verifies_an_uploaded_circuits_proof_with_the_downloaded_key(
     assert snarkjs_verifies(api, "mine-2", tmp_path)
 
 
+@pytest.mark.node
+def test_the_solidity_calldata_is_what_snarkjs_prints_for_the_same_proof(api: Client, uploads: Path) -> None:
+    uploaded_and_proved(api, "calldata", Curve.BN254)
+    here = FIXTURES / FOLDER[Curve.BN254]
+    printed = oracle.run("zkey", "export", "soliditycalldata", here / "public.json", here / "proof.json")
+    assert printed.returncode == 0, printed.stderr
+    (part,) = api.get("/api/v1/jobs/calldata/proof/soliditycalldata").json()["partitions"]
+    assert part["calldata"] == printed.stdout.strip()
+
+
+def test_a_bls12_381_job_has_no_solidity_calldata(api: Client, uploads: Path) -> None:
+    uploaded_and_proved(api, "no-evm", Curve.BLS12_381)
+    response = api.get("/api/v1/jobs/no-evm/proof/soliditycalldata")
+    assert response.status_code == 409 and "BN254" in response.json()["detail"]
+
+
 def test_another_clients_job_key_is_not_found(api: Client, operator_api: Client, uploads: Path) -> None:
     uploaded_and_proved(operator_api, "theirs", Curve.BN254)
     assert api.get("/api/v1/jobs/theirs/verification_key.json").status_code == 404
