@@ -6,6 +6,7 @@ a 4xx status; engine.api.errors has the handlers.
 
 from __future__ import annotations
 
+import json
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
@@ -317,6 +318,24 @@ def get_snarkjs_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]
         proof, public = snarkjs_files(job, part)
         rows.append({"index": part.index, "proof": proof, "public": public})
     return {"job_id": job.job_id, "curve": job.curve, "partitions": rows}
+
+
+@router.get("/jobs/{job_id}/proof/snarkjs/{index}/{name}", response={200: Any, **ERRORS},
+            summary="One partition's proof.json or public.json, as a file snarkjs reads")
+def get_snarkjs_file(request: HttpRequest, job_id: JobIdPath, index: int,
+                     name: Literal["proof.json", "public.json"]) -> HttpResponse:
+    """The file itself, ready for ``snarkjs groth16 verify verification_key.json public.json
+    proof.json`` (with the job's ``verification_key.json``)."""
+    job = _job(request, job_id)
+    _done(job)
+    part = job.partitions.filter(index=index).first()
+    if part is None:
+        raise ApiError(404, "not_found", "index", f"job {job_id!r} has partitions 0..{job.num_partitions - 1}")
+    proof, public = snarkjs_files(job, part)
+    response = HttpResponse(json.dumps(proof if name == "proof.json" else public, indent=1),
+                            content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 @router.get("/jobs/{job_id}/proof/soliditycalldata", response={200: SolidityCalldataOut, **ERRORS},

@@ -81,6 +81,17 @@ def test_the_solidity_calldata_is_what_snarkjs_prints_for_the_same_proof(api: Cl
     assert part["calldata"] == printed.stdout.strip()
 
 
+def test_each_partitions_proof_and_public_json_download_as_the_files_snarkjs_reads(api: Client, uploads: Path) -> None:
+    uploaded_and_proved(api, "files", Curve.BN254)
+    proof = api.get("/api/v1/jobs/files/proof/snarkjs/0/proof.json")
+    public = api.get("/api/v1/jobs/files/proof/snarkjs/0/public.json")
+    assert proof.status_code == public.status_code == 200
+    assert proof["Content-Disposition"] == 'attachment; filename="proof.json"'
+    (part,) = api.get("/api/v1/jobs/files/proof/snarkjs").json()["partitions"]
+    assert (json.loads(proof.content), json.loads(public.content)) == (part["proof"], part["public"])
+    assert api.get("/api/v1/jobs/files/proof/snarkjs/1/proof.json").json()["field"] == "index"
+
+
 def test_a_bls12_381_job_has_no_solidity_calldata(api: Client, uploads: Path) -> None:
     uploaded_and_proved(api, "no-evm", Curve.BLS12_381)
     response = api.get("/api/v1/jobs/no-evm/proof/soliditycalldata")
