@@ -75,6 +75,26 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_seconds_by_name(name: str, default: dict[str, float], names: tuple[str, ...]) -> dict[str, float]:
+    """'winning-post=25,window-post=1800': seconds per name (each one of ``names``); empty for none."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return dict(default)
+    out: dict[str, float] = {}
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if not sep or key.strip() not in names or seconds <= 0:
+            raise SettingError(name, raw, f"name=seconds pairs, names from {', '.join(names)}, seconds > 0")
+        out[key.strip()] = seconds
+    return out
+
+
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     raw = os.environ.get(name)
     if raw is None or raw == "":

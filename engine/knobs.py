@@ -25,6 +25,7 @@ class Knobs(TypedDict):
     MAX_ATTEMPTS: int
     DRAIN_SECONDS: float
     WITNESS_SECONDS: float
+    DEADLINE_OFFSETS: dict[str, float]
     UPLOAD_LIMIT: str
     BODY_LIMIT: str
     TRUSTED_PROXIES: list[str]

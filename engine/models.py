@@ -35,6 +35,10 @@ class ProofJob(models.Model):
     upload_dir = models.CharField(max_length=500, blank=True, help_text="Where a custom circuit's files are kept.")
     vk_digest = models.CharField(max_length=64, blank=True,
                                  help_text="The verifying key every partition's proof verified under (SHA-256).")
+    deadline = models.DateTimeField(null=True, blank=True, help_text="When the proof is worthless if not done.")
+    latest_start_at = models.DateTimeField(
+        null=True, blank=True, help_text="The deadline less the job's expected duration on this farm (p95 of its "
+                                         "circuit's recorded jobs) at submission: claims serve the least slack first.")
     version = models.BigIntegerField(default=0, help_text="Status version of the last change.")
 
     class Meta:

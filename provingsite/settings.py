@@ -19,6 +19,7 @@ from engine.env import (
     env_int,
     env_list,
     env_path,
+    env_seconds_by_name,
     env_secret_key,
     env_size,
     env_str,
@@ -184,6 +185,10 @@ PROVINGSITE: Knobs = {
     "DRAIN_SECONDS": env_float("PROVINGSITE_DRAIN_SECONDS", 30.0, minimum=0.0),
     # A circuit's witness generator (the client's .wasm) runs at most this long per partition.
     "WITNESS_SECONDS": env_float("PROVINGSITE_WITNESS_SECONDS", 60.0, minimum=0.1),
+    # A job of these kinds sent without a deadline gets one this many seconds after submission
+    # (a WinningPoSt is worthless after its 30 s epoch); "" for none.
+    "DEADLINE_OFFSETS": env_seconds_by_name("PROVINGSITE_DEADLINES", {"winning-post": 25.0},
+                                            ("winning-post", "window-post", "porep-c2", "snap-update", "custom")),
     "UPLOAD_LIMIT": env_size("PROVINGSITE_UPLOAD_LIMIT", "256MiB"),
     # Every other request body (JSON, forms): refused at header time above this.
     "BODY_LIMIT": env_size("PROVINGSITE_BODY_LIMIT", "16KiB"),

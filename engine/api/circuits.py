@@ -293,7 +293,9 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
         if not isinstance(wtns, StagedFile) or wtns.size == 0:
             raise ApiError(400, "invalid", "wtns", "a non-empty .wtns file is required")
         _check_witness(wtns.path, circuit)
-        job, created = _mine(*submit_staged(circuit, job_id, level, staging, wtns.sha256, client_of(request)),
+        deadline = submission.deadline_of(request.POST.get("deadline"))
+        job, created = _mine(*submit_staged(circuit, job_id, level, staging, wtns.sha256, client_of(request),
+                                            deadline),
                              client_of(request))
     except UploadTooLarge as exc:
         raise ApiError(413, "too_large", "body", str(exc)) from None

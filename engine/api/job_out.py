@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import reverse
+from django.utils import timezone
 
+from engine.ledger.deadlines import expected_seconds, standing
 from engine.models import Partition, ProofJob
 from engine.states import JobState, PartitionState, Priority
 
@@ -20,7 +22,20 @@ def _links(job: ProofJob) -> dict[str, str]:
             "cancel": url("cancel"), "retry": url("retry")}
 
 
-def _summary(job: ProofJob, parts: list[Partition] | None = None) -> dict[str, Any]:
+def deadline_fields(job: ProofJob, expected: dict[str, float] | None = None) -> dict[str, Any]:
+    """The job against its deadline now (engine.ledger.deadlines); ``expected``: its circuit's
+    expected seconds when the caller read them for a whole page."""
+    if job.deadline is None:
+        return {"deadline": None, "slack_secs": None, "at_risk": False, "late": False, "missed_deadline": False}
+    if expected is None or job.circuit_id not in expected:
+        expected = expected_seconds([job.circuit_id])
+    now = standing(job, expected[job.circuit_id], timezone.now())
+    return {"deadline": now.deadline, "slack_secs": now.slack_s, "at_risk": now.at_risk, "late": now.late,
+            "missed_deadline": now.missed}
+
+
+def _summary(job: ProofJob, parts: list[Partition] | None = None,
+             expected: dict[str, float] | None = None) -> dict[str, Any]:
     done = (sum(p.state == PartitionState.DONE for p in parts) if parts is not None
             else getattr(job, "n_done", None))
     if done is None:
@@ -30,7 +45,7 @@ def _summary(job: ProofJob, parts: list[Partition] | None = None) -> dict[str, A
         "curve": job.curve, "circuit_id": job.circuit_id, "num_partitions": job.num_partitions,
         "partitions_done": done, "submitted_at": job.submitted_at, "started_at": job.started_at,
         "finished_at": job.finished_at, "verified": job.verified, "error": job.error,
-        "vk_digest": job.vk_digest or None,
+        "vk_digest": job.vk_digest or None, **deadline_fields(job, expected),
     }
 
 

@@ -50,6 +50,7 @@ from engine.api.uploads import (
     discard,
 )
 from engine.ledger import submission
+from engine.ledger.deadlines import expected_seconds
 from engine.ledger.submission import JobConflict, Submission
 from engine.models import ApiToken, ProofJob
 from engine.prover.formats.custom import validate_custom
@@ -72,9 +73,10 @@ MAX_OFFSET = 10**9
 JobIdPath = Annotated[str, PathParam(..., example="winning-post-epoch-1234")]  # POST /jobs/custom is the upload, not a job
 
 
-def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: Any = None) -> tuple[ProofJob, bool]:
+def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: Any = None,
+                   deadline: Any = None) -> tuple[ProofJob, bool]:
     """A job of a built-in kind through the submission rules (their SubmissionRefused is the caller's 4xx)."""
-    sub = submission.builtin(kind, job_id, inputs, priority, settings.PROVINGSITE["SCALE"])
+    sub = submission.builtin(kind, job_id, inputs, priority, settings.PROVINGSITE["SCALE"], deadline)
     try:
         job, created = submission.submit(sub, client)
     except JobConflict as exc:
@@ -135,7 +137,7 @@ def create_job(request: HttpRequest, payload: Body[JobIn]) -> Status:
         return Status(201 if created else 200, _detail(job))
     inputs = payload.inputs.model_dump(exclude_none=True)
     job, created = submit_builtin(payload.kind, payload.job_id, inputs, payload.priority,
-                                  client=client_of(request))
+                                  client=client_of(request), deadline=payload.deadline)
     return Status(201 if created else 200, _detail(job))
 
 
@@ -147,6 +149,8 @@ _CUSTOM_BODY = {
             "properties": {
                 "job_id": {"type": "string", "pattern": JOB_ID_PATTERN, "maxLength": JOB_ID_MAX},
                 "priority": {"type": "string", "description": "critical, high, normal, low or 0..3"},
+                "deadline": {"type": "string", "format": "date-time",
+                             "description": "when the proof is worthless (ISO 8601)"},
                 "zkey": {"type": "string", "format": "binary", "description": "snarkjs Groth16 .zkey"},
                 "wtns": {"type": "string", "format": "binary", "description": "snarkjs .wtns witness"},
                 "r1cs": {"type": "string", "format": "binary",
@@ -200,7 +204,8 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
         raise ApiError(400, "invalid", exc.field, exc.message) from None
     inputs = {f"{n}_{attr}": getattr(staged[n], attr) for n in UPLOAD_FIELDS for attr in ("sha256", "size")}
     sub = Submission(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
-                     circuit_id=f"custom/{staged['zkey'].sha256[:16]}", priority=level, curve=curve)
+                     circuit_id=f"custom/{staged['zkey'].sha256[:16]}", priority=level, curve=curve,
+                     deadline=submission.deadline_of(request.POST.get("deadline")))
     try:
         job, created = submission.submit(sub, client_of(request), staged=staging)
     except JobConflict as exc:
@@ -271,10 +276,11 @@ def list_jobs(request: HttpRequest, filters: Query[JobFilters], response: HttpRe
         if _matches(request, etag):
             return _not_modified(etag)
         count = jobs.count()
-        page = (jobs.order_by("-submitted_at", "-pk")
-                .annotate(n_done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE)))
-                [filters.offset:filters.offset + filters.limit])
-        items = [_summary(job) for job in page]
+        page = list(jobs.order_by("-submitted_at", "-pk")
+                    .annotate(n_done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE)))
+                    [filters.offset:filters.offset + filters.limit])
+        expected = expected_seconds({job.circuit_id for job in page if job.deadline is not None})
+        items = [_summary(job, expected=expected) for job in page]
     response["ETag"] = etag
     return {"count": count, "limit": filters.limit, "offset": filters.offset, "items": items}
 

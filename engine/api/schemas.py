@@ -58,6 +58,9 @@ class BuiltinJobIn(Schema):
     # Checked by the endpoint (names and numbers both), so a bad value gets one clear message.
     priority: StrictStr | StrictInt | None = Field(
         None, description="Override the kind's default: critical, high, normal, low, or 0 (critical) .. 3 (low)")
+    deadline: datetime | None = Field(None, description=(
+        "When the proof is worthless (ISO 8601; UTC without an offset). Within a priority, claims serve the least "
+        "slack first. Without one, a kind with a default offset (PROVINGSITE_DEADLINES) gets it"))
     inputs: InputsIn
 
 
@@ -71,6 +74,7 @@ class CircuitJobIn(Schema):
     job_id: str = Field(pattern=JOB_ID_PATTERN, max_length=JOB_ID_MAX,
                         description="Your id for this request; resubmitting the same request is safe")
     priority: StrictStr | StrictInt | None = Field(None, description="critical, high, normal, low, or 0 .. 3")
+    deadline: datetime | None = Field(None, description="When the proof is worthless (ISO 8601)")
     inputs: dict[str, Any] = Field(description="The circuit's input signals, as snarkjs's input.json has them")
 
     @model_validator(mode="before")
@@ -130,6 +134,13 @@ class JobSummary(Schema):
         "Once done: SHA-256 of the verifying key every partition's proof verified under, taken over "
         "verification_key.json's protocol, curve, nPublic, vk_alpha_1, vk_beta_2, vk_gamma_2, vk_delta_2 and IC "
         "as compact JSON with sorted keys"))
+    deadline: datetime | None = Field(None, description="When the proof is worthless if not done")
+    slack_secs: float | None = Field(None, description=(
+        "While queued or running: the deadline less the expected finish (its start, or now, plus the p95 duration "
+        "of its circuit's recorded jobs); negative when at risk"))
+    at_risk: bool = Field(False, description="Expected to finish after its deadline, which has not passed yet")
+    late: bool = Field(False, description="Its deadline passed before it finished; it still proves")
+    missed_deadline: bool = Field(False, description="Finished after its deadline")
 
 
 class JobOut(JobSummary):

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from engine.models import EngineHost, Partition, ProofJob
@@ -40,7 +40,9 @@ def claim_order() -> QuerySet[Partition]:
     """Unclaimed pending partitions of live jobs, in the order they should be served."""
     return (
         Partition.objects.filter(state=PartitionState.PENDING, host__isnull=True, job__state__in=JOB_ACTIVE)
-        .order_by("job__priority", "job__submitted_at", "job_id", "index")
+        # A priority's jobs by least slack (deadlines.latest_start), those without a deadline after, then by age.
+        .order_by("job__priority", F("job__latest_start_at").asc(nulls_last=True), "job__submitted_at", "job_id",
+                  "index")
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -55,6 +56,8 @@ def submit_job(
     curve: str = Curve.BLS12_381,
     client: ApiToken | None = None,
     upload_dir: str = "",
+    deadline: datetime | None = None,
+    latest_start_at: datetime | None = None,
 ) -> tuple[ProofJob, bool]:
     """Create the job and its pending partitions; returns (job, created).
 
@@ -75,6 +78,7 @@ def submit_job(
                 job_id=job_id, kind=kind, inputs=inputs, curve=curve, circuit_id=circuit_id, scale=scale,
                 priority=KIND_PRIORITY[kind] if priority is None else priority,
                 num_partitions=num_partitions, request_digest=digest, client=client, upload_dir=upload_dir,
+                deadline=deadline, latest_start_at=latest_start_at,
             )
             Partition.objects.bulk_create(Partition(job=job, index=i) for i in range(num_partitions))
             announce_new_work()

@@ -12,19 +12,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from engine.circuits import kinds
+from engine.ledger.deadlines import default_deadline, latest_start
 from engine.ledger.jobs import JobConflict, retry_job, submit_job
 from engine.models import ApiToken, Circuit, ProofJob
 from engine.states import JOB_ACTIVE, KIND_PRIORITY, Curve, Priority
 
 __all__ = ["ActiveCapReached", "CircuitGone", "JobConflict", "JOB_ID_MAX", "JOB_ID_PATTERN", "PriorityNotAllowed",
-           "Submission", "SubmissionRefused", "builtin", "check_priority", "job_id_of", "priority_of", "retry", "submit"]
+           "Submission", "SubmissionRefused", "builtin", "check_priority", "deadline_of", "job_id_of", "priority_of", "retry", "submit"]
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
 JOB_ID_MAX = 200
@@ -68,6 +72,7 @@ class Submission:
     scale: str = ""
     priority: int | None = None
     curve: str = Curve.BLS12_381
+    deadline: datetime | None = None  # None: the kind's default offset (deadlines.default_deadline), if any
 
 
 def job_id_of(value: Any) -> str:
@@ -102,7 +107,17 @@ def priority_of(value: Any) -> int | None:
     raise wrong
 
 
-def builtin(kind: str, job_id: Any, inputs: Any, priority: Any, scale: str) -> Submission:
+def deadline_of(value: Any) -> datetime | None:
+    """A deadline: an ISO 8601 date and time (UTC when it names no offset), or None for none."""
+    if value is None or value == "":
+        return None
+    when = value if isinstance(value, datetime) else parse_datetime(value) if isinstance(value, str) else None
+    if when is None:
+        raise SubmissionRefused("deadline", "must be an ISO 8601 date and time, e.g. 2026-12-05T12:00:00Z")
+    return when if timezone.is_aware(when) else timezone.make_aware(when, UTC)
+
+
+def builtin(kind: str, job_id: Any, inputs: Any, priority: Any, scale: str, deadline: Any = None) -> Submission:
     """A job of a built-in kind from a request's raw fields, each checked (SubmissionRefused names it)."""
     job_id = job_id_of(job_id)
     level = priority_of(priority)
@@ -112,7 +127,7 @@ def builtin(kind: str, job_id: Any, inputs: Any, priority: Any, scale: str) -> S
         raise SubmissionRefused(exc.field if exc.field in ("kind", "inputs") else f"inputs.{exc.field}", exc.message) from None
     return Submission(kind=kind, job_id=job_id, inputs=normalised, num_partitions=n_partitions,
                       circuit_id=kinds.circuit_for(kind, scale).circuit_id, scale=scale, priority=level,
-                      curve=kinds.CURVE)
+                      curve=kinds.CURVE, deadline=deadline_of(deadline))
 
 
 def check_priority(client: Any, level: int | None) -> None:
@@ -161,9 +176,11 @@ def submit(sub: Submission, client: Any = None, *, staged: Path | None = None,
         if circuit is not None and not Circuit.objects.select_for_update().filter(pk=circuit.pk).exists():
             raise CircuitGone("circuit", f"no registered circuit with id {circuit.pk!r}")
         _check_active_cap(client, sub.job_id)
+        deadline = sub.deadline or default_deadline(sub.kind, timezone.now())
         job, created = submit_job(kind=sub.kind, job_id=sub.job_id, inputs=sub.inputs,
                                   num_partitions=sub.num_partitions, circuit_id=sub.circuit_id, scale=sub.scale,
-                                  priority=sub.priority, curve=sub.curve, client=client)
+                                  priority=sub.priority, curve=sub.curve, client=client, deadline=deadline,
+                                  latest_start_at=latest_start(deadline, sub.circuit_id))
         if created and staged is not None:
             _adopt(job, staged)
     return job, created

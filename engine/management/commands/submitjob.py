@@ -71,6 +71,8 @@ class Command(BaseCommand):
         parser.add_argument("--data-seed", help="64 hex digits (snap-update)")
         parser.add_argument("--partitions", type=int, help="partitions (window-post)")
         parser.add_argument("--priority", help="critical, high, normal, low or 0..3")
+        parser.add_argument("--deadline", help="when the proof is worthless: ISO 8601, e.g. 2026-12-05T12:00:00Z "
+                                               "(default: the kind's PROVINGSITE_DEADLINES offset, if any)")
         parser.add_argument("--wait", action="store_true", help="follow the job and write its proof when done")
         parser.add_argument("--out", type=Path, metavar="PATH",
                             help="follow the job and write its proof to PATH when done (implies --wait)")
@@ -95,7 +97,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
             job, created = submission.submit(submission.builtin(opts["kind"], opts["job_id"], self._inputs(opts),
-                                                                opts["priority"], settings.PROVINGSITE["SCALE"]))
+                                                                opts["priority"], settings.PROVINGSITE["SCALE"],
+                                                                opts["deadline"]))
         except submission.SubmissionRefused as exc:
             raise CommandError(f"{_flag(exc.field)}: {exc.message}" if exc.field else exc.message) from None
         except submission.JobConflict as exc:

@@ -1,0 +1,79 @@
+"""Deadlines: when a proof is worthless, and how much slack a job has before then.
+
+A job's expected duration is the farm's own record, not a setting: the 95th percentile of how
+long its circuit's last jobs took from first claim to done. From it:
+
+* ``latest_start_at`` = deadline − expected duration, fixed at submission: claims serve a
+  priority's jobs by least slack (the earliest latest start), then by age;
+* a queued or running job is **at risk** when its expected finish (started, or now, plus the
+  expected duration) passes its deadline, and **late** once the deadline has passed; it still
+  proves. A finished job **missed** its deadline when it finished after it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+
+from engine.models import ProofJob
+from engine.states import JOB_ACTIVE, JobState
+
+HISTORY = 50  # recorded jobs per circuit the estimate reads
+
+
+def default_deadline(kind: str, now: datetime) -> datetime | None:
+    """The deadline a job of ``kind`` sent without one gets (PROVINGSITE_DEADLINES), if any."""
+    offset = settings.PROVINGSITE["DEADLINE_OFFSETS"].get(kind)
+    return None if offset is None else now + timedelta(seconds=offset)
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def expected_seconds(circuit_ids: Iterable[str]) -> dict[str, float]:
+    """Each circuit's p95 duration (first claim → done) over its last recorded jobs; 0 for a
+    circuit the farm has not proved yet (its jobs then have their whole deadline as slack)."""
+    out: dict[str, float] = {}
+    for circuit_id in set(circuit_ids):
+        spans = (ProofJob.objects.filter(circuit_id=circuit_id, state=JobState.DONE, started_at__isnull=False,
+                                         finished_at__isnull=False)
+                 .order_by("-finished_at").values_list("started_at", "finished_at")[:HISTORY])
+        seconds = [(done - started).total_seconds() for started, done in spans if done and started]
+        out[circuit_id] = _p95(seconds) if seconds else 0.0
+    return out
+
+
+def latest_start(deadline: datetime | None, circuit_id: str) -> datetime | None:
+    if deadline is None:
+        return None
+    return deadline - timedelta(seconds=expected_seconds([circuit_id])[circuit_id])
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A job against its deadline, at one moment."""
+
+    deadline: datetime | None
+    slack_s: float | None  # deadline − expected finish; negative when at risk
+    at_risk: bool
+    late: bool
+    missed: bool  # finished after its deadline
+
+
+def standing(job: ProofJob, expected_s: float, now: datetime) -> Standing:
+    if job.deadline is None:
+        return Standing(None, None, False, False, False)
+    if job.state not in JOB_ACTIVE:
+        missed = job.finished_at is not None and job.finished_at > job.deadline
+        return Standing(job.deadline, None, False, False, missed)
+    expected_finish = (job.started_at or now) + timedelta(seconds=expected_s)
+    expected_finish = max(expected_finish, now)
+    slack = (job.deadline - expected_finish).total_seconds()
+    late = now > job.deadline
+    return Standing(job.deadline, slack, at_risk=slack < 0 and not late, late=late, missed=False)
