@@ -65,7 +65,8 @@ class ProofJobAdmin(admin.ModelAdmin):
     actions = ["cancel_jobs", "retry_jobs"]
     fieldsets = (
         (None, {"fields": ("job_id", "kind", "priority", "state", "num_partitions", "verified", "error")}),
-        ("When and where", {"fields": ("submitted_at", "started_at", "finished_at", "host", "client")}),
+        ("When and where", {"fields": ("submitted_at", "deadline", "latest_start_at", "started_at", "finished_at",
+                                       "host", "client")}),
         ("Request", {"fields": ("curve", "circuit_id", "scale", "inputs", "request_digest", "upload_dir",
                                 "version")}),
         # Kilobytes of curve points per partition: folded away until asked for.
