@@ -36,6 +36,8 @@ class ProofJob(models.Model):
     vk_digest = models.CharField(max_length=64, blank=True,
                                  help_text="The verifying key every partition's proof verified under (SHA-256).")
     deadline = models.DateTimeField(null=True, blank=True, help_text="When the proof is worthless if not done.")
+    callback_url = models.CharField(max_length=2000, blank=True,
+                                    help_text="POSTed, signed, when the job ends (or the token's default).")
     latest_start_at = models.DateTimeField(
         null=True, blank=True, help_text="The deadline less the job's expected duration on this farm (p95 of its "
                                          "circuit's recorded jobs) at submission: claims serve the least slack first.")
@@ -205,6 +207,8 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    callback_url = models.CharField(max_length=2000, blank=True,
+                                    help_text="Where this token's jobs report their end unless a job names its own.")
 
     @property
     def sees_every_job(self) -> bool:
@@ -259,3 +263,23 @@ class FarmKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.circuit_id} {self.vk_digest[:12]}"
+
+
+class Callback(models.Model):
+    """One notification of a job's end to its client: POSTed until delivered or given up,
+    every attempt recorded (engine.ledger.callbacks)."""
+
+    job = models.ForeignKey(ProofJob, on_delete=models.CASCADE, related_name="callbacks")
+    url = models.CharField(max_length=2000)
+    event = models.CharField(max_length=16, help_text="The state the job ended in.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    next_at = models.DateTimeField(help_text="When the next attempt is due (or, while one is in flight, its lease).")
+    attempts = models.JSONField(default=list, blank=True, help_text="Each attempt: at, HTTP status or error.")
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    gave_up_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["delivered_at", "gave_up_at", "next_at"], name="callback_due")]
+
+    def __str__(self) -> str:
+        return f"{self.event} of {self.job_id} to {self.url}"

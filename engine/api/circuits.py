@@ -294,8 +294,9 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
             raise ApiError(400, "invalid", "wtns", "a non-empty .wtns file is required")
         _check_witness(wtns.path, circuit)
         deadline = submission.deadline_of(request.POST.get("deadline"))
+        callback_url = submission.callback_url_of(request.POST.get("callback_url"))
         job, created = _mine(*submit_staged(circuit, job_id, level, staging, wtns.sha256, client_of(request),
-                                            deadline),
+                                            deadline, callback_url),
                              client_of(request))
     except UploadTooLarge as exc:
         raise ApiError(413, "too_large", "body", str(exc)) from None

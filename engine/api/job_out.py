@@ -63,6 +63,8 @@ def _detail(job: ProofJob) -> dict[str, Any]:
             "synth_started_at": p.synth_started_at, "gpu_started_at": p.gpu_started_at,
             "finished_at": p.finished_at, "error": p.error, "vk_digest": p.vk_digest or None,
         } for p in parts],
+        callbacks=[{"url": c.url, "event": c.event, "attempts": c.attempts, "delivered_at": c.delivered_at,
+                    "gave_up_at": c.gave_up_at} for c in job.callbacks.order_by("pk")],
         proof=job.proof if done else None,
         public_inputs=job.public_inputs if done else None,
         links=_links(job),

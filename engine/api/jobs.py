@@ -28,6 +28,7 @@ from engine.api.job_fields import _conflict, _limited_to, _mine
 from engine.api.job_out import _detail, _summary, proof_document, snarkjs_files
 from engine.api.proof_bytes import BYTES_RESPONSE, job_proof_bytes
 from engine.api.schemas import (
+    CALLBACK_DOC,
     JOB_ID_MAX,
     JOB_ID_PATTERN,
     CircuitJobIn,
@@ -74,9 +75,9 @@ JobIdPath = Annotated[str, PathParam(..., example="winning-post-epoch-1234")]  #
 
 
 def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: Any = None,
-                   deadline: Any = None) -> tuple[ProofJob, bool]:
+                   deadline: Any = None, callback_url: Any = None) -> tuple[ProofJob, bool]:
     """A job of a built-in kind through the submission rules (their SubmissionRefused is the caller's 4xx)."""
-    sub = submission.builtin(kind, job_id, inputs, priority, settings.PROVINGSITE["SCALE"], deadline)
+    sub = submission.builtin(kind, job_id, inputs, priority, settings.PROVINGSITE["SCALE"], deadline, callback_url)
     try:
         job, created = submission.submit(sub, client)
     except JobConflict as exc:
@@ -137,7 +138,8 @@ def create_job(request: HttpRequest, payload: Body[JobIn]) -> Status:
         return Status(201 if created else 200, _detail(job))
     inputs = payload.inputs.model_dump(exclude_none=True)
     job, created = submit_builtin(payload.kind, payload.job_id, inputs, payload.priority,
-                                  client=client_of(request), deadline=payload.deadline)
+                                  client=client_of(request), deadline=payload.deadline,
+                                  callback_url=payload.callback_url)
     return Status(201 if created else 200, _detail(job))
 
 
@@ -151,6 +153,7 @@ _CUSTOM_BODY = {
                 "priority": {"type": "string", "description": "critical, high, normal, low or 0..3"},
                 "deadline": {"type": "string", "format": "date-time",
                              "description": "when the proof is worthless (ISO 8601)"},
+                "callback_url": {"type": "string", "maxLength": 2000, "description": CALLBACK_DOC},
                 "zkey": {"type": "string", "format": "binary", "description": "snarkjs Groth16 .zkey"},
                 "wtns": {"type": "string", "format": "binary", "description": "snarkjs .wtns witness"},
                 "r1cs": {"type": "string", "format": "binary",
@@ -205,7 +208,8 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
     inputs = {f"{n}_{attr}": getattr(staged[n], attr) for n in UPLOAD_FIELDS for attr in ("sha256", "size")}
     sub = Submission(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
                      circuit_id=f"custom/{staged['zkey'].sha256[:16]}", priority=level, curve=curve,
-                     deadline=submission.deadline_of(request.POST.get("deadline")))
+                     deadline=submission.deadline_of(request.POST.get("deadline")),
+                     callback_url=submission.callback_url_of(request.POST.get("callback_url")))
     try:
         job, created = submission.submit(sub, client_of(request), staged=staging)
     except JobConflict as exc:

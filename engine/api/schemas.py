@@ -45,6 +45,11 @@ class InputsIn(Schema):
                                          description="window-post only: how many partitions")
 
 
+CALLBACK_DOC = ("Where to POST a JSON notice when the job ends (done, failed or cancelled); the token's default "
+                "otherwise. Signed: X-Provingsite-Signature: t=<unix>,v1=<HMAC-SHA256 hex of '<t>.<body>' keyed with "
+                "the SHA-256 hex digest of your token>; retried with back-off until a 2xx")
+
+
 class BuiltinJobIn(Schema):
     """A job of a built-in kind: the kind and its inputs."""
 
@@ -61,6 +66,7 @@ class BuiltinJobIn(Schema):
     deadline: datetime | None = Field(None, description=(
         "When the proof is worthless (ISO 8601; UTC without an offset). Within a priority, claims serve the least "
         "slack first. Without one, a kind with a default offset (PROVINGSITE_DEADLINES) gets it"))
+    callback_url: str | None = Field(None, max_length=2000, description=CALLBACK_DOC)
     inputs: InputsIn
 
 
@@ -75,6 +81,7 @@ class CircuitJobIn(Schema):
                         description="Your id for this request; resubmitting the same request is safe")
     priority: StrictStr | StrictInt | None = Field(None, description="critical, high, normal, low, or 0 .. 3")
     deadline: datetime | None = Field(None, description="When the proof is worthless (ISO 8601)")
+    callback_url: str | None = Field(None, max_length=2000, description=CALLBACK_DOC)
     inputs: dict[str, Any] = Field(description="The circuit's input signals, as snarkjs's input.json has them")
 
     @model_validator(mode="before")
@@ -143,7 +150,16 @@ class JobSummary(Schema):
     missed_deadline: bool = Field(False, description="Finished after its deadline")
 
 
+class CallbackOut(Schema):
+    url: str
+    event: str
+    attempts: list[dict[str, Any]] = Field(description="Each attempt: at, and the HTTP status or why none came")
+    delivered_at: datetime | None
+    gave_up_at: datetime | None
+
+
 class JobOut(JobSummary):
+    callbacks: list[CallbackOut] = Field(default_factory=list, description="Notices of its end, and their delivery")
     queue_secs: float | None
     total_secs: float | None
     partitions: list[PartitionOut]

@@ -107,19 +107,20 @@ def check_witness(circuit: Circuit, wtns: Path, field: str) -> None:
 
 
 def submit_staged(circuit: Circuit, job_id: str, level: int | None, staging: Path, wtns_sha256: str,
-                  client: Any, deadline: datetime | None = None) -> tuple[ProofJob, bool]:
+                  client: Any, deadline: datetime | None = None, callback_url: str = "") -> tuple[ProofJob, bool]:
     """A job of ``circuit`` proving the witness.wtns in ``staging`` (moved into place if created).
     With the circuit's .r1cs, the witness is checked against every constraint first."""
     check_witness(circuit, staging / job_folder.WTNS, "wtns")
     return _submit_folder(circuit, job_id, level, staging, {"circuit": circuit.pk, "wtns_sha256": wtns_sha256}, client,
-                          deadline)
+                          deadline, callback_url)
 
 
 def _submit_folder(circuit: Circuit, job_id: str, level: int | None, staging: Path, inputs: dict[str, Any],
-                   client: Any, deadline: datetime | None) -> tuple[ProofJob, bool]:
+                   client: Any, deadline: datetime | None, callback_url: str) -> tuple[ProofJob, bool]:
     _link(circuit.zkey_path, staging / job_folder.ZKEY)
     sub = Submission(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
-                     circuit_id=circuit.job_circuit_id, priority=level, curve=circuit.curve, deadline=deadline)
+                     circuit_id=circuit.job_circuit_id, priority=level, curve=circuit.curve, deadline=deadline,
+                     callback_url=callback_url)
     try:
         return submission.submit(sub, client, staged=staging, circuit=circuit)
     except JobConflict as exc:
@@ -147,7 +148,8 @@ def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[Proof
         (staging / job_folder.INPUTS).write_text(canonical)
         _link(circuit.wasm_path, staging / job_folder.WASM)
         record = {"circuit": circuit.pk, "inputs_sha256": hashlib.sha256(canonical.encode()).hexdigest()}
-        return _submit_folder(circuit, job_id, level, staging, record, client, payload.deadline)
+        return _submit_folder(circuit, job_id, level, staging, record, client, payload.deadline,
+                              submission.callback_url_of(payload.callback_url))
     finally:
         discard(staging)
 

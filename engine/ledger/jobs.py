@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from engine.ledger.callbacks import owe as owe_callback
 from engine.ledger.claims import release_claim
 from engine.ledger.clock import next_version
 from engine.ledger.hints import publish_hint
@@ -58,6 +59,7 @@ def submit_job(
     upload_dir: str = "",
     deadline: datetime | None = None,
     latest_start_at: datetime | None = None,
+    callback_url: str = "",
 ) -> tuple[ProofJob, bool]:
     """Create the job and its pending partitions; returns (job, created).
 
@@ -78,7 +80,7 @@ def submit_job(
                 job_id=job_id, kind=kind, inputs=inputs, curve=curve, circuit_id=circuit_id, scale=scale,
                 priority=KIND_PRIORITY[kind] if priority is None else priority,
                 num_partitions=num_partitions, request_digest=digest, client=client, upload_dir=upload_dir,
-                deadline=deadline, latest_start_at=latest_start_at,
+                deadline=deadline, latest_start_at=latest_start_at, callback_url=callback_url,
             )
             Partition.objects.bulk_create(Partition(job=job, index=i) for i in range(num_partitions))
             announce_new_work()
@@ -117,6 +119,7 @@ def cancel_job(job: ProofJob) -> None:
         row.error = "cancelled"
         row.version = version
         row.save()
+        owe_callback(row)
         # a partition cancelled on the GPU ends its interval there (close_gpu_interval, in bulk)
         Partition.objects.filter(job=row, state=P.GPU, gpu_finished_at__isnull=True).update(gpu_finished_at=now)
         Partition.objects.filter(job=row).exclude(state__in=PARTITION_TERMINAL).update(

@@ -15,6 +15,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from engine.ledger.callbacks import owe as owe_callback
 from engine.ledger.claims import close_gpu_interval
 from engine.models import Partition, ProofJob
 from engine.states import JOB_TERMINAL, PARTITION_TERMINAL, JobState, PartitionState, check_job_transition
@@ -86,6 +87,7 @@ def _close_job(job: ProofJob, target: str, version: int, **fields: Any) -> list[
     job.finished_at = timezone.now()
     job.version = version
     job.save()
+    owe_callback(job)
     _log_summary(job)
     return [{"job": job.job_id}]
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -28,7 +29,8 @@ from engine.models import ApiToken, Circuit, ProofJob
 from engine.states import JOB_ACTIVE, KIND_PRIORITY, Curve, Priority
 
 __all__ = ["ActiveCapReached", "CircuitGone", "JobConflict", "JOB_ID_MAX", "JOB_ID_PATTERN", "PriorityNotAllowed",
-           "Submission", "SubmissionRefused", "builtin", "check_priority", "deadline_of", "job_id_of", "priority_of", "retry", "submit"]
+           "Submission", "SubmissionRefused", "builtin", "callback_url_of", "check_priority", "deadline_of",
+           "job_id_of", "priority_of", "retry", "submit"]
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
 JOB_ID_MAX = 200
@@ -73,6 +75,7 @@ class Submission:
     priority: int | None = None
     curve: str = Curve.BLS12_381
     deadline: datetime | None = None  # None: the kind's default offset (deadlines.default_deadline), if any
+    callback_url: str = ""  # "": the token's default, if any (engine.ledger.callbacks)
 
 
 def job_id_of(value: Any) -> str:
@@ -117,7 +120,18 @@ def deadline_of(value: Any) -> datetime | None:
     return when if timezone.is_aware(when) else timezone.make_aware(when, UTC)
 
 
-def builtin(kind: str, job_id: Any, inputs: Any, priority: Any, scale: str, deadline: Any = None) -> Submission:
+def callback_url_of(value: Any) -> str:
+    """A callback URL: http or https with a host, at most 2000 characters; "" for none."""
+    if value is None or value == "":
+        return ""
+    parsed = urlsplit(value) if isinstance(value, str) and len(value) <= 2000 else None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise SubmissionRefused("callback_url", "must be an http or https URL of at most 2000 characters")
+    return str(value)
+
+
+def builtin(kind: str, job_id: Any, inputs: Any, priority: Any, scale: str, deadline: Any = None,
+            callback_url: Any = None) -> Submission:
     """A job of a built-in kind from a request's raw fields, each checked (SubmissionRefused names it)."""
     job_id = job_id_of(job_id)
     level = priority_of(priority)
@@ -127,7 +141,7 @@ def builtin(kind: str, job_id: Any, inputs: Any, priority: Any, scale: str, dead
         raise SubmissionRefused(exc.field if exc.field in ("kind", "inputs") else f"inputs.{exc.field}", exc.message) from None
     return Submission(kind=kind, job_id=job_id, inputs=normalised, num_partitions=n_partitions,
                       circuit_id=kinds.circuit_for(kind, scale).circuit_id, scale=scale, priority=level,
-                      curve=kinds.CURVE, deadline=deadline_of(deadline))
+                      curve=kinds.CURVE, deadline=deadline_of(deadline), callback_url=callback_url_of(callback_url))
 
 
 def check_priority(client: Any, level: int | None) -> None:
@@ -180,7 +194,8 @@ def submit(sub: Submission, client: Any = None, *, staged: Path | None = None,
         job, created = submit_job(kind=sub.kind, job_id=sub.job_id, inputs=sub.inputs,
                                   num_partitions=sub.num_partitions, circuit_id=sub.circuit_id, scale=sub.scale,
                                   priority=sub.priority, curve=sub.curve, client=client, deadline=deadline,
-                                  latest_start_at=latest_start(deadline, sub.circuit_id))
+                                  latest_start_at=latest_start(deadline, sub.circuit_id),
+                                  callback_url=sub.callback_url)
         if created and staged is not None:
             _adopt(job, staged)
     return job, created

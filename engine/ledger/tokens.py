@@ -46,7 +46,8 @@ def scope_limits(scope: str) -> tuple[int, int | None]:
 
 
 def issue_token(name: str, scope: str = TokenScope.CLIENT, *, max_priority: int | None = None,
-                max_active_jobs: int | None | ScopeDefault = SCOPE_DEFAULT) -> tuple[ApiToken, str]:
+                max_active_jobs: int | None | ScopeDefault = SCOPE_DEFAULT,
+                callback_url: str = "") -> tuple[ApiToken, str]:
     """A new token for ``name``: the record, and the token itself (shown once, never stored).
 
     The limits default to the scope's (scope_limits); ``max_active_jobs=None`` is no cap."""
@@ -67,7 +68,7 @@ def issue_token(name: str, scope: str = TokenScope.CLIENT, *, max_priority: int 
         with transaction.atomic():
             record = ApiToken.objects.create(name=name, scope=scope, prefix=token[:PREFIX_CHARS],
                                              token_hash=hash_token(token), max_priority=priority,
-                                             max_active_jobs=active)
+                                             max_active_jobs=active, callback_url=callback_url)
     except IntegrityError:
         raise TokenError(f"a token named {name!r} already exists") from None
     return record, token
@@ -97,7 +98,7 @@ def mark_used(record: ApiToken, now: datetime) -> None:
 def set_limits(record: ApiToken) -> None:
     """An operator's change of a token's limits (the admin's list and form): only the limits
     and the name are the operator's to change; the digest and the dates are not."""
-    record.save(update_fields=["name", "scope", "max_priority", "max_active_jobs", "revoked_at"])
+    record.save(update_fields=["name", "scope", "max_priority", "max_active_jobs", "revoked_at", "callback_url"])
 
 
 def delete_tokens(tokens: QuerySet[ApiToken]) -> int:

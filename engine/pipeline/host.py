@@ -43,6 +43,7 @@ from engine.pipeline.inflight import InFlight, Signals, Stats
 from engine.pipeline.keycache import KeyCache
 from engine.pipeline.keys import farm_checked, held_nbytes, load_proving_key
 from engine.pipeline.memory import MemoryManager, budget_bytes, total_ram
+from engine.pipeline.notify import notify_forever
 from engine.pipeline.prove import ProofQueue, ProvingWorker
 from engine.pipeline.reserve import reserve
 from engine.pipeline.synthesize import Synthesis
@@ -137,6 +138,7 @@ class Engine:
         for w in self.workers:
             self._spawn(f"gpu-{w.device.replace(':', '')}-W{w.row.ordinal}", w.run)
         self._spawn("dispatch", self.dispatcher.run)
+        self._spawn("notify", lambda: notify_forever(self.signals.stopping))
         if self.config.wake_on_new_work:
             self._forget_wake = on_new_work(self.signals.wake.set)
             self._spawn("new-work", lambda: listen_for_new_work(self.signals.wake.set, self.signals.stopping))

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from engine.ledger.submission import SubmissionRefused, callback_url_of
 from engine.ledger.tokens import SCOPE_DEFAULT, ScopeDefault, TokenError, issue_token, revoke_token
 from engine.models import TokenScope
 from engine.states import Priority
@@ -41,6 +42,9 @@ class Command(BaseCommand):
                             help="queued plus running jobs the token may hold at once (default: 64 for a client, "
                                  "none for an operator)")
 
+        parser.add_argument("--callback-url", metavar="URL",
+                            help="where the token's jobs report their end unless a job names its own URL")
+
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
             if opts["revoke"]:
@@ -51,9 +55,12 @@ class Command(BaseCommand):
             active: int | None | ScopeDefault = (SCOPE_DEFAULT if opts["max_active"] is None
                                                  else _active_cap(opts["max_active"]))
             record, token = issue_token(opts["name"], TokenScope.OPERATOR if opts["operator"] else TokenScope.CLIENT,
-                                        max_priority=priority, max_active_jobs=active)
+                                        max_priority=priority, max_active_jobs=active,
+                                        callback_url=callback_url_of(opts["callback_url"]))
         except TokenError as exc:
             raise CommandError(str(exc)) from None
+        except SubmissionRefused as exc:
+            raise CommandError(f"--callback-url: {exc.message}") from None
         # The token alone on stdout, so `TOKEN=$(manage.py createtoken x)` works; the note on stderr.
         self.stdout.write(token)
         self.stderr.write(f"{record.scope} token for {record.name}: store it now, it is not shown again")
