@@ -101,6 +101,50 @@ def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime) -> Uni
                 f'<p class="links">{" · ".join(links)}</p></div>')
 
 
+# A partition's life as the records time it, and the class each stretch is drawn with.
+PHASES = (("queued", "submitted", "claimed_at"), ("reserving", "claimed_at", "synth_started_at"),
+          ("synthesizing", "synth_started_at", "synth_finished_at"), ("waiting", "synth_finished_at", "gpu_started_at"),
+          ("gpu", "gpu_started_at", "gpu_finished_at"), ("finalizing", "gpu_finished_at", "finished_at"))
+ROW_PX = 12
+
+
+def _spans(job: ProofJob, part: Partition) -> list[tuple[str, datetime, datetime]]:
+    """(phase, start, end) of each stretch the records close: a stretch ends at the next mark
+    recorded (a claim may be unrecorded in an old row); the one in progress is not drawn, so the
+    drawing changes only when a record does."""
+    marks: list[datetime | None] = [job.submitted_at, *(getattr(part, name) for _, _, name in PHASES)]
+    out = []
+    for i, (phase, _, _) in enumerate(PHASES):
+        start = marks[i]
+        end = next((m for m in marks[i + 1:] if m is not None), None)
+        if start is not None and end is not None:
+            out.append((phase, start, end))
+    return out
+
+
+def _timeline(key: str, job: ProofJob, parts: list[Partition]) -> Unit:
+    """Every partition's recorded stretches on one time axis from the job's submission, drawn
+    on the server as SVG: where a job's time went, per partition."""
+    spans = {part.index: _spans(job, part) for part in parts}
+    end = max((e for rows in spans.values() for _, _, e in rows), default=job.submitted_at)
+    origin = min((s for rows in spans.values() for _, s, _ in rows), default=job.submitted_at)
+    total = max((end - origin).total_seconds(), 1e-3)
+    bars = []
+    for row, part in enumerate(parts):
+        for phase, start, stop in spans[part.index]:
+            x = 1000 * (start - origin).total_seconds() / total
+            width = max(1000 * (stop - start).total_seconds() / total, 0.5)
+            bars.append(f'<rect class="seg {phase}" x="{x:.1f}" y="{row * ROW_PX}" width="{width:.1f}" '
+                        f'height="{ROW_PX - 2}"><title>P{part.index} {phase} '
+                        f'{fmt_ms(ms_between(start, stop))}</title></rect>')
+    height = max(len(parts), 1) * ROW_PX
+    return leaf(f"{key}/timeline", "job-timeline",
+                f' class="timeline" data-span-ms="{int(total * 1000)}" data-version="{VERSION_TOKEN}">'
+                f'<svg viewBox="0 0 1000 {height}" preserveAspectRatio="none" height="{height}" role="img" '
+                f'aria-label="partition timeline, {fmt_ms(int(total * 1000))} from submission">{"".join(bars)}</svg>'
+                f'<p class="axis"><span>submitted</span><span>{fmt_ms(int(total * 1000))}</span></p></div>')
+
+
 def job_detail_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
     key = fragment.name
     job: ProofJob | None = context["job"]
@@ -110,9 +154,10 @@ def job_detail_units(fragment: Fragment, context: dict[str, Any], now: datetime)
         return [Unit(key, html, digest(html))]
     parts: list[Partition] = context["parts"]
     head = _head(key, job, parts, now)
+    timeline = _timeline(key, job, parts)
     rows = [_row(key, part, now) for part in parts]
     header = "".join(f'<span role="columnheader">{c}</span>' for c in COLUMNS)
-    html = (f'{opening}{head.html}<div class="partitions" role="table"><div class="prow head" role="row">{header}</div>'
-            f'{"".join(r.html or "" for r in rows)}</div></section>')
+    html = (f'{opening}{head.html}{timeline.html}<div class="partitions" role="table"><div class="prow head" role="row">'
+            f'{header}</div>{"".join(r.html or "" for r in rows)}</div></section>')
     shape = digest(repr((job.job_id, [p.index for p in parts])))
-    return [Unit(key, html, shape, (head.key, *(r.key for r in rows))), head, *rows]
+    return [Unit(key, html, shape, (head.key, timeline.key, *(r.key for r in rows))), head, timeline, *rows]

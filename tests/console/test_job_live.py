@@ -51,6 +51,14 @@ def test_the_job_page_subscribes_to_its_own_stream_with_the_rows_it_renders(staf
     assert all(f'id="jobpart-{index}"' in html for index in range(16))
 
 
+def test_the_job_page_draws_each_partitions_stretches_on_one_timeline(staff: Client, farm: Farm) -> None:
+    finish_the_job()
+    html = staff.get(f"/jobs/{SNAP_ID}").content.decode()
+    timeline = html.split('id="job-timeline"', 1)[1].split("</div>", 1)[0]
+    assert timeline.count('class="seg gpu"') == 16 and timeline.count('class="seg synthesizing"') == 16
+    assert "<title>P0 gpu 1.0s</title>" in timeline
+
+
 def test_the_running_phases_on_the_job_page_tick_from_their_recorded_start(staff: Client, farm: Farm) -> None:
     html = staff.get(f"/jobs/{SNAP_ID}").content.decode()
     row = html.split('id="jobpart-1"', 1)[1].split('id="jobpart-2"', 1)[0]  # P1 is on the GPU
@@ -71,14 +79,15 @@ def test_a_job_page_stream_opens_with_that_job_s_fragment_only(farm: Farm, staff
     run(scenario)
 
 
-def test_a_partition_transition_sends_the_job_page_only_its_row(farm: Farm, staff_user: AbstractBaseUser) -> None:
+def test_a_partition_transition_sends_the_job_page_only_its_row_and_the_stretch_it_closed(
+        farm: Farm, staff_user: AbstractBaseUser) -> None:
     async def scenario() -> None:
         async with job_page_stream(staff_user, SNAP_ID) as stream:
             await stream.update()
             version = await db(move)(SNAP_ID, 2, PartitionState.GPU, worker=farm.w0, gpu_started_at=timezone.now())
             await hint(version, host="gpu-host-a", job=SNAP_ID, partition=2)
             update = await stream.update()
-            assert update["ids"] == ["jobpart-2"]
+            assert sorted(update["ids"]) == ["job-timeline", "jobpart-2"]
             assert update["id"] == str(version)
             assert f'data-state="gpu" data-version="{version}"' in update["html"]
             assert "data-started-at" in update["html"]  # the GPU phase ticks in the browser
@@ -114,5 +123,5 @@ def test_the_console_stream_carries_no_job_page_fragment_while_a_job_page_is_ope
             version = await db(move)(SNAP_ID, 4, PartitionState.SYNTHESIZING, synth_started_at=timezone.now())
             await hint(version, host="gpu-host-a", job=SNAP_ID, partition=4)
             assert "jobpart-4" not in (await console.update())["html"]
-            assert (await job_page.update())["ids"] == ["jobpart-4"]
+            assert sorted((await job_page.update())["ids"]) == ["job-timeline", "jobpart-4"]
     run(scenario)
