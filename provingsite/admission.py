@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.console.paths import EVENTS_PATH
+from engine.console.paths import EVENTS_PATH, JOB_EVENTS_PATH
 from provingsite.bodylimit import is_upload
 
 Scope = dict[str, Any]  # an ASGI scope is a dict (as Django's ASGIHandler takes it)
@@ -32,7 +32,7 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # A page's stylesheet and scripts arrive together right after the page and cost little to
 # serve: refusing them would break a page that was itself admitted.
-EXEMPT_PREFIXES = (EVENTS_PATH, "/static/", "/favicon.ico")
+EXEMPT_PREFIXES = (EVENTS_PATH, JOB_EVENTS_PATH, "/static/", "/favicon.ico")
 _BUSY_BODY = json.dumps({"error": "overloaded", "field": None,
                          "detail": "the server is at capacity; retry after the time in Retry-After"}).encode()
 
