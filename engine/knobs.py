@@ -26,6 +26,7 @@ class Knobs(TypedDict):
     DRAIN_SECONDS: float
     WITNESS_SECONDS: float
     DEADLINE_OFFSETS: dict[str, float]
+    HOST_COST_PER_HOUR: float
     UPLOAD_LIMIT: str
     BODY_LIMIT: str
     TRUSTED_PROXIES: list[str]

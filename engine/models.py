@@ -142,6 +142,9 @@ class EngineHost(models.Model):
     synthesis_max = models.PositiveIntegerField(default=0)
     devices = models.JSONField(default=list, blank=True, help_text="Per device: name, memory total/free/pool.")
     key_cache = models.JSONField(default=list, blank=True, help_text="Resident proving keys, written when one is loaded or evicted.")
+    cost_per_hour = models.FloatField(null=True, blank=True,
+                                      help_text="What an hour of this host costs (PROVINGSITE_HOST_COST_PER_HOUR), "
+                                                "for the cost per proof.")
     refused_keys = models.JSONField(default=dict, blank=True,
                                     help_text="Circuits this host will not prove, each with why: its key is not the farm's "
                                               "(FarmKey) or it has none.")

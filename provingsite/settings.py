@@ -187,6 +187,9 @@ PROVINGSITE: Knobs = {
     "WITNESS_SECONDS": env_float("PROVINGSITE_WITNESS_SECONDS", 60.0, minimum=0.1),
     # A job of these kinds sent without a deadline gets one this many seconds after submission
     # (a WinningPoSt is worthless after its 30 s epoch); "" for none.
+    # What an hour of this host costs, in the operator's currency: the cost per proof in
+    # GET /api/v1/stats (0: not known).
+    "HOST_COST_PER_HOUR": env_float("PROVINGSITE_HOST_COST_PER_HOUR", 0.0, minimum=0.0),
     "DEADLINE_OFFSETS": env_seconds_by_name("PROVINGSITE_DEADLINES", {"winning-post": 25.0},
                                             ("winning-post", "window-post", "porep-c2", "snap-update", "custom")),
     "UPLOAD_LIMIT": env_size("PROVINGSITE_UPLOAD_LIMIT", "256MiB"),

@@ -11,6 +11,7 @@ from engine.api.auth import TokenAuth
 from engine.api.circuits import router as circuits_router
 from engine.api.jobs import router as jobs_router
 from engine.api.kinds import router as kinds_router
+from engine.api.stats import router as stats_router
 from engine.api.verification_keys import router as keys_router
 
 api = NinjaAPI(
@@ -27,3 +28,4 @@ api.add_router("/", jobs_router)
 api.add_router("/", circuits_router)
 api.add_router("/", keys_router)
 api.add_router("/", kinds_router)
+api.add_router("/", stats_router)

@@ -20,7 +20,7 @@ class HostInUse(Exception):
 
 
 def register_host(name: str, *, backend: str, memory_budget_bytes: int, memory_total_bytes: int,
-                  synthesis_max: int) -> EngineHost:
+                  synthesis_max: int, cost_per_hour: float | None = None) -> EngineHost:
     """The host's row as this run starts it: alive now, holding no keys and refusing none yet.
     A start is a change every reader shows (a new card, its workers): it takes a version."""
     host, _ = EngineHost.objects.get_or_create(name=name)
@@ -30,7 +30,8 @@ def register_host(name: str, *, backend: str, memory_budget_bytes: int, memory_t
         EngineHost.objects.filter(pk=host.pk).update(
             backend=backend, started_at=now, heartbeat_at=now, stopped_at=None,
             memory_budget_bytes=memory_budget_bytes, memory_total_bytes=memory_total_bytes,
-            synthesis_max=synthesis_max, key_cache=[], refused_keys={}, version=version)
+            synthesis_max=synthesis_max, key_cache=[], refused_keys={}, cost_per_hour=cost_per_hour,
+            version=version)
     publish_hint(host=name, version=version)
     host.refresh_from_db()
     return host

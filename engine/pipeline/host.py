@@ -178,7 +178,8 @@ class Engine:
     def _register_host(self) -> EngineHost:
         name = self._name()
         host = register_host(name, backend=self.backend, memory_budget_bytes=self.memory.budget,
-                             memory_total_bytes=total_ram(), synthesis_max=self.config.synthesis)
+                             memory_total_bytes=total_ram(), synthesis_max=self.config.synthesis,
+                             cost_per_hour=settings.PROVINGSITE["HOST_COST_PER_HOUR"] or None)
         # Work this name held in an earlier life is nobody's now: let the rescue take it.
         stale = orphaned_by_previous_run(host.pk)
         if stale:

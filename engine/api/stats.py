@@ -1,0 +1,45 @@
+"""``GET /stats``: throughput and cost per kind and per host over a range (engine.status.stats),
+for operator tokens (a client token sees only its own jobs, not the farm)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja import Query, Router, Schema
+from pydantic import Field
+
+from engine.api.auth import client_of
+from engine.api.errors import ApiError
+from engine.api.schemas import ErrorOut
+from engine.status.stats import stats
+
+router = Router(tags=["stats"])
+
+
+class Range(Schema):
+    since: datetime | None = Field(None, description="Start of the range (ISO 8601); default: a day before `until`")
+    until: datetime | None = Field(None, description="End of the range (ISO 8601); default: now")
+
+
+def _utc(value: datetime | None, default: datetime) -> datetime:
+    if value is None:
+        return default
+    return (value if timezone.is_aware(value) else timezone.make_aware(value, UTC)).astimezone(UTC)
+
+
+@router.get("/stats", response={200: dict[str, Any], 400: ErrorOut, 401: ErrorOut, 403: ErrorOut},
+            summary="Proofs and partitions per hour, phase durations, device busy and cost per proof")
+def get_stats(request: HttpRequest, span: Query[Range]) -> dict[str, Any]:
+    """Per kind and per host, for the partitions finished in the range: proofs/hour,
+    partitions/hour, mean and p95 of queue, synthesis, GPU and finalize, the device busy
+    fraction and the cost per proof (from each host's PROVINGSITE_HOST_COST_PER_HOUR)."""
+    if not client_of(request).sees_every_job:
+        raise ApiError(403, "forbidden", "Authorization", "the farm's figures need an operator token")
+    until = _utc(span.until, timezone.now())
+    since = _utc(span.since, until - timedelta(days=1))
+    if since >= until:
+        raise ApiError(400, "invalid", "since", "must be before until")
+    return stats(since, until)
