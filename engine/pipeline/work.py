@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,9 @@ class CircuitSource(enum.Enum):
         return self is not CircuitSource.BUILTIN
 
 
+NO_DEADLINE = datetime.max.replace(tzinfo=UTC)
+
+
 @dataclass
 class WorkItem:
     claim: Claim
@@ -57,6 +60,7 @@ class WorkItem:
     circuit_id: str
     inputs: dict[str, Any]
     source: CircuitSource = CircuitSource.BUILTIN
+    latest_start_at: datetime | None = None  # its deadline less its expected duration (ledger.deadlines)
     upload_dir: str = ""
     key_bytes: int = 0
     abc_bytes: int = 0
@@ -72,9 +76,10 @@ class WorkItem:
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
-    def order(self) -> tuple[int, datetime, int, int]:
-        """Oldest job's lowest partition first, within priority."""
-        return (self.priority, self.submitted_at, self.job_pk, self.index)
+    def order(self) -> tuple[int, datetime, datetime, int, int]:
+        """The claims' order: within a priority the least slack first (no deadline last), then
+        the oldest job's lowest partition."""
+        return (self.priority, self.latest_start_at or NO_DEADLINE, self.submitted_at, self.job_pk, self.index)
 
     @property
     def label(self) -> str:
@@ -111,7 +116,8 @@ def load_item(claim: Claim, scale: str) -> WorkItem:
     circuit_id = job.circuit_id or f"{job.kind}/{scale}"
     item = WorkItem(claim=claim, job_pk=job.pk, job_id=job.job_id, kind=job.kind, index=row.index,
                     priority=job.priority, submitted_at=job.submitted_at, circuit_id=circuit_id,
-                    inputs=job.inputs, source=CircuitSource.of(job.kind, circuit_id), upload_dir=job.upload_dir)
+                    inputs=job.inputs, source=CircuitSource.of(job.kind, circuit_id), upload_dir=job.upload_dir,
+                    latest_start_at=job.latest_start_at)
     size_item(item)
     return item
 
