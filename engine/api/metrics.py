@@ -34,6 +34,7 @@ from engine.api.errors import body
 from engine.api.peer import client_address
 from engine.models import Partition, ProofJob
 from engine.states import JobState
+from engine.status import records
 from engine.status.farm import farm_snapshot
 from engine.status.read import one_snapshot
 
@@ -140,9 +141,19 @@ class RecordsCollector:
         jobs = GaugeMetricFamily("provingsite_jobs", "Jobs by state", labels=["state"])
         for state, n in counters["by_state"].items():
             jobs.add_metric([state], n)
+        missed = CounterMetricFamily("provingsite_deadline_missed", "Jobs finished after their deadline, by kind",
+                                     labels=["kind"])
+        for kind, n in records.missed_deadlines().items():
+            missed.add_metric([kind], n)
         yield completed
         yield failed
+        yield missed
         yield jobs
+        yield GaugeMetricFamily("provingsite_jobs_at_risk",
+                                "Active jobs expected to finish after their deadline, which has not passed yet",
+                                value=sum(p["at_risk"] for p in snap["pipelines"]))
+        yield GaugeMetricFamily("provingsite_jobs_late", "Active jobs whose deadline has passed",
+                                value=sum(p["late"] for p in snap["pipelines"]))
         yield GaugeMetricFamily("provingsite_queue_depth", "Jobs queued and not started", value=counters["queue_depth"])
         yield GaugeMetricFamily("provingsite_pending_partitions", "Partitions of active jobs waiting to be claimed",
                                 value=counters["pending_partitions"])

@@ -16,8 +16,19 @@ from typing import Any
 
 from django.urls import reverse
 
-from engine.console.units import OOB_ATTR, VERSION_TOKEN, Fragment, Unit, digest, leaf, tick
-from engine.format import fmt_ms, ms_between
+from engine.console.units import (
+    OOB_ATTR,
+    VERSION_TOKEN,
+    Fragment,
+    Unit,
+    deadline_span,
+    deadline_state,
+    digest,
+    leaf,
+    tick,
+)
+from engine.format import epoch_ms, fmt_ms, ms_between
+from engine.ledger.deadlines import at_risk_from, standing
 from engine.models import Partition, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 
@@ -67,7 +78,25 @@ def _row(key: str, part: Partition, now: datetime) -> Unit:
                 + "".join(f'<span role="cell">{c}</span>' for c in cells) + "</div>")
 
 
-def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime) -> Unit:
+def _deadline(job: ProofJob, expected_s: float, now: datetime) -> tuple[str, str]:
+    """The head's deadline attributes and its piece of the times line: an active job's
+    countdown, or how a finished one's finish stood against it; nothing without one."""
+    if job.deadline is None:
+        return "", ""
+    at = standing(job, expected_s, now)
+    if job.state in JOB_ACTIVE:
+        state = deadline_state(at.at_risk, at.late)
+        span = " " + deadline_span(job.deadline, state, now, at_risk_from(job.deadline, job.started_at, expected_s))
+    elif job.finished_at is not None:
+        state = deadline_state(False, False, at.missed)
+        span = " " + deadline_span(job.deadline, state, now, finished=job.finished_at)
+    else:  # ended without a recorded finish: nothing to compare it with
+        state, span = "on-time", ""
+    return (f' data-deadline="{epoch_ms(job.deadline)}" data-deadline-state="{state}"',
+            f" · deadline {job.deadline:%Y-%m-%d %H:%M:%S}{span}")
+
+
+def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime, expected_s: float = 0.0) -> Unit:
     running = job.state in JOB_ACTIVE
     queued = (fmt_ms(ms_between(job.submitted_at, job.started_at)) if job.started_at
               else tick(job.submitted_at, now) if running else "—")
@@ -93,11 +122,12 @@ def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime) -> Uni
                      "snarkjs proof.json + public.json</a>")
     links.append(f'<a href="{_esc(reverse("console-job-vk", args=[job.job_id]))}">verification_key.json</a>')
     error = f'<p class="reason">{_esc(job.error)}</p>' if job.error else ""
+    marks, due = _deadline(job, expected_s, now)
     return leaf(f"{key}/head", "job-detail-head",
-                f' class="job-head" data-state="{_esc(job.state)}" data-version="{VERSION_TOKEN}">'
+                f' class="job-head" data-state="{_esc(job.state)}" data-version="{VERSION_TOKEN}"{marks}>'
                 f'<h1 class="job-id">{_esc(job.job_id)}</h1><p>{" · ".join(facts)}</p>'
                 f'<p>submitted {job.submitted_at:%Y-%m-%d %H:%M:%S} · queued {queued} until its first claim · total {total}'
-                f' · <span class="done">{done}/{job.num_partitions or len(parts)} done</span></p>{error}'
+                f' · <span class="done">{done}/{job.num_partitions or len(parts)} done</span>{due}</p>{error}'
                 f'<p class="links">{" · ".join(links)}</p></div>')
 
 
@@ -153,7 +183,7 @@ def job_detail_units(fragment: Fragment, context: dict[str, Any], now: datetime)
         html = f'{opening}<p class="empty">No job {_esc(context["job_id"])}.</p></section>'
         return [Unit(key, html, digest(html))]
     parts: list[Partition] = context["parts"]
-    head = _head(key, job, parts, now)
+    head = _head(key, job, parts, now, context.get("expected_s", 0.0))
     timeline = _timeline(key, job, parts)
     rows = [_row(key, part, now) for part in parts]
     header = "".join(f'<span role="columnheader">{c}</span>' for c in COLUMNS)

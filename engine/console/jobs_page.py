@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -25,13 +25,29 @@ from engine.ledger import submission
 from engine.ledger.jobs import cancel_job
 from engine.models import ApiToken, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState, ProofKind
+from engine.status import records
 from engine.status.read import one_snapshot
 
 PAGE_SIZE = 50
 
 
-def _filtered(params: Any) -> tuple[QuerySet[ProofJob], dict[str, str]]:
-    chosen = {name: str(params.get(name, "")).strip() for name in ("kind", "state", "client", "since", "q")}
+# The deadline filter's choices: active jobs at risk or late now, finished ones that missed.
+DEADLINE_FILTERS = ("at-risk", "late", "missed")
+
+
+def _standing(job: ProofJob, active: dict[int, records.DeadlineRow]) -> str:
+    """The row's deadline mark: "at-risk" or "late" for an active job now, "missed" for one that
+    finished after its deadline, else none."""
+    row = active.get(job.pk)
+    if row is not None:
+        return "late" if row.standing.late else "at-risk" if row.standing.at_risk else ""
+    finished = job.finished_at if job.state not in JOB_ACTIVE else None
+    return "missed" if job.deadline and finished and finished > job.deadline else ""
+
+
+def _filtered(params: Any, active: dict[int, records.DeadlineRow]) -> tuple[QuerySet[ProofJob], dict[str, str]]:
+    """``active``: the active jobs with a deadline against it now (records.active_deadlines)."""
+    chosen = {name: str(params.get(name, "")).strip() for name in ("kind", "state", "client", "since", "q", "deadline")}
     jobs = ProofJob.objects.select_related("client", "host")
     if chosen["kind"] in ProofKind.values:
         jobs = jobs.filter(kind=chosen["kind"])
@@ -44,6 +60,12 @@ def _filtered(params: Any) -> tuple[QuerySet[ProofJob], dict[str, str]]:
         jobs = jobs.filter(submitted_at__gte=timezone.make_aware(datetime.combine(since, time.min)))
     if chosen["q"]:
         jobs = jobs.filter(job_id__icontains=chosen["q"])
+    if chosen["deadline"] == "missed":
+        jobs = jobs.exclude(state__in=JOB_ACTIVE).filter(deadline__isnull=False, finished_at__gt=F("deadline"))
+    elif chosen["deadline"] in ("at-risk", "late"):
+        # The same rule /status and the pipelines apply, over the (few) active jobs with one.
+        flag = "at_risk" if chosen["deadline"] == "at-risk" else "late"
+        jobs = jobs.filter(pk__in=[pk for pk, row in active.items() if getattr(row.standing, flag)])
     return jobs.order_by("-submitted_at", "-pk"), chosen
 
 
@@ -51,18 +73,20 @@ def _filtered(params: Any) -> tuple[QuerySet[ProofJob], dict[str, str]]:
 def jobs_page(request: HttpRequest) -> HttpResponse:
     _require_viewer(request)
     with one_snapshot():
-        jobs, chosen = _filtered(request.GET)
+        active = records.active_deadlines(timezone.now())
+        jobs, chosen = _filtered(request.GET, active)
         page = Paginator(jobs.annotate(n_done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE))),
                          PAGE_SIZE).get_page(request.GET.get("page"))
         rows = [{"job": job, "total": fmt_ms(job.total_time.total_seconds() * 1000 if job.total_time else None),
-                 "can_cancel": job.state in JOB_ACTIVE, "can_retry": job.state in (JobState.FAILED, JobState.CANCELLED)}
+                 "can_cancel": job.state in JOB_ACTIVE, "can_retry": job.state in (JobState.FAILED, JobState.CANCELLED),
+                 "deadline": _standing(job, active)}
                 for job in page.object_list]
         clients = list(ApiToken.objects.order_by("name").values_list("name", flat=True))
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "console/jobs.html", {
         "rows": rows, "page": page, "chosen": chosen, "query": query.urlencode(),
-        "kinds": ProofKind.values, "states": JobState.values, "clients": clients,
+        "kinds": ProofKind.values, "states": JobState.values, "clients": clients, "deadlines": DEADLINE_FILTERS,
     })
 
 

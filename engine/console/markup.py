@@ -17,9 +17,21 @@ from django.urls import reverse
 
 from engine.console import reads
 from engine.console.style import device_slot, kind_colour
-from engine.console.units import OOB_ATTR, VERSION_TOKEN, Fragment, Unit, content_digest, digest, leaf, tick
+from engine.console.units import (
+    OOB_ATTR,
+    VERSION_TOKEN,
+    Fragment,
+    Unit,
+    content_digest,
+    deadline_span,
+    deadline_state,
+    digest,
+    leaf,
+    tick,
+)
 from engine.format import epoch_ms, fmt_ms, ms_between
 from engine.states import PartitionState
+from engine.status.records import DeadlineRow
 from engine.status.utilisation import gpu_span, utilisation
 
 
@@ -39,6 +51,7 @@ def templated(fragment: Fragment, context: dict[str, Any], now: datetime) -> lis
 # previous pass's markup (and is left out of the digest anyway).
 
 _TICK = "\x00"  # where the ticking duration goes in a made unit's markup
+_DUE = "\x01"  # where a deadline's countdown goes
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,23 +65,31 @@ class _Made:
     started: datetime | None = None
     suffix: str = ""
     css: str = "tick"
+    due: tuple[datetime, str, datetime | None] | None = None  # a deadline counting down: _DUE in the markup
 
     def at(self, now: datetime) -> Unit:
-        if self.started is None:
+        if self.started is None and self.due is None:
             return self.unit
-        html = self.before + tick(self.started, now, self.suffix, self.css) + self.after
+        html = self.before + (tick(self.started, now, self.suffix, self.css) if self.started is not None else "") + self.after
+        if self.due is not None:
+            html = html.replace(_DUE, deadline_span(self.due[0], self.due[1], now, self.due[2]), 1)
         return Unit(self.unit.key, html, self.unit.digest, oob_at=self.unit.oob_at)
 
 
-def _made(key: str, dom_id: str, rest: str, ticking: tuple[datetime, str, str] | None, now: datetime) -> _Made:
-    """`rest` is a leaf's markup with _TICK where `ticking` (start, suffix, css) goes."""
-    if ticking is None:
+def _made(key: str, dom_id: str, rest: str, ticking: tuple[datetime, str, str] | None, now: datetime,
+          due: tuple[datetime, str, datetime | None] | None = None) -> _Made:
+    """`rest` is a leaf's markup with _TICK where `ticking` (start, suffix, css) goes, and _DUE
+    where `due` (deadline, deadline state, when it turns at risk) counts down."""
+    if ticking is None and due is None:
         return _Made(leaf(key, dom_id, rest))
+    filled = rest if due is None else rest.replace(_DUE, deadline_span(due[0], due[1], now, due[2]), 1)
+    if ticking is None:
+        return _Made(leaf(key, dom_id, filled), f'<div id="{dom_id}"' + rest, due=due)
     started, suffix, css = ticking
     before, _, after = rest.rpartition(_TICK)  # the duration comes after the job's id
-    # The digest leaves the ticking text out, so the markup of any moment gives the same one.
-    unit = leaf(key, dom_id, before + tick(started, now, suffix, css) + after)
-    return _Made(unit, f'<div id="{dom_id}"' + before, after, started, suffix, css)
+    # The digest leaves the ticking texts out, so the markup of any moment gives the same one.
+    unit = leaf(key, dom_id, filled.replace(_TICK, tick(started, now, suffix, css), 1))
+    return _Made(unit, f'<div id="{dom_id}"' + before, after, started, suffix, css, due)
 
 
 class _Memo:
@@ -117,22 +138,27 @@ def _make_cell(job_pk: int, job_id: str, part: tuple[Any, ...], now: datetime) -
 
 
 def _make_head(pk: int, job_id: str, kind: str, state: str, since: datetime | None, done: int, total: int,
-               now: datetime) -> _Made:
+               deadline: datetime | None, deadline_is: str, risk_at: datetime | None, now: datetime) -> _Made:
+    """A job's head; with a deadline, its standing (data-deadline, epoch ms, and
+    data-deadline-state) and its countdown after the partitions done."""
+    due = (deadline, deadline_is, risk_at) if deadline is not None else None
+    marks = f' data-deadline="{epoch_ms(deadline)}" data-deadline-state="{deadline_is}"' if due else ""
     return _made(f"pipelines/{pk}/head", f"job-{pk}-head",
                  f' class="pipeline-head" data-version="{VERSION_TOKEN}" data-kind="{_esc(kind)}" '
-                 f'data-job-state="{_esc(state)}" data-done="{done}" data-total="{total}">'
+                 f'data-job-state="{_esc(state)}" data-done="{done}" data-total="{total}"{marks}>'
                  f'<a class="job-id" href="{_esc(reverse("console-job", args=[job_id]))}">{_esc(job_id)}</a> '
                  f'<span class="kind">{_esc(kind)}</span> <span class="state">{_esc(state)}</span> '
                  f'{_TICK if since is not None else tick(None, now, css="elapsed tick")} '
-                 f'<span class="done">{done}/{total} done</span></div>',
-                 (since, "", "elapsed tick") if since is not None else None, now)
+                 f'<span class="done">{done}/{total} done</span>{" " + _DUE if due else ""}</div>',
+                 (since, "", "elapsed tick") if since is not None else None, now, due)
 
 
 def pipelines_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
     units: list[Unit] = []
     rows_html: list[str] = []
     kept, used = _MEMO.pass_()
-    for pk, job_id, kind, state, _, started, submitted, total in context["chosen"]:
+    deadlines: dict[int, DeadlineRow] = context.get("deadlines", {})
+    for pk, job_id, kind, state, _, started, submitted, total, deadline, _ in context["chosen"]:
         parts = context["parts"].get(pk, [])
         cells = []
         for part in parts:
@@ -140,7 +166,12 @@ def pipelines_units(fragment: Fragment, context: dict[str, Any], now: datetime) 
             made = used[memo_key] = kept.get(memo_key) or _make_cell(pk, job_id, part, now)
             cells.append(made.at(now))
         done = sum(part[2] == PartitionState.DONE for part in parts)
-        head_key = (pk, job_id, kind, state, started or submitted, done, total or len(parts))
+        standing = deadlines.get(pk)
+        # The deadline's standing is part of the head's content: a job turning at risk or late
+        # is made again, and sent (the countdown's text ticks, as durations do).
+        deadline_is = deadline_state(standing.standing.at_risk, standing.standing.late) if standing else ""
+        head_key = (pk, job_id, kind, state, started or submitted, done, total or len(parts),
+                    deadline if standing else None, deadline_is, standing.at_risk_from if standing else None)
         made = used[head_key] = kept.get(head_key) or _make_head(*head_key, now)
         head = made.at(now)
         key = f"pipelines/{pk}"

@@ -16,8 +16,9 @@ from typing import Any
 from engine.console.style import level, owner_colour
 from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
+from engine.ledger.deadlines import expected_seconds
 from engine.models import Partition, ProofJob
-from engine.states import JobState, PartitionState
+from engine.states import JOB_ACTIVE, JobState, PartitionState
 from engine.status import records, utilisation
 from engine.status.farm import stale_after_seconds
 from engine.status.holdings import Holdings, holdings
@@ -141,7 +142,10 @@ def pipelines_context(now: datetime, jobs_wanted: set[str] | None, known: Mappin
     if chosen:
         for row in records.ACTIVE_PARTS.rows():
             parts.setdefault(row[0], []).append(row)
-    return {"jobs": jobs, "shape": shape, "everything": everything, "chosen": chosen, "parts": parts}
+    # Against their deadlines as /status reads them (one rule: engine.ledger.deadlines).
+    deadlines = records.active_deadlines(now) if chosen else {}
+    return {"jobs": jobs, "shape": shape, "everything": everything, "chosen": chosen, "parts": parts,
+            "deadlines": deadlines}
 
 
 
@@ -218,4 +222,7 @@ def job_detail_context(job_id: str, now: datetime) -> dict[str, Any]:
     """A job and every partition of it, for its own page (/jobs/<id>) and that page's stream."""
     job = ProofJob.objects.select_related("host", "client").filter(job_id=job_id).first()
     parts = list(job.partitions.select_related("worker", "host", "job").order_by("index")) if job else []
-    return {"job_id": job_id, "job": job, "parts": parts}
+    # Its circuit's expected duration, which an active job's deadline standing needs.
+    expected = (expected_seconds([job.circuit_id])[job.circuit_id]
+                if job and job.deadline is not None and job.state in JOB_ACTIVE else 0.0)
+    return {"job_id": job_id, "job": job, "parts": parts, "expected_s": expected}

@@ -38,7 +38,7 @@ class Unit:
     oob_at: int = 0
 
 
-_TICKING_TEXT = re.compile(r'(data-started-at="\d+"[^>]*>)[^<]*')
+_TICKING_TEXT = re.compile(r'(data-(?:started|due)-at="\d+"[^>]*>)[^<]*')
 
 
 def digest(text: str) -> str:
@@ -46,8 +46,8 @@ def digest(text: str) -> str:
 
 
 def content_digest(html: str) -> str:
-    """The text of a ticking duration is the server's "now" minus an unchanged start; the
-    browser computes it anyway, so it is not a change worth sending."""
+    """The text of a ticking duration is the server's "now" minus an unchanged start (or a
+    deadline minus "now"); the browser computes it anyway, so it is not a change worth sending."""
     return digest(_TICKING_TEXT.sub(r"\1", html))
 
 
@@ -64,6 +64,37 @@ def tick(started: datetime | None, now: datetime, suffix: str = "", css: str = "
     suffix_attr = f' data-suffix="{suffix}"' if suffix else ""
     return (f'<span class="{css}" data-started-at="{epoch_ms(started)}"{suffix_attr}>'
             f"{fmt_ms(ms_between(started, now))}{suffix}</span>")
+
+
+DEADLINE_STATES = ("on-time", "at-risk", "late", "missed")
+
+
+def deadline_state(at_risk: bool, late: bool, missed: bool = False) -> str:
+    """A job against its deadline in one word, as data-deadline-state and the CSS name it."""
+    return "missed" if missed else "late" if late else "at-risk" if at_risk else "on-time"
+
+
+def deadline_text(deadline: datetime, state: str, now: datetime, finished: datetime | None = None) -> str:
+    """"due in 4m 12s", "at risk: due in 8.0s", "late by 3.0s"; for a finished job, how its
+    finish stood against the deadline."""
+    if finished is not None:
+        gap = ms_between(finished, deadline) or 0
+        return f"missed its deadline by {fmt_ms(-gap)}" if gap < 0 else f"finished {fmt_ms(gap)} before its deadline"
+    if state == "late":
+        return f"late by {fmt_ms(ms_between(deadline, now))}"
+    return f'{"at risk: " if state == "at-risk" else ""}due in {fmt_ms(max(ms_between(now, deadline) or 0, 0))}'
+
+
+def deadline_span(deadline: datetime, state: str, now: datetime, risk_at: datetime | None = None,
+                  finished: datetime | None = None) -> str:
+    """A job's deadline as the console shows it: an active job's counts down in the browser
+    (data-due-at; it turns at risk at data-risk-at and late once the deadline passes, until the
+    next flush says so too); a finished job's is final."""
+    if finished is not None:
+        return f'<span class="deadline {state}">{deadline_text(deadline, state, now, finished)}</span>'
+    risk_attr = f' data-risk-at="{epoch_ms(risk_at)}"' if risk_at is not None else ""
+    return (f'<span class="deadline {state}" data-due-at="{epoch_ms(deadline)}"{risk_attr}>'
+            f"{deadline_text(deadline, state, now)}</span>")
 
 
 # A fragment's read: (the server's now, the jobs whose pipeline rows to read — None for every

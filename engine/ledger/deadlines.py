@@ -67,13 +67,28 @@ class Standing:
 
 
 def standing(job: ProofJob, expected_s: float, now: datetime) -> Standing:
-    if job.deadline is None:
+    return standing_of(job.deadline, job.state, job.started_at, job.finished_at, expected_s, now)
+
+
+def standing_of(deadline: datetime | None, state: str, started_at: datetime | None, finished_at: datetime | None,
+                expected_s: float, now: datetime) -> Standing:
+    """``standing`` from a job's columns, for readers of plain rows (the status queries)."""
+    if deadline is None:
         return Standing(None, None, False, False, False)
-    if job.state not in JOB_ACTIVE:
-        missed = job.finished_at is not None and job.finished_at > job.deadline
-        return Standing(job.deadline, None, False, False, missed)
-    expected_finish = (job.started_at or now) + timedelta(seconds=expected_s)
+    if state not in JOB_ACTIVE:
+        missed = finished_at is not None and finished_at > deadline
+        return Standing(deadline, None, False, False, missed)
+    expected_finish = (started_at or now) + timedelta(seconds=expected_s)
     expected_finish = max(expected_finish, now)
-    slack = (job.deadline - expected_finish).total_seconds()
-    late = now > job.deadline
-    return Standing(job.deadline, slack, at_risk=slack < 0 and not late, late=late, missed=False)
+    slack = (deadline - expected_finish).total_seconds()
+    late = now > deadline
+    return Standing(deadline, slack, at_risk=slack < 0 and not late, late=late, missed=False)
+
+
+def at_risk_from(deadline: datetime, started_at: datetime | None, expected_s: float) -> datetime | None:
+    """When an active job turns at risk as the clock runs, nothing else changing: a queued job
+    once less than its expected duration is left (deadline − expected), a started one from its
+    start if its expected finish passes the deadline, else never before it is late. Lets a
+    display flip the flag between two reads."""
+    turns = deadline - timedelta(seconds=expected_s)
+    return turns if started_at is None or started_at > turns else None

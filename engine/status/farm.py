@@ -90,8 +90,9 @@ def _pipelines(now: datetime) -> list[dict[str, Any]]:
     for part in records.ACTIVE_PARTS.rows():
         by_job[part[0]].append(part)
     synthesizing, gpu, done = PartitionState.SYNTHESIZING, PartitionState.GPU, PartitionState.DONE
+    deadlines = records.active_deadlines(now)
     rows = []
-    for pk, job_id, kind, state, priority, started_at, submitted_at, num_partitions in records.ACTIVE_JOBS.rows():
+    for pk, job_id, kind, state, priority, started_at, submitted_at, num_partitions, *_ in records.ACTIVE_JOBS.rows():
         parts = by_job.get(pk, [])
         cells = []
         for _, index, p_state, synth_started, synth_finished, gpu_started, gpu_finished, host, ordinal, attempt in parts:
@@ -117,8 +118,19 @@ def _pipelines(now: datetime) -> list[dict[str, Any]]:
             "partitions_done": sum(p[2] == done for p in parts),
             "partitions": cells,
             "hosts": sorted({p[7] for p in parts if p[7]}),
+            **_deadline(deadlines.get(pk)),
         })
     return rows
+
+
+def _deadline(row: records.DeadlineRow | None) -> dict[str, Any]:
+    """A job against its deadline now (engine.ledger.deadlines): slack in seconds, negative
+    when its expected finish passes the deadline; null, and both flags false, without one."""
+    if row is None:
+        return {"deadline": None, "slack_secs": None, "at_risk": False, "late": False}
+    now = row.standing
+    return {"deadline": now.deadline.isoformat() if now.deadline else None,
+            "slack_secs": None if now.slack_s is None else round(now.slack_s, 3), "at_risk": now.at_risk, "late": now.late}
 
 
 def _gpu_ordinal(device: str) -> int | None:

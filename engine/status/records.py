@@ -10,8 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db.models import Count
+from django.db.models import Count, F
 
+from engine.ledger.deadlines import Standing, at_risk_from, expected_seconds, standing_of
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, PartitionState
 from engine.status.prepared import Prepared
@@ -34,10 +35,10 @@ ON_GPU = Prepared(lambda: Partition.objects.filter(state=PartitionState.GPU, wor
                   .values_list("worker_id", "index", "job__job_id", "job__kind", "gpu_started_at"))
 
 # Active jobs in the order they are served: (pk, job id, kind, state, priority, started,
-# submitted, partitions).
+# submitted, partitions, deadline, circuit id).
 ACTIVE_JOBS = Prepared(lambda: ProofJob.objects.filter(state__in=JOB_ACTIVE).order_by("priority", "submitted_at", "pk")
                        .values_list("pk", "job_id", "kind", "state", "priority", "started_at", "submitted_at",
-                                    "num_partitions"))
+                                    "num_partitions", "deadline", "circuit_id"))
 
 # Every partition of the active jobs, as plain rows (model instances were most of a read's
 # cost): (job pk, index, state, synth started, synth finished, gpu started, gpu finished, host
@@ -50,6 +51,11 @@ ACTIVE_PARTS = Prepared(lambda: Partition.objects.filter(job__state__in=JOB_ACTI
 JOB_COUNTS = Prepared(lambda: ProofJob.objects.values("host_id", "kind", "state").annotate(n=Count("pk"))
                       .values_list("host_id", "kind", "state", "n").order_by())
 
+# Finished jobs that finished after their deadline, by kind: (kind, n). Kept history only grows.
+DEADLINES_MISSED = Prepared(lambda: ProofJob.objects.exclude(state__in=JOB_ACTIVE)
+                            .filter(deadline__isnull=False, finished_at__gt=F("deadline"))
+                            .values("kind").annotate(n=Count("pk")).values_list("kind", "n").order_by("kind"))
+
 # Pending partitions of active jobs, by their job's host: pending means unclaimed, and only
 # that (a claimed one is `reserving`).
 PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
@@ -59,6 +65,35 @@ PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING
 def current_version() -> int:
     """The status clock: the version of the newest record, read inside the reader's snapshot."""
     return int(VERSION.value(default=0) or 0)
+
+
+class DeadlineRow(NamedTuple):
+    """An active job against its deadline now, and when it turns at risk if the clock alone
+    decides (engine.ledger.deadlines.at_risk_from)."""
+
+    standing: Standing
+    at_risk_from: datetime | None
+
+
+def active_deadlines(now: datetime) -> dict[int, DeadlineRow]:
+    """Every active job with a deadline, by pk, against it at ``now``: its circuit's expected
+    duration is read once per call for the circuits of those jobs (they are few)."""
+    jobs = [(pk, state, started, deadline, circuit_id)
+            for pk, _, _, state, _, started, _, _, deadline, circuit_id in ACTIVE_JOBS.rows() if deadline is not None]
+    if not jobs:
+        return {}
+    expected = expected_seconds(job[4] for job in jobs)
+    out = {}
+    for pk, state, started, deadline, circuit_id in jobs:
+        seconds = expected[circuit_id]
+        out[pk] = DeadlineRow(standing_of(deadline, state, started, None, seconds, now),
+                              at_risk_from(deadline, started, seconds))
+    return out
+
+
+def missed_deadlines() -> dict[str, int]:
+    """Jobs that finished after their deadline, by kind."""
+    return dict(DEADLINES_MISSED.rows())
 
 
 def unclaimed_partitions() -> int:

@@ -38,6 +38,18 @@
         if (host) { host.classList.toggle("stale", age > Number(el.dataset.staleAfter)); }
       }
     });
+    // A deadline counts down to data-due-at (epoch ms); its job turns at risk at data-risk-at
+    // and late once the deadline passes, before the next flush says so (engine.console.units).
+    document.querySelectorAll("[data-due-at]").forEach(function (el) {
+      var due = Number(el.dataset.dueAt);
+      var riskAt = el.dataset.riskAt ? Number(el.dataset.riskAt) : Infinity;
+      var state = now > due ? "late" : (now >= riskAt ? "at-risk" : "on-time");
+      el.textContent = state === "late" ? "late by " + fmt(now - due)
+        : (state === "at-risk" ? "at risk: " : "") + "due in " + fmt(due - now);
+      el.className = "deadline " + state;
+      var head = el.closest("[data-deadline-state]");
+      if (head) { head.dataset.deadlineState = state; }
+    });
   }
 
   document.addEventListener("htmx:sseMessage", function () { measureSkew(); tick(); });

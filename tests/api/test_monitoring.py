@@ -41,7 +41,7 @@ def rules() -> list[dict[str, Any]]:
 def test_every_alert_has_a_name_a_duration_a_severity_and_a_summary() -> None:
     names = [rule["alert"] for rule in rules()]
     assert {"ProvingsiteHostStale", "ProvingsiteFailureRateHigh", "ProvingsiteQueueGrowing",
-            "ProvingsiteMemoryNearBudget"} <= set(names)
+            "ProvingsiteMemoryNearBudget", "ProvingsiteDeadlineMissed", "ProvingsiteJobsAtRisk"} <= set(names)
     assert len(names) == len(set(names))
     for rule in rules():
         assert rule["expr"] and re.fullmatch(r"\d+[smh]", str(rule["for"])), rule
@@ -72,4 +72,17 @@ def test_promtool_accepts_the_rules_where_it_is_installed() -> None:
     require_service(promtool is not None, "promtool is not installed (Debian: apt-get install prometheus)")
     assert promtool is not None
     result = subprocess.run([promtool, "check", "rules", str(DOCS / "alerts.yml")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_deadline_alerts_fire_in_promtools_rule_tests_where_it_is_installed() -> None:
+    """alerts_test.yml: a missed deadline pages at once, per kind, and stops five minutes
+    later; jobs at risk open a ticket after a minute, not for a shorter spell."""
+    tested = {t["alertname"] for case in yaml.safe_load((DOCS / "alerts_test.yml").read_text())["tests"]
+              for t in case["alert_rule_test"] if t["exp_alerts"]}
+    assert {"ProvingsiteDeadlineMissed", "ProvingsiteJobsAtRisk"} <= tested
+    promtool = shutil.which("promtool")
+    require_service(promtool is not None, "promtool is not installed (Debian: apt-get install prometheus)")
+    assert promtool is not None
+    result = subprocess.run([promtool, "test", "rules", "alerts_test.yml"], capture_output=True, text=True, cwd=DOCS)
     assert result.returncode == 0, result.stdout + result.stderr

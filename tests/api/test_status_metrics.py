@@ -152,3 +152,69 @@ def test_metrics_histogram_buckets_count_every_span_up_to_each_bound(anonymous: 
     assert gpu[("provingsite_phase_duration_seconds_bucket", "+Inf")] == len(spans)
     assert gpu[("provingsite_phase_duration_seconds_count", None)] == len(spans)
     assert gpu[("provingsite_phase_duration_seconds_sum", None)] == pytest.approx(sum(max(s, 0.0) for s in spans))
+
+
+@pytest.fixture
+def deadlines() -> None:
+    """porep-c2/tiny takes 30 s on this farm (its record); a job late by 3 s, one queued with
+    10 s to its deadline (at risk), one with ten minutes (on time), one without; two finished
+    after their deadline (a porep-c2 done, a winning-post failed) and one before it."""
+    now = timezone.now()
+    for i in range(3):
+        ProofJob.objects.create(job_id=f"history-{i}", kind="porep-c2", circuit_id="porep-c2/tiny",
+                                state=JobState.DONE, started_at=now - timedelta(seconds=100),
+                                finished_at=now - timedelta(seconds=70))
+
+    def job(job_id: str, kind: str = "porep-c2", deadline_in: float | None = None, **fields: object) -> None:
+        deadline = None if deadline_in is None else now + timedelta(seconds=deadline_in)
+        made, _ = submit_job(kind=kind, job_id=job_id, inputs={}, num_partitions=1, circuit_id=f"{kind}/tiny",
+                             deadline=deadline)
+        ProofJob.objects.filter(pk=made.pk).update(**fields)
+
+    job("late", deadline_in=-3, state=JobState.RUNNING, started_at=now - timedelta(seconds=20))
+    job("at-risk", deadline_in=10)
+    job("on-time", deadline_in=600)
+    job("no-deadline")
+    job("missed-done", deadline_in=-60, state=JobState.DONE, finished_at=now - timedelta(seconds=50))
+    job("missed-failed", kind="winning-post", deadline_in=-60, state=JobState.FAILED,
+        finished_at=now - timedelta(seconds=1))
+    job("made-it", kind="winning-post", deadline_in=-60, state=JobState.DONE, finished_at=now - timedelta(seconds=61))
+
+
+def test_status_pipelines_carry_each_jobs_deadline_slack_and_flags(deadlines: None, operator_api: Client) -> None:
+    status = operator_api.get("/status").json()
+    jsonschema.validate(status, status_schema(), format_checker=jsonschema.FormatChecker())
+    pipes = {p["job_id"]: p for p in status["pipelines"]}
+    assert set(pipes) == {"late", "at-risk", "on-time", "no-deadline"}
+    late, risky, roomy, plain = pipes["late"], pipes["at-risk"], pipes["on-time"], pipes["no-deadline"]
+    assert (late["late"], late["at_risk"]) == (True, False) and late["slack_secs"] < -2
+    assert (risky["late"], risky["at_risk"]) == (False, True) and -21 < risky["slack_secs"] < -19
+    assert (roomy["late"], roomy["at_risk"]) == (False, False) and 560 < roomy["slack_secs"] < 571
+    deadline = ProofJob.objects.get(job_id="on-time").deadline
+    assert deadline is not None and roomy["deadline"] == deadline.isoformat()
+    assert (plain["deadline"], plain["slack_secs"], plain["at_risk"], plain["late"]) == (None, None, False, False)
+
+
+def test_metrics_count_missed_deadlines_by_kind_and_the_jobs_at_risk_and_late_now(deadlines: None,
+                                                                                   anonymous: Client) -> None:
+    families = _families(anonymous.get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode())
+    missed = {s.labels["kind"]: s.value for s in families["provingsite_deadline_missed"].samples
+              if s.name == "provingsite_deadline_missed_total"}
+    assert missed == {"porep-c2": 1, "winning-post": 1}
+    assert families["provingsite_jobs_at_risk"].samples[0].value == 1
+    assert families["provingsite_jobs_late"].samples[0].value == 1
+    # A late job that finishes counts once it has, and is no longer late.
+    ProofJob.objects.filter(job_id="late").update(state=JobState.DONE, finished_at=timezone.now())
+    families = _families(anonymous.get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode())
+    missed = {s.labels["kind"]: s.value for s in families["provingsite_deadline_missed"].samples
+              if s.name == "provingsite_deadline_missed_total"}
+    assert missed == {"porep-c2": 2, "winning-post": 1}
+    assert families["provingsite_jobs_late"].samples[0].value == 0
+
+
+def test_metrics_declare_the_deadline_families_on_a_farm_without_deadlines(anonymous: Client) -> None:
+    text = anonymous.get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode()
+    assert "# TYPE provingsite_deadline_missed_total counter" in text
+    families = _families(text)
+    assert families["provingsite_jobs_at_risk"].samples[0].value == 0
+    assert families["provingsite_jobs_late"].samples[0].value == 0

@@ -3,12 +3,15 @@ operator role through the same actions the admin uses (CSRF-protected)."""
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
+from django.utils import timezone
 
 from engine.ledger.jobs import submit_job
 from engine.ledger.tokens import issue_token
@@ -98,3 +101,40 @@ def test_the_job_pages_key_link_answers_with_the_apis_key_or_its_reason(staff: C
     submit_job(kind="winning-post", job_id="w-1", inputs={}, num_partitions=1, circuit_id="winning-post/tiny")
     response = staff.get("/jobs/w-1/verification_key.json")
     assert response.status_code == 409 and "manage.py setupkeys --kind winning-post" in response.json()["detail"]
+
+
+def test_the_deadline_filter_lists_jobs_at_risk_late_or_that_missed_it(staff: Client) -> None:
+    now = timezone.now()
+    for i in range(3):  # porep-c2/tiny takes 30 s on this farm
+        ProofJob.objects.create(job_id=f"history-{i}", kind="porep-c2", circuit_id="porep-c2/tiny",
+                                state=JobState.DONE, started_at=now - timedelta(seconds=100),
+                                finished_at=now - timedelta(seconds=70))
+
+    def job(job_id: str, deadline_in: float | None, **fields: object) -> None:
+        deadline = None if deadline_in is None else now + timedelta(seconds=deadline_in)
+        made, _ = submit_job(kind="porep-c2", job_id=job_id, inputs={}, num_partitions=1,
+                             circuit_id="porep-c2/tiny", deadline=deadline)
+        ProofJob.objects.filter(pk=made.pk).update(**fields)
+
+    job("risky", 10)
+    job("late", -3, state=JobState.RUNNING, started_at=now - timedelta(seconds=20))
+    job("roomy", 600)
+    job("plain", None)
+    job("missed", -60, state=JobState.DONE, finished_at=now - timedelta(seconds=10))
+    job("made-it", -60, state=JobState.DONE, finished_at=now - timedelta(seconds=70))
+
+    def listed(choice: str) -> set[str]:
+        html = staff.get(f"/jobs/?deadline={choice}").content.decode()
+        return set(re.findall(r'class="job-id" href="/jobs/([^"]+)"', html))
+
+    assert listed("at-risk") == {"risky"}
+    assert listed("late") == {"late"}
+    assert listed("missed") == {"missed"}
+    assert len(listed("")) == 9 and listed("nonsense") == listed("")
+    page = staff.get("/jobs/?deadline=late").content.decode()
+    assert '<option value="late" selected>late</option>' in page  # a select like the others
+    everything = staff.get("/jobs/").content.decode()
+    for name, mark in (("risky", "at-risk"), ("late", "late"), ("missed", "missed")):
+        row = everything.split(f'href="/jobs/{name}"', 1)[1].split("</tr>", 1)[0]
+        assert f'<span class="deadline {mark}" data-deadline-state="{mark}">' in row, name
+    assert 'class="deadline' not in everything.split('href="/jobs/roomy"', 1)[1].split("</tr>", 1)[0]
