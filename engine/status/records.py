@@ -36,7 +36,8 @@ ON_GPU = Prepared(lambda: Partition.objects.filter(state=PartitionState.GPU, wor
 
 # Active jobs in the order they are served: (pk, job id, kind, state, priority, started,
 # submitted, partitions, deadline, circuit id).
-ACTIVE_JOBS = Prepared(lambda: ProofJob.objects.filter(state__in=JOB_ACTIVE).order_by("priority", "submitted_at", "pk")
+ACTIVE_JOBS = Prepared(lambda: ProofJob.objects.filter(state__in=JOB_ACTIVE)
+                       .order_by("priority", F("latest_start_at").asc(nulls_last=True), "submitted_at", "pk")
                        .values_list("pk", "job_id", "kind", "state", "priority", "started_at", "submitted_at",
                                     "num_partitions", "deadline", "circuit_id"))
 

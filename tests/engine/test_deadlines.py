@@ -44,6 +44,15 @@ def test_within_a_priority_the_job_with_a_deadline_is_claimed_before_older_ones_
 
 
 @pytest.mark.django_db
+def test_the_pipelines_are_shown_in_the_order_they_are_served() -> None:
+    from engine.status.farm import farm_snapshot
+
+    job("porep-c2", "older")
+    job("porep-c2", "urgent", deadline_in=60)
+    assert [p["job_id"] for p in farm_snapshot()["pipelines"]] == ["urgent", "older"]
+
+
+@pytest.mark.django_db
 def test_a_winning_post_sent_without_a_deadline_gets_the_kinds_default_and_a_porep_none() -> None:
     before = timezone.now()
     winning = job("winning-post", "w")
