@@ -31,7 +31,8 @@ def default_deadline(kind: str, now: datetime) -> datetime | None:
     return None if offset is None else now + timedelta(seconds=offset)
 
 
-def _p95(values: list[float]) -> float:
+def p95[N: (int, float)](values: list[N]) -> N:
+    """The 95th percentile by the nearest-rank rule (one of the values, never interpolated)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
 
@@ -45,7 +46,7 @@ def expected_seconds(circuit_ids: Iterable[str]) -> dict[str, float]:
                                          finished_at__isnull=False)
                  .order_by("-finished_at").values_list("started_at", "finished_at")[:HISTORY])
         seconds = [(done - started).total_seconds() for started, done in spans if done and started]
-        out[circuit_id] = _p95(seconds) if seconds else 0.0
+        out[circuit_id] = p95(seconds) if seconds else 0.0
     return out
 
 

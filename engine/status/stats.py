@@ -11,7 +11,6 @@ time, over that kind's proofs.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from django.db.models import Count
 
 from engine.format import ms_between
+from engine.ledger.deadlines import p95
 from engine.models import EngineHost, Partition, ProofJob
 from engine.states import JobState, PartitionState
 from engine.status.read import one_snapshot
@@ -27,16 +27,11 @@ from engine.status.utilisation import busy_seconds, gpu_span
 PHASE_NAMES = ("queue", "synthesis", "gpu", "finalize")
 
 
-def _p95(values: list[int]) -> int:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
-
-
 def _phases(rows: list[tuple[Any, ...]]) -> dict[str, dict[str, float | None]]:
     out: dict[str, dict[str, float | None]] = {}
     for i, name in enumerate(PHASE_NAMES):
         values = [row[i] for row in rows if row[i] is not None]
-        out[name] = ({"mean_ms": sum(values) / len(values), "p95_ms": float(_p95(values))} if values
+        out[name] = ({"mean_ms": sum(values) / len(values), "p95_ms": float(p95(values))} if values
                      else {"mean_ms": None, "p95_ms": None})
     return out
 
