@@ -131,7 +131,7 @@ def _writer(loop_box: dict[str, asyncio.AbstractEventLoop], rate: float) -> None
     from django.utils import timezone
 
     from engine.console.consumers import GROUP
-    from engine.ledger.clock import next_version
+    from engine.ledger.clock import next_stamp
     from engine.models import Partition, Worker
 
     while "loop" not in loop_box:
@@ -151,7 +151,7 @@ def _writer(loop_box: dict[str, asyncio.AbstractEventLoop], rate: float) -> None
         elif state == "done":
             fields["finished_at"] = timezone.now()
         with transaction.atomic():
-            version = next_version()
+            version = next_stamp().version
             Partition.objects.filter(pk=pk).update(version=version, **fields)
         message = {"type": "status.changed", "host": "bench-host", "job": job_id, "partition": index,
                    "version": version}

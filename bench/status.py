@@ -80,13 +80,13 @@ class Writer(threading.Thread):
         from django.db import connection, transaction
         from django.utils import timezone
 
-        from engine.ledger.clock import next_version
+        from engine.ledger.clock import next_stamp
         from engine.models import Partition
 
         try:
             while not self.stop.is_set():
                 with transaction.atomic():
-                    version = next_version()
+                    version = next_stamp().version
                     leaving = Partition.objects.filter(state="gpu").order_by("gpu_started_at", "pk").first()
                     coming = Partition.objects.filter(state="synth_done").order_by("pk").first()
                     if leaving is None or coming is None:

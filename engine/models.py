@@ -10,6 +10,10 @@ from django.db.models import Q
 from engine.format import ms_between
 from engine.states import PARTITION_LIVE, Curve, JobState, PartitionState, Priority, ProofKind
 
+# The status clock of writes made outside an engine host (submissions, cancels, drains): row 1,
+# which was the farm's only clock before each host had its own, so older stamps are its own.
+WEB_CLOCK = 1
+
 
 class ProofJob(models.Model):
     job_id = models.CharField(max_length=200, help_text="The client's request id; never shared by two requests.")
@@ -41,7 +45,9 @@ class ProofJob(models.Model):
     latest_start_at = models.DateTimeField(
         null=True, blank=True, help_text="The deadline less the job's expected duration on this farm (p95 of its "
                                          "circuit's recorded jobs) at submission: claims serve the least slack first.")
-    version = models.BigIntegerField(default=0, help_text="Status version of the last change.")
+    clock = models.PositiveIntegerField(default=WEB_CLOCK, help_text="The status clock that stamped the last change.")
+    version = models.BigIntegerField(default=0, help_text="That clock's value at the last change.")
+    revision = models.PositiveBigIntegerField(default=0, help_text="How many stamped changes the row has had.")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["job_id"], name="unique_job_id")]
@@ -49,8 +55,8 @@ class ProofJob(models.Model):
             models.Index(fields=["state", "priority", "submitted_at"], name="job_claim_order"),
             models.Index(fields=["kind", "state"], name="job_kind_state"),
             models.Index(fields=["finished_at"], name="job_finished"),
-            # The console's passes read what changed since the version they last read.
-            models.Index(fields=["version"], name="job_version"),
+            # The console's passes read what each clock stamped since the reading they last made.
+            models.Index(fields=["clock", "version"], name="job_clock_version"),
         ]
         ordering = ["-submitted_at"]
 
@@ -86,7 +92,9 @@ class Partition(models.Model):
     proof = models.JSONField(null=True, blank=True)
     public_inputs = models.JSONField(null=True, blank=True)
     vk_digest = models.CharField(max_length=64, blank=True, help_text="The verifying key its proof verified under.")
+    clock = models.PositiveIntegerField(default=WEB_CLOCK)
     version = models.BigIntegerField(default=0)
+    revision = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         constraints = [
@@ -106,7 +114,7 @@ class Partition(models.Model):
             models.Index(fields=["worker", "state"], name="part_worker_state"),
             models.Index(fields=["host", "state"], name="part_host_state"),
             models.Index(fields=["gpu_finished_at"], name="part_gpu_finished"),
-            models.Index(fields=["version"], name="part_version"),
+            models.Index(fields=["clock", "version"], name="part_clock_version"),
             models.Index(fields=["lease_expires_at"], name="part_lease", condition=Q(lease_expires_at__isnull=False)),
         ]
         ordering = ["job_id", "index"]
@@ -151,7 +159,9 @@ class EngineHost(models.Model):
     # An operator's drain (from the console): the host claims nothing new and finishes what it
     # holds, until resumed. It outlives a restart of the engine, as the operator's intent does.
     draining = models.BooleanField(default=False, help_text="Claims no new partitions while set (console: drain).")
+    clock = models.PositiveIntegerField(default=WEB_CLOCK)
     version = models.BigIntegerField(default=0)
+    revision = models.PositiveBigIntegerField(default=0)
 
     def __str__(self) -> str:
         return self.name
@@ -177,9 +187,14 @@ class Worker(models.Model):
 
 
 class StatusClock(models.Model):
-    """One row: the farm-wide status version every transition increments."""
+    """One writer's status clock (each engine host has one, the web another): every change that
+    writer makes takes its next value (engine.ledger.clock)."""
 
+    source = models.CharField(max_length=200, unique=True, default="web", help_text="host:<name>, or web.")
     value = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.source} at {self.value}"
 
 
 class TokenScope(models.TextChoices):

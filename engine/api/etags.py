@@ -1,6 +1,6 @@
 """Conditional reads: a poller sends back the ETag it got, and while nothing it would see has
-changed it gets a 304. Every write to a job or partition stamps it with a fresh farm-wide
-version, so versions name the content."""
+changed it gets a 304. Every write to a job or partition counts up the row's revision, so
+sums of revisions name the content."""
 
 from __future__ import annotations
 

@@ -24,6 +24,8 @@ from engine.headers import bearer
 from engine.ledger.hints import GROUP
 from engine.models import ApiToken
 from engine.states import JOB_ACTIVE, PartitionState
+from engine.status.read import one_snapshot
+from engine.status.records import clocks
 
 log = logging.getLogger("engine.api")
 
@@ -40,10 +42,12 @@ def _jobs(client: ApiToken, job_ids: set[str] | None) -> list[dict[str, Any]]:
 
     jobs = visible_jobs_for(client)
     jobs = jobs.filter(state__in=JOB_ACTIVE) if job_ids is None else jobs.filter(job_id__in=job_ids)
-    rows = jobs.annotate(done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE))).values_list(
-        "job_id", "state", "done", "num_partitions", "version")
-    return [{"job_id": j, "state": s, "partitions_done": d, "num_partitions": n, "version": v}
-            for j, s, d, n, v in rows]
+    with one_snapshot():
+        version = clocks().version
+        rows = list(jobs.annotate(done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE)))
+                    .values_list("job_id", "state", "done", "num_partitions"))
+    return [{"job_id": j, "state": s, "partitions_done": d, "num_partitions": n, "version": version}
+            for j, s, d, n in rows]
 
 
 class JobEventsConsumer(AsyncHttpConsumer):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from django.conf import settings
-from django.db.models import Count, Max, QuerySet, Sum
+from django.db.models import Count, QuerySet, Sum
 from django.http import HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from django.utils import timezone
@@ -96,17 +96,18 @@ def visible_jobs(request: HttpRequest) -> QuerySet[ProofJob]:
     return visible_jobs_for(client_of(request))
 
 
-class _PartsVersion(TypedDict):
-    parts_version: int | None  # the newest version among the job's partitions (None: none)
+class _PartsRevision(TypedDict):
+    parts_revision: int | None  # the sum of the job's partitions' revisions (None: none)
 
 
 def _job(request: HttpRequest, job_id: str) -> ProofJob:
     return _one(visible_jobs(request).filter(job_id=job_id), job_id)
 
 
-def _job_with_parts_version(request: HttpRequest, job_id: str) -> WithAnnotations[ProofJob, _PartsVersion]:
-    """The job with its partitions' newest version, in the same query."""
-    return _one(visible_jobs(request).filter(job_id=job_id).annotate(parts_version=Max("partitions__version")), job_id)
+def _job_with_parts_revision(request: HttpRequest, job_id: str) -> WithAnnotations[ProofJob, _PartsRevision]:
+    """The job with the sum of its partitions' revisions, in the same query."""
+    return _one(visible_jobs(request).filter(job_id=job_id).annotate(parts_revision=Sum("partitions__revision")),
+                job_id)
 
 
 def _one[Job: ProofJob](jobs: QuerySet[Job], job_id: str) -> Job:
@@ -242,14 +243,14 @@ class JobFilters(Schema):
 # ---- conditional reads -------------------------------------------------------------------
 # A poller sends back the ETag it got; while nothing it would see has changed, the answer is
 # a 304 built from one aggregate query instead of the page. Every write to a job or
-# partition stamps it with a fresh farm-wide version, so versions name the content.
+# partition counts up the row's revision, so a sum of revisions grows with every change.
 
 
 def _page_etag(jobs: QuerySet[ProofJob], filters: JobFilters) -> str:
-    # Any job entering the set adds its id to the sum or a fresh version; any leaving
-    # changes the count or, when another enters at once, the entering one's fresh version.
-    agg = jobs.aggregate(n=Count("pk", distinct=True), ids=Sum("pk", distinct=True), v=Max("version"),
-                         pv=Max("partitions__version"))
+    # A change to a job or a partition in the set grows a sum of revisions; a job entering
+    # or leaving it changes the count or the sum of ids as well.
+    agg = jobs.aggregate(n=Count("pk", distinct=True), ids=Sum("pk", distinct=True), v=Sum("revision"),
+                         pv=Sum("partitions__revision"))
     return _etag("p", agg["n"], agg["ids"] or 0, agg["v"] or 0, agg["pv"] or 0, filters.offset, filters.limit)
 
 
@@ -294,8 +295,8 @@ def list_jobs(request: HttpRequest, filters: Query[JobFilters], response: HttpRe
 def get_job(request: HttpRequest, job_id: JobIdPath, response: HttpResponse) -> Any:
     """Sends an ETag; with ``If-None-Match`` naming it, a 304 while the job is unchanged."""
     with one_snapshot():
-        job = _job_with_parts_version(request, job_id)
-        etag = _etag("j", job.pk, job.version, job.parts_version or 0)
+        job = _job_with_parts_revision(request, job_id)
+        etag = _etag("j", job.pk, job.revision, job.parts_revision or 0)
         if _matches(request, etag):
             return _not_modified(etag)
         body = _detail(job)

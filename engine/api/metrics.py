@@ -160,7 +160,7 @@ class RecordsCollector:
         yield GaugeMetricFamily("provingsite_reserving_partitions",
                                 "Partitions claimed by a host and waiting for their key and memory",
                                 value=counters["reserving_partitions"])
-        yield GaugeMetricFamily("provingsite_status_version", "The farm's status clock", value=snap["version"])
+        yield GaugeMetricFamily("provingsite_status_version", "The farm's version: the sum of every writer's status clock", value=snap["version"])
 
     def _durations(self) -> Iterable[Metric]:
         family = HistogramMetricFamily("provingsite_proof_duration_seconds",

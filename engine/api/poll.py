@@ -9,7 +9,7 @@ that was most of the server's time, and it capped the server near 70 polls/s on 
 
 Here, in front of Django: a GET of one job (or of the job list) with ``If-None-Match`` and a
 bearer token is looked up on this module's own worker thread, whose database connection
-stays open: the token (engine.api.auth's short cache), then one query for the job's versions
+stays open: the token (engine.api.auth's short cache), then one query for the job's revisions
 (for the list, the API's own page aggregate over the same filters). When the ETag
 still names the job as the caller may see it, the answer is the 304, with the token's rate
 spent as the API spends it. Anything else (no such job, another client's job, a changed
@@ -86,14 +86,14 @@ def _tags(header: str) -> set[str]:
     return {tag.strip().removeprefix("W/") for tag in header.split(",")}
 
 
-def _versions_sql() -> str:
-    """The job's id, its version and its partitions' newest version, in one statement (one
-    snapshot). Written out: the ORM's form of it groups by every column of the job (its proof
+def _revisions_sql() -> str:
+    """The job's id, its revision and the sum of its partitions' revisions, in one statement
+    (one snapshot). Written out: the ORM's form of it groups by every column of the job (its proof
     and inputs among them) and costs a millisecond and a half where this costs a tenth."""
     quote, col = connection.ops.quote_name, _column
     job, part = ProofJob._meta, Partition._meta
-    return (f"SELECT j.{col(job.pk)}, j.{col(job.get_field('version'))}, "
-            f"(SELECT MAX(p.{col(part.get_field('version'))}) FROM {quote(part.db_table)} p "
+    return (f"SELECT j.{col(job.pk)}, j.{col(job.get_field('revision'))}, "
+            f"(SELECT SUM(p.{col(part.get_field('revision'))}) FROM {quote(part.db_table)} p "
             f"WHERE p.{col(part.get_field('job'))} = j.{col(job.pk)}) "
             f"FROM {quote(job.db_table)} j WHERE j.{col(job.get_field('job_id'))} = %s")
 
@@ -135,7 +135,7 @@ def unchanged_etag(raw_token: str, job_id: str, tags: set[str]) -> str | None:
         token = token_for(raw_token)
         if token is None:
             return None
-        sql = _versions_sql()
+        sql = _revisions_sql()
         params: list[str | int] = [job_id]
         if not token.sees_every_job:  # another client's job is "no such job" here too
             sql, params = sql + _client_sql(), [job_id, token.pk]
@@ -148,8 +148,8 @@ def unchanged_etag(raw_token: str, job_id: str, tags: set[str]) -> str | None:
         return None
     if row is None:
         return None
-    pk, version, parts_version = row
-    etag = _etag("j", pk, version, parts_version or 0)
+    pk, revision, parts_revision = row
+    etag = _etag("j", pk, revision, int(parts_revision or 0))
     if "*" not in tags and etag not in tags:
         return None
     if wait_for(token) > 0:

@@ -40,6 +40,7 @@ from engine.console.fragments import ALL, Want, detail_name
 from engine.console.render import Rendered
 from engine.console.views import can_view
 from engine.format import epoch_ms
+from engine.ledger.clock import Reading
 from engine.ledger.hints import GROUP
 
 log = logging.getLogger("engine.console")
@@ -137,9 +138,8 @@ class Hub:
 
     def _reset(self) -> None:
         self.want = Want()
-        self.hinted = 0  # the highest version a hint announced
-        self.covered = 0  # every change up to this version is in the frames sent
-        self.read_at: int | None = None  # the version the last pass read (None: none yet)
+        self.covered = 0  # every change up to this farm version is in the frames sent
+        self.read_at: Reading | None = None  # the clocks the last whole pass read (None: none yet)
         self.known: dict[str, str] = {}  # the digests of the roots of the last pass
         self.wake: asyncio.Event | None = None
         self.last_start = float("-inf")
@@ -239,10 +239,6 @@ class Hub:
 
     def hint(self, message: dict[str, Any]) -> None:
         self.want.add_hint(message)
-        try:
-            self.hinted = max(self.hinted, int(message.get("version") or 0))
-        except (TypeError, ValueError):
-            pass
         if self.wake is not None:
             self.wake.set()
 
@@ -292,7 +288,6 @@ class Hub:
         # panels: one job's rows cost little, and a hint-driven subset could miss a change
         # the pass's version covers.
         want.names |= self.watched()
-        hinted = self.hinted
         self.last_start = loop.time()
         try:
             since = None if want.full else self.read_at
@@ -310,13 +305,13 @@ class Hub:
                 self.known[root] = rendered.digest(root)
         if not rendered.consistent:  # read again at the next interval, when the farm has settled
             self.want.merge(want)
-        # Every hinted change up to `hinted` has been re-read; a full pass, or one that read
-        # everything written since the previous pass, shows everything up to its version.
+        # A full pass, or one that read everything written since the previous pass, shows
+        # everything up to its version. (A hint names its writer's clock, not the farm's
+        # version, so hints alone never advance what is covered.)
         whole = rendered.consistent and (want.full or since is not None)
-        reach = max(hinted, rendered.version if whole else 0)
         if whole:
-            self.read_at = rendered.version
-        self.covered = max(self.covered, reach)
+            self.read_at = rendered.reading
+            self.covered = max(self.covered, rendered.version)
         began = loop.time()
         await self._fan_out(rendered)
         self.fan_out_seconds += loop.time() - began

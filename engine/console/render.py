@@ -1,7 +1,7 @@
 """A render pass: the wanted fragments read in one database snapshot, then built.
 
-The status clock is read inside the same snapshot (``engine.status.read.one_snapshot``), so
-the version stamped on every unit is exactly the version its content was read at.
+Every writer's status clock is read inside the same snapshot (``engine.status.read.one_snapshot``),
+so the farm version stamped on every unit is exactly the version its content was read at.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from django.utils import timezone
 from engine.console.fragments import ALL, HOST, JOB, PARTITION, REGISTRY, Want, scope_names
 from engine.console.units import OOB_ATTR, VERSION_TOKEN, Unit
 from engine.format import epoch_ms
+from engine.ledger.clock import Reading, written_after
 from engine.models import EngineHost, Partition, ProofJob
 from engine.status.read import collection_deferred, one_snapshot
-from engine.status.records import current_version
+from engine.status.records import clocks
 
 
 @dataclass
@@ -33,6 +34,8 @@ class Rendered:
     consistent: bool = True
     # Every fragment and every unit was read (a snapshot).
     full: bool = False
+    # Every writer's clock as the pass read it: a later pass reads what was written after it.
+    reading: Reading = field(default_factory=lambda: Reading({}))
 
     @property
     def stamp(self) -> str:
@@ -64,20 +67,21 @@ class Rendered:
 
 
 
-def changed_since(want: Want, since: int) -> Want:
-    """``want`` plus every unit whose records were written after ``since`` (the version the
+def changed_since(want: Want, since: Reading) -> Want:
+    """``want`` plus every unit whose records were written after ``since`` (the clocks the
     previous pass read). Hints say what to look at, but one can arrive after the pass that
     reads its commit: a card re-read for another hint would then show a partition on the GPU
     while that partition's cell, not hinted yet, still showed it waiting. Reading what the
     versions say changed puts every unit of the frame at the same snapshot."""
     out = Want(set(want.names), None if want.jobs is None else set(want.jobs))
-    moved_parts = set(Partition.objects.filter(version__gt=since).values_list("job__job_id", flat=True))
-    moved_jobs = set(ProofJob.objects.filter(version__gt=since).values_list("job_id", flat=True))
+    newer = written_after(since)
+    moved_parts = set(Partition.objects.filter(newer).values_list("job__job_id", flat=True))
+    moved_jobs = set(ProofJob.objects.filter(newer).values_list("job_id", flat=True))
     if moved_parts:
         out.names |= scope_names(PARTITION)
     if moved_jobs:
         out.names |= scope_names(JOB)
-    if EngineHost.objects.filter(version__gt=since).exists():
+    if EngineHost.objects.filter(newer).exists():
         out.names |= scope_names(HOST)
     if out.jobs is not None:
         out.jobs |= moved_parts | moved_jobs
@@ -85,11 +89,11 @@ def changed_since(want: Want, since: int) -> Want:
 
 
 def render(want: Want | Iterable[str] = ALL, known: Mapping[str, str] | None = None,
-           since: int | None = None) -> Rendered:
+           since: Reading | None = None) -> Rendered:
     """Read the wanted fragments in one database snapshot, the status clock included, so the
     version stamped on every unit is exactly the version its content was read at.
 
-    With ``since`` (the version the caller's previous pass read), everything written after it
+    With ``since`` (the clocks the caller's previous pass read), everything written after it
     is read too, so the pass shows every change up to its own version. Markup is built after
     the reads: the contexts hold evaluated rows. `known` holds the digests of the roots the
     caller last received, so a panel whose shape moved is read whole.
@@ -98,12 +102,12 @@ def render(want: Want | Iterable[str] = ALL, known: Mapping[str, str] | None = N
         return _render(want, known, since)
 
 
-def _render(want: Want | Iterable[str], known: Mapping[str, str] | None, since: int | None) -> Rendered:
+def _render(want: Want | Iterable[str], known: Mapping[str, str] | None, since: Reading | None) -> Rendered:
     if not isinstance(want, Want):
         want = Want(set(want), None)
     known = known or {}
     with one_snapshot() as snap:
-        version = current_version()
+        reading = clocks()
         if since is not None and not want.full:
             want = changed_since(want, since)
         wanted = [REGISTRY[n] for n in sorted(want.names)]
@@ -113,7 +117,8 @@ def _render(want: Want | Iterable[str], known: Mapping[str, str] | None, since: 
     for f in wanted:
         for unit in f.build(f, contexts[f.name], now):
             units[unit.key] = unit
-    return Rendered(version, now, units, [f.name for f in wanted], consistent=snap.exact, full=want.full)
+    return Rendered(reading.version, now, units, [f.name for f in wanted], reading=reading, consistent=snap.exact,
+                    full=want.full)
 
 
 def clock_html(rendered: Rendered) -> str:

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from engine.ledger.clock import Stamp
 from engine.models import EngineHost, Partition, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 
@@ -50,7 +51,7 @@ def lease_deadline() -> datetime:
     return timezone.now() + timedelta(seconds=float(settings.PROVINGSITE["LEASE_SECONDS"]))
 
 
-def claim_partitions(host: EngineHost, limit: int, version: int, refused: Collection[str] = ()) -> list[Partition]:
+def claim_partitions(host: EngineHost, limit: int, stamp: Stamp, refused: Collection[str] = ()) -> list[Partition]:
     """Claim up to ``limit`` partitions for ``host``, none of a circuit in ``refused`` (the host
     has no key for it, or not the farm's); call inside a transaction."""
     order = claim_order().exclude(job__circuit_id__in=list(refused)) if refused else claim_order()
@@ -65,16 +66,20 @@ def claim_partitions(host: EngineHost, limit: int, version: int, refused: Collec
         row.lease_expires_at = lease
         row.claimed_at = now
         row.error = ""
-        row.version = version
-        row.save(update_fields=["attempt", "state", "host", "lease_expires_at", "claimed_at", "error", "version"])
-        _start_job(row.job, host, now, version)
+        stamp.put(row)
+        row.save(update_fields=["attempt", "state", "host", "lease_expires_at", "claimed_at", "error", "clock", "version",
+                              "revision"])
+        _start_job(row.job, host, now, stamp)
     return rows
 
 
-def _start_job(job: ProofJob, host: EngineHost, now: datetime, version: int) -> None:
-    """queued → running on the first claim; the conditional UPDATE is safe across hosts."""
-    ProofJob.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
-        state=JobState.RUNNING, started_at=now, host=host, version=version)
+def _start_job(job: ProofJob, host: EngineHost, now: datetime, stamp: Stamp) -> None:
+    """queued → running on the first claim. A claim holds partition locks, so it must not wait
+    for the job's: its holder is another claim (which starts the job) or a cancel (which then
+    waits for this claim's partitions and cancels them), and waiting could close a cycle."""
+    queued = ProofJob.objects.filter(pk=job.pk, state=JobState.QUEUED).select_for_update(skip_locked=True)
+    ProofJob.objects.filter(pk__in=list(queued.values_list("pk", flat=True))).update(
+        state=JobState.RUNNING, started_at=now, host=host, **stamp.fields())
 
 
 def close_gpu_interval(row: Partition, now: Any = None) -> None:

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from engine.ledger.clock import next_version
+from engine.ledger.clock import host_clock, next_stamp
 from engine.ledger.hints import publish_hint
 from engine.models import EngineHost, Worker
 from engine.states import PARTITION_TERMINAL, PartitionState
@@ -22,17 +22,19 @@ class HostInUse(Exception):
 def register_host(name: str, *, backend: str, memory_budget_bytes: int, memory_total_bytes: int,
                   synthesis_max: int, cost_per_hour: float | None = None) -> EngineHost:
     """The host's row as this run starts it: alive now, holding no keys and refusing none yet.
-    A start is a change every reader shows (a new card, its workers): it takes a version."""
+    A start is a change every reader shows (a new card, its workers): it takes a version of
+    the host's own clock."""
     host, _ = EngineHost.objects.get_or_create(name=name)
+    clock = host_clock(name)
     now = timezone.now()
     with transaction.atomic():
-        version = next_version()
+        stamp = next_stamp(clock)
         EngineHost.objects.filter(pk=host.pk).update(
             backend=backend, started_at=now, heartbeat_at=now, stopped_at=None,
             memory_budget_bytes=memory_budget_bytes, memory_total_bytes=memory_total_bytes,
             synthesis_max=synthesis_max, key_cache=[], refused_keys={}, cost_per_hour=cost_per_hour,
-            version=version)
-    publish_hint(host=name, version=version)
+            **stamp.fields())
+    publish_hint(host=name, version=stamp.version)
     host.refresh_from_db()
     return host
 

@@ -20,7 +20,8 @@ from django.utils import timezone
 
 from engine.ledger.callbacks import owe as owe_callback
 from engine.ledger.claims import release_claim
-from engine.ledger.clock import next_version
+from engine.ledger.clock import next_stamp
+from engine.ledger.deadlocks import retried
 from engine.ledger.hints import publish_hint
 from engine.ledger.new_work import announce_new_work
 from engine.ledger.settle import settle_job
@@ -104,38 +105,48 @@ def _hint_new_work(job: ProofJob) -> None:
 
 def cancel_job(job: ProofJob) -> None:
     """Cancel a queued or running job and every partition not yet finished."""
-    version = 0
+    version = retried(lambda: _cancel(job))
+    if version is not None:
+        publish_hint(job=job.job_id, version=version)
+
+
+def _cancel(job: ProofJob) -> int | None:
     with transaction.atomic():
-        # The clock first, then the rows: the order every writer takes its locks in (the
-        # engine's writer bumps the clock before it touches a row), so two never deadlock.
-        version = next_version()
+        # The clock first, then the job, then its partitions: the order every writer that
+        # needs a job and its partitions takes them in (engine.ledger.deadlocks).
+        stamp = next_stamp()
         row = ProofJob.objects.select_for_update().get(pk=job.pk)
         if row.state not in JOB_ACTIVE:
             transaction.set_rollback(True)  # nothing changed: spend no version
-            return
+            return None
         now = timezone.now()
         row.state = J.CANCELLED
         row.finished_at = now
         row.error = "cancelled"
-        row.version = version
+        stamp.put(row)
         row.save()
         owe_callback(row)
         # a partition cancelled on the GPU ends its interval there (close_gpu_interval, in bulk)
         Partition.objects.filter(job=row, state=P.GPU, gpu_finished_at__isnull=True).update(gpu_finished_at=now)
         Partition.objects.filter(job=row).exclude(state__in=PARTITION_TERMINAL).update(
-            state=P.CANCELLED, lease_expires_at=None, finished_at=now, error="job cancelled", version=version)
-    publish_hint(job=job.job_id, version=version)
+            state=P.CANCELLED, lease_expires_at=None, finished_at=now, error="job cancelled", **stamp.fields())
+    return stamp.version
 
 
 def retry_job(job: ProofJob) -> None:
     """Requeue a failed or cancelled job: its unfinished partitions start again (done ones stay)."""
-    version = 0
+    version = retried(lambda: _retry(job))
+    if version is not None:
+        publish_hint(job=job.job_id, version=version)
+
+
+def _retry(job: ProofJob) -> int | None:
     with transaction.atomic():
-        version = next_version()  # the clock first, as in cancel_job
+        stamp = next_stamp()  # the clock first, as in cancel_job
         row = ProofJob.objects.select_for_update().get(pk=job.pk)
         if row.state not in (J.FAILED, J.CANCELLED):
             transaction.set_rollback(True)
-            return
+            return None
         marker: dict[str, Any] = {"retry": True, "at": timezone.now().isoformat()}
         for part in Partition.objects.select_for_update().filter(job=row, state__in=(P.FAILED, P.CANCELLED)):
             # The attempt is kept: it is the fencing token and must only grow. The marker
@@ -145,30 +156,31 @@ def retry_job(job: ProofJob) -> None:
             part.finished_at = None
             part.error = ""
             part.errors = [*part.errors, marker]
-            part.version = version
+            stamp.put(part)
             part.save()
         row.state = J.QUEUED
         row.error = ""
         row.finished_at = None
-        row.version = version
+        stamp.put(row)
         row.save()
         announce_new_work()
         if not Partition.objects.filter(job=row).exclude(state=P.DONE).exists():
             row.state = J.RUNNING  # every proof already made: the job completes now
             row.save(update_fields=["state"])
-            settle_job(row, version, max_attempts=1)
-    publish_hint(job=job.job_id, version=version)
+            settle_job(row, stamp, max_attempts=1)
+    return stamp.version
 
 
 def set_draining(host: EngineHost, draining: bool) -> bool:
     """Drain a host (it claims nothing new and finishes what it holds) or resume it; False when
     it already was. The engine reads the flag at its next heartbeat."""
     with transaction.atomic():
-        version = next_version()  # the clock first, as in cancel_job
-        if not EngineHost.objects.filter(pk=host.pk).exclude(draining=draining).update(draining=draining, version=version):
+        stamp = next_stamp()  # the clock first, as in cancel_job
+        if not EngineHost.objects.filter(pk=host.pk).exclude(draining=draining).update(draining=draining,
+                                                                                      **stamp.fields()):
             transaction.set_rollback(True)
             return False
-    publish_hint(host=host.name, version=version)
+    publish_hint(host=host.name, version=stamp.version)
     return True
 
 

@@ -22,6 +22,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from engine.ledger.claims import Claim, close_gpu_interval, release_claim
+from engine.ledger.clock import Stamp
 from engine.ledger.settle import error_entry, failures_since_retry, settle_job
 from engine.models import Partition
 from engine.states import PARTITION_LIVE, PartitionState
@@ -52,7 +53,7 @@ def any_lapsed() -> bool:
     return _lapsed().exists()
 
 
-def requeue_lapsed_rows(version: int, max_attempts: int, rescuer: str, limit: int = 200) -> list[dict[str, Any]]:
+def requeue_lapsed_rows(stamp: Stamp, max_attempts: int, rescuer: str, limit: int = 200) -> list[dict[str, Any]]:
     """Inside a transaction: take back every lapsed claim (any host's). Returns hints."""
     rows = list(
         _lapsed()
@@ -71,13 +72,13 @@ def requeue_lapsed_rows(version: int, max_attempts: int, rescuer: str, limit: in
         release_claim(row)
         if spent:
             row.finished_at = timezone.now()
-        row.version = version
+        stamp.put(row)
         row.save()
         log.warning("requeued P%d of %s: %s%s", row.index, row.job.job_id, reason, " — attempts spent, failed" if spent else "")
         hints.append({"job": row.job.job_id, "partition": row.index})
         touched_jobs[row.job.pk] = row.job
     for job in touched_jobs.values():
-        hints += settle_job(job, version, max_attempts)
+        hints += settle_job(job, stamp, max_attempts)
     return hints
 
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from engine.ledger.callbacks import owe as owe_callback
 from engine.ledger.claims import close_gpu_interval
+from engine.ledger.clock import Stamp
 from engine.models import Partition, ProofJob
 from engine.states import JOB_TERMINAL, PARTITION_TERMINAL, JobState, PartitionState, check_job_transition
 
@@ -40,7 +41,7 @@ def error_entry(attempt: int, host: str, reason: str, **extra: Any) -> dict[str,
     return {"attempt": attempt, "host": host, "at": timezone.now().isoformat(), "reason": reason, **extra}
 
 
-def settle_job(job: ProofJob, version: int, max_attempts: int) -> list[dict[str, Any]]:
+def settle_job(job: ProofJob, stamp: Stamp, max_attempts: int) -> list[dict[str, Any]]:
     """Derive the job's state from its partitions, in the caller's transaction."""
     job = ProofJob.objects.select_for_update().get(pk=job.pk)
     if job.state in JOB_TERMINAL:
@@ -48,44 +49,44 @@ def settle_job(job: ProofJob, version: int, max_attempts: int) -> list[dict[str,
     parts = list(Partition.objects.select_for_update().filter(job=job).order_by("index"))
     failed = [p for p in parts if p.state == P.FAILED]
     if failed:
-        return _fail_job(job, parts, failed[0], version)
+        return _fail_job(job, parts, failed[0], stamp)
     if all(p.state == P.DONE for p in parts):
-        return _finish_job(job, parts, version)
+        return _finish_job(job, parts, stamp)
     return []
 
 
-def _finish_job(job: ProofJob, parts: list[Partition], version: int) -> list[dict[str, Any]]:
+def _finish_job(job: ProofJob, parts: list[Partition], stamp: Stamp) -> list[dict[str, Any]]:
     # One job, one verifying key: hosts that made their own keys would hand a client proofs
     # that no single key verifies.
     keys = sorted({p.vk_digest for p in parts})
     if len(keys) > 1:
         named = ", ".join(key[:16] or "(none)" for key in keys)
-        return _close_job(job, J.FAILED, version, error=f"its partitions verified under {len(keys)} different "
+        return _close_job(job, J.FAILED, stamp, error=f"its partitions verified under {len(keys)} different "
                           f"verifying keys ({named}): the hosts do not share one params directory")
-    return _close_job(job, J.DONE, version, proof=[p.proof for p in parts],
+    return _close_job(job, J.DONE, stamp, proof=[p.proof for p in parts],
                       public_inputs=[p.public_inputs for p in parts], verified=True, vk_digest=keys[0])
 
 
-def _fail_job(job: ProofJob, parts: list[Partition], bad: Partition, version: int) -> list[dict[str, Any]]:
+def _fail_job(job: ProofJob, parts: list[Partition], bad: Partition, stamp: Stamp) -> list[dict[str, Any]]:
     # The job is lost anyway: stop its other partitions so their memory and GPU time go free.
     now = timezone.now()
     for p in parts:
         if p.state not in PARTITION_TERMINAL:
             close_gpu_interval(p, now)
             p.state, p.error, p.lease_expires_at, p.finished_at = P.CANCELLED, f"job failed at partition {bad.index}", None, now
-            p.version = version
+            stamp.put(p)
             p.save()
     reasons = "; ".join(f"attempt {e.get('attempt')}: {e.get('reason')}" for e in bad.errors if not e.get("retry"))
-    return _close_job(job, J.FAILED, version, error=f"partition {bad.index} failed: {bad.error} (history: {reasons})")
+    return _close_job(job, J.FAILED, stamp, error=f"partition {bad.index} failed: {bad.error} (history: {reasons})")
 
 
-def _close_job(job: ProofJob, target: str, version: int, **fields: Any) -> list[dict[str, Any]]:
+def _close_job(job: ProofJob, target: str, stamp: Stamp, **fields: Any) -> list[dict[str, Any]]:
     check_job_transition(job.state, target)
     for name, value in fields.items():
         setattr(job, name, value)
     job.state = target
     job.finished_at = timezone.now()
-    job.version = version
+    stamp.put(job)
     job.save()
     owe_callback(job)
     _log_summary(job)

@@ -2,7 +2,8 @@
 
 One writer per host applies `Transition` requests under one lock, checks each against the
 state machine (engine.states), fences it against the claim it was made under, stamps it
-with the next farm-wide version (StatusClock, incremented in the same transaction), commits,
+with the next value of the host's own status clock (engine.ledger.clock, taken in the same
+transaction, so no other host's writes wait for it), commits,
 and only then publishes a "status.changed" hint on the channel layer. The console and /status
 read the records; hints only say where to look, so a dropped hint costs a refresh, not truth.
 
@@ -25,7 +26,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from engine.ledger.claims import Claim, claim_partitions, close_gpu_interval, release_claim
-from engine.ledger.clock import ensure_clock, next_version
+from engine.ledger.clock import Stamp, host_clock, next_stamp
+from engine.ledger.deadlocks import retried
 from engine.ledger.hints import publish_hint
 from engine.ledger.leases import any_lapsed, requeue_lapsed_rows
 from engine.ledger.new_work import announce_new_work
@@ -62,36 +64,51 @@ class StatusWriter:
         self.max_attempts = int(settings.PROVINGSITE["MAX_ATTEMPTS"])
         self.refused = 0
         self.busy_s = 0.0  # seconds spent writing records (the engine's own overhead)
-        self.listeners: list[Callable[[int], None]] = []  # called with each committed version
-        ensure_clock()
+        self.listeners: list[Callable[[Stamp], None]] = []  # called with each committed stamp
+        self.clock = host_clock(host.name)
 
     # -- the one path every write takes --------------------------------------------------
 
-    def _commit(self, work: Callable[[int], Iterable[dict[str, Any]]]) -> int:
-        """Run ``work(version)`` in one transaction under the lock; publish its hints after."""
+    def _commit(self, work: Callable[[Stamp], Iterable[dict[str, Any]]]) -> int:
+        """Run ``work(stamp)`` in one transaction under the lock; publish its hints after.
+        Returns the stamp's version (this host's clock)."""
         with self.lock:
             started = time.perf_counter()
             try:
-                with transaction.atomic():
-                    version = next_version()
-                    hints = list(work(version))
+                stamp, hints = self._run(work)
             finally:
                 self.busy_s += time.perf_counter() - started
             for listener in self.listeners:
-                listener(version)
+                listener(stamp)
         for hint in hints:
-            publish_hint(host=self.host.name, version=version, **hint)
-        return version
+            publish_hint(host=self.host.name, version=stamp.version, **hint)
+        return stamp.version
+
+    def _run(self, work: Callable[[Stamp], Iterable[dict[str, Any]]]) -> tuple[Stamp, list[dict[str, Any]]]:
+        """One transaction, run again if PostgreSQL rolls it back to break a deadlock."""
+
+        def once() -> tuple[Stamp, list[dict[str, Any]]]:
+            with transaction.atomic():
+                stamp = next_stamp(self.clock)
+                return stamp, list(work(stamp))
+
+        return retried(once)
 
     def apply(self, t: Transition) -> int:
         """Apply one transition; returns its version, raises Refused when fenced or illegal."""
 
-        def work(version: int) -> list[dict[str, Any]]:
+        def work(stamp: Stamp) -> list[dict[str, Any]]:
+            if t.target in PARTITION_TERMINAL:
+                # An ending partition may settle its job, which locks the job and then all its
+                # partitions: take the job's lock first, in the order cancel and retry take
+                # them, so two hosts ending partitions of one job queue instead of deadlocking.
+                job_id = Partition.objects.values_list("job_id", flat=True).get(pk=t.claim.partition_id)
+                list(ProofJob.objects.select_for_update().filter(pk=job_id).values_list("pk", flat=True))
             row = Partition.objects.select_for_update().select_related("job").get(pk=t.claim.partition_id)
             self._fence(row, t)
-            hints = [self._write_partition(row, t, version)]
+            hints = [self._write_partition(row, t, stamp)]
             if row.state in PARTITION_TERMINAL:  # only an ending partition can end its job
-                hints += self._settle_job(row.job, version)
+                hints += settle_job(row.job, stamp, self.max_attempts)
             return hints
 
         try:
@@ -119,7 +136,7 @@ class StatusWriter:
                 return P.PENDING
         return t.target
 
-    def _write_partition(self, row: Partition, t: Transition, version: int) -> dict[str, Any]:
+    def _write_partition(self, row: Partition, t: Transition, stamp: Stamp) -> dict[str, Any]:
         target = self._resolved_target(row, t)
         if target == P.GPU:
             row.gpu_finished_at = None  # a new attempt's interval: the last one's end is not its
@@ -135,22 +152,19 @@ class StatusWriter:
         if target in PARTITION_TERMINAL:
             row.finished_at = row.finished_at or timezone.now()
             row.lease_expires_at = None
-        log.debug("v%d P%d of %s %s → %s", version, row.index, row.job.job_id, row.state, target)
+        log.debug("v%d P%d of %s %s → %s", stamp.version, row.index, row.job.job_id, row.state, target)
         row.state = target
-        row.version = version
+        stamp.put(row)
         row.save()
         return {"job": row.job.job_id, "partition": row.index}
-
-    def _settle_job(self, job: ProofJob, version: int) -> list[dict[str, Any]]:
-        return settle_job(job, version, self.max_attempts)
 
     # -- claims, hand-backs and host rows ------------------------------------------------
 
     def claim(self, limit: int = 1, refused: Collection[str] = ()) -> list[Claim]:
         claims: list[Claim] = []
 
-        def work(version: int) -> list[dict[str, Any]]:
-            rows = claim_partitions(self.host, limit, version, refused)
+        def work(stamp: Stamp) -> list[dict[str, Any]]:
+            rows = claim_partitions(self.host, limit, stamp, refused)
             claims.extend(Claim(r.pk, r.attempt, self.host.pk) for r in rows)
             return [{"job": r.job.job_id, "partition": r.index} for r in rows]
 
@@ -158,14 +172,14 @@ class StatusWriter:
             self._commit_if(work)
         return claims
 
-    def _commit_if(self, work: Callable[[int], list[dict[str, Any]]]) -> bool:
+    def _commit_if(self, work: Callable[[Stamp], list[dict[str, Any]]]) -> bool:
         """Like _commit, but rolls back (no version spent) when ``work`` changed nothing."""
 
         class Nothing(Exception):
             pass
 
-        def guarded(version: int) -> list[dict[str, Any]]:
-            hints = work(version)
+        def guarded(stamp: Stamp) -> list[dict[str, Any]]:
+            hints = work(stamp)
             if not hints:
                 raise Nothing
             return hints
@@ -179,7 +193,7 @@ class StatusWriter:
     def hand_back(self, claim: Claim, reason: str) -> bool:
         """Return a claimed partition to the queue without counting a failure (drain)."""
 
-        def work(version: int) -> list[dict[str, Any]]:
+        def work(stamp: Stamp) -> list[dict[str, Any]]:
             row = Partition.objects.select_for_update().select_related("job").get(pk=claim.partition_id)
             if row.attempt != claim.attempt or row.host_id != claim.host_id or row.state in PARTITION_TERMINAL:
                 return []
@@ -187,7 +201,7 @@ class StatusWriter:
             close_gpu_interval(row)
             release_claim(row)
             row.state = P.PENDING
-            row.version = version
+            stamp.put(row)
             row.save()
             announce_new_work()  # another host may take it now
             return [{"job": row.job.job_id, "partition": row.index}]
@@ -195,8 +209,8 @@ class StatusWriter:
         return self._commit_if(work)
 
     def update_host(self, **fields: Any) -> int:
-        def work(version: int) -> list[dict[str, Any]]:
-            EngineHost.objects.filter(pk=self.host.pk).update(version=version, **fields)
+        def work(stamp: Stamp) -> list[dict[str, Any]]:
+            EngineHost.objects.filter(pk=self.host.pk).update(**stamp.fields(), **fields)
             return [{}]
 
         return self._commit(work)
@@ -214,8 +228,8 @@ class StatusWriter:
             return 0
         count: list[int] = []
 
-        def work(version: int) -> list[dict[str, Any]]:
-            hints = requeue_lapsed_rows(version, self.max_attempts, self.host.name)
+        def work(stamp: Stamp) -> list[dict[str, Any]]:
+            hints = requeue_lapsed_rows(stamp, self.max_attempts, self.host.name)
             count.append(len(hints))
             if hints:
                 announce_new_work()

@@ -84,8 +84,8 @@ def bound_idle_transactions(sender: Any, connection: Any, **_: Any) -> None:
     """PostgreSQL: end a session left idle inside a transaction (a frozen or hung host).
 
     Engine transactions last milliseconds; one idle for seconds belongs to a process that
-    stopped mid-way, and its row locks (the status clock's above all) would stall every
-    other host. The server rolls it back well before the host's lease would lapse.
+    stopped mid-way, and its row locks (its status clock's, the partitions' and jobs' it wrote) would stall
+    the writes that need them. The server rolls it back well before the host's lease would lapse.
     """
     if connection.vendor != "postgresql":
         return

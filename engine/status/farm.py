@@ -7,7 +7,7 @@ allocations, counters) summed over the live hosts, so a client written for the s
 working; ``hosts`` repeats those fields per host, plus heartbeat age, staleness and GPU memory.
 
 Nothing here trusts an in-memory flag: a worker is "proving" exactly when a partition in
-``gpu`` names it. The whole read, the status clock included, runs in one database snapshot
+``gpu`` names it. The whole read, the status clocks included, runs in one database snapshot
 (``engine.status.read.one_snapshot``), so ``version`` names exactly what was read.
 """
 
@@ -263,6 +263,6 @@ def _read(now: datetime) -> dict[str, Any]:
 def farm_snapshot() -> dict[str, Any]:
     """The status of every host, read in one snapshot at one status version."""
     with collection_deferred(), one_snapshot() as snap:
-        version = records.current_version()
+        version = records.clocks().version
         body = _read(timezone.now())
     return {"version": version, "consistent": snap.exact, **body}

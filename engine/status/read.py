@@ -2,7 +2,7 @@
 
 Every reader of the records (``/status``, ``/metrics``, the console's page and stream passes,
 the job page, the API's job reads) runs its whole read inside ``one_snapshot()``, and reads the
-status clock inside it too, so the version it reports names exactly what it read. There is no
+status clocks inside it too, so the version it reports names exactly what it read. There is no
 retry-until-stable loop anywhere: a snapshot cannot move under its reader.
 
 - PostgreSQL: ``REPEATABLE READ READ ONLY``: the snapshot is taken at the first statement.

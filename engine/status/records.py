@@ -12,12 +12,13 @@ from typing import Any, NamedTuple
 
 from django.db.models import Count, F
 
+from engine.ledger.clock import Reading
 from engine.ledger.deadlines import Standing, at_risk_from, expected_seconds, standing_of
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, PartitionState
 from engine.status.prepared import Prepared
 
-VERSION = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("value")[:1])
+CLOCKS = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("pk", "value"))
 
 _HOSTS = Prepared(lambda: EngineHost.objects.order_by("name").values_list(
     "pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes", "memory_total_bytes",
@@ -63,9 +64,14 @@ PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING
                    .values("job__host_id").annotate(n=Count("pk")).values_list("job__host_id", "n").order_by())
 
 
+def clocks() -> Reading:
+    """Every writer's status clock, read inside the reader's snapshot: what it saw (see
+    engine.ledger.clock), whose sum is the farm's version."""
+    return Reading(dict(CLOCKS.rows()))
+
+
 def current_version() -> int:
-    """The status clock: the version of the newest record, read inside the reader's snapshot."""
-    return int(VERSION.value(default=0) or 0)
+    return clocks().version
 
 
 class DeadlineRow(NamedTuple):

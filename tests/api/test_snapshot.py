@@ -89,10 +89,11 @@ def test_counters_count_jobs_by_kind_and_state() -> None:
 
 
 @pytest.mark.django_db(transaction=True)  # read as /status is: outside any caller's transaction
-def test_the_snapshot_names_the_status_version_it_was_read_at() -> None:
-    StatusClock.objects.create(value=41)
+def test_the_snapshot_names_the_farm_version_it_was_read_at_the_sum_of_every_writers_clock() -> None:
+    StatusClock.objects.create(source="web", value=41)
+    StatusClock.objects.create(source="host:gpu-a", value=9)
     snap = farm_snapshot()
-    assert snap["version"] == 41 and snap["consistent"] is True
+    assert snap["version"] == 50 and snap["consistent"] is True
 
 
 def test_a_read_inside_a_callers_read_committed_transaction_does_not_claim_one_snapshot() -> None:

@@ -9,13 +9,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, User
 from django.db import transaction
-from django.db.models import F
 from django.test import Client
 from django.utils import timezone
 
 from engine.api.auth import OPERATOR_GROUP
 from engine.console.consumers import HUB
-from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
+from engine.ledger.clock import ensure_clock, next_stamp
+from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import PARTITION_LIVE, JobState, PartitionState, ProofKind
 from engine.status.host_report import DeviceReport, KeyReport
 
@@ -31,11 +31,10 @@ class Farm:
 
 
 def bump_version() -> int:
-    """What the engine's writer does with every transition: one farm-wide version."""
-    clock = StatusClock.objects.order_by("pk").first() or StatusClock.objects.create(value=0)
-    StatusClock.objects.filter(pk=clock.pk).update(value=F("value") + 1)
-    clock.refresh_from_db()
-    return clock.value
+    """What a writer does with every change: the next value of its clock (here the web's, the
+    only clock of this farm, so its value is the farm's version too)."""
+    ensure_clock()
+    return next_stamp().version
 
 
 def move(job_id: str, index: int, state: str, **fields: object) -> int:

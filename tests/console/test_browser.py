@@ -246,7 +246,7 @@ class RecordsPoller(threading.Thread):
         while not self.stop.is_set():
             try:
                 with self.records.snapshot() as read:
-                    row = read("SELECT value FROM engine_statusclock ORDER BY id LIMIT 1")
+                    row = read("SELECT coalesce(sum(value), 0) FROM engine_statusclock")  # the farm's version
                     proving = frozenset(tuple(r) for r in read(GPU_NOW))
             except sqlite3.OperationalError:
                 continue

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from engine.ledger.clock import current_version
 from engine.models import EngineHost
+from engine.status.records import current_version
 from tests.console.conftest import Farm
 
 pytestmark = pytest.mark.django_db

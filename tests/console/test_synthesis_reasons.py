@@ -9,10 +9,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
 from engine.console import render as rendering
-from engine.ledger.clock import current_version
 from engine.ledger.jobs import submit_job
 from engine.models import EngineHost, Partition
 from engine.states import PartitionState
+from engine.status.records import current_version
 from tests.console.conftest import Farm
 from tests.console.test_stream import connected, db, hint, run
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.ledger.clock import current_version
 from engine.ledger.jobs import cancel_job, retry_job
 from engine.ledger.writer import Refused, Transition
-from engine.models import Partition
+from engine.models import WEB_CLOCK, Partition
 from engine.states import JobState, PartitionState
+from engine.status.records import current_version
 
 pytestmark = pytest.mark.django_db
 P = PartitionState
@@ -22,7 +22,7 @@ def test_cancel_stops_every_unfinished_partition_and_fences_the_engine(make_writ
     before = current_version()
     cancel_job(job)
     job.refresh_from_db()
-    assert job.state == JobState.CANCELLED and job.version == before + 1
+    assert job.state == JobState.CANCELLED and (job.clock, current_version()) == (WEB_CLOCK, before + 1)
     assert set(job.partitions.values_list("state", flat=True)) == {P.CANCELLED}
     with pytest.raises(Refused):
         writer.apply(Transition(claim, P.SYNTH_DONE))

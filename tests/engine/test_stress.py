@@ -10,6 +10,7 @@ import pytest
 from django.db.models import Count
 
 from engine.circuits.kinds import validate_inputs
+from engine.ledger.clock import Stamp
 from engine.ledger.demo import demo_inputs
 from engine.ledger.jobs import submit_job
 from engine.models import Partition, ProofJob
@@ -41,7 +42,8 @@ class Invariants:
         self.checked = 0
         self.lock = threading.Lock()
 
-    def __call__(self, version: int) -> None:
+    def __call__(self, stamp: Stamp) -> None:
+        version = stamp.version
         memory = self.engine.memory
         if memory.used > memory.budget or sum(memory.by_owner.values()) != memory.used:
             self.broken.append(f"v{version}: reserved {memory.used} of {memory.budget}")

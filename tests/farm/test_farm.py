@@ -188,14 +188,14 @@ def test_a_host_frozen_inside_a_transaction_does_not_stall_the_other_hosts(farm:
     jobs = farm.submit(batch("stall", {"window-post": 8}, window_partitions=3))
     wait_for(lambda: farm.live_partitions_of("stall-a"), 90, "stall-a to be proving", on_timeout=frozen.tail)
 
-    # Every write of every host bumps the one status clock row; freeze stall-a holding it.
+    # Freeze stall-a inside one of its writes, holding its clock row and the rows it writes.
     tx = farm.pause_inside_transaction(frozen, "engine_statusclock")
-    clock = farm.value("SELECT value FROM engine_statusclock")
+    clock = farm.value("SELECT sum(value) FROM engine_statusclock")
     time.sleep(LEASE_SECONDS + 2)
     blocked = farm.rows("SELECT application_name, wait_event_type, query FROM pg_stat_activity "
                         "WHERE datname = %s AND application_name = 'stall-b' AND wait_event_type = 'Lock'",
                         farm.database)
-    advanced = farm.value("SELECT value FROM engine_statusclock")
+    advanced = farm.value("SELECT sum(value) FROM engine_statusclock")
     assert not blocked and advanced != clock, (
         f"stall-b is blocked behind frozen stall-a's open transaction ({tx['state']} since {tx['xact_start']}, "
         f"last statement {tx['query'][:200]!r}): clock {clock} → {advanced}, waiting: {blocked}")
@@ -235,7 +235,7 @@ def test_after_a_redis_restart_engines_keep_proving_and_a_reconnecting_console_i
     finally:
         first.close()
 
-    clock = farm.value("SELECT max(value) AS v FROM engine_statusclock")
+    clock = farm.value("SELECT sum(value) AS v FROM engine_statusclock")  # the farm's version
     with farm.sse(web, last_event_id=last_id) as again:
         snapshot = again.wait(lambda events: events[0] if events else None, 20, "a snapshot on reconnect")
         shown = again.text()

@@ -1,0 +1,124 @@
+"""No write waits for an unrelated one on a status clock: a heartbeat is liveness, not a
+transition, so it takes no version (and a farm with nothing to rescue does not take one to find
+that out); and each host stamps its transitions with its own clock, so one host's open write
+does not hold up another's."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import psycopg
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from engine.ledger.claims import Claim
+from engine.ledger.clock import ensure_clock
+from engine.ledger.writer import StatusWriter, Transition
+from engine.models import EngineHost, ProofJob
+from engine.states import JobState, PartitionState
+from engine.status.records import current_version
+from tests.engine.conftest import walk
+
+pytestmark = pytest.mark.django_db(transaction=True)
+P = PartitionState
+
+
+def test_a_heartbeat_records_liveness_without_a_version(make_writer: Callable[[str], StatusWriter]) -> None:
+    writer = make_writer("host-a")
+    before, beat_at = current_version(), timezone.now()
+    writer.beat(heartbeat_at=beat_at, devices=[])
+    assert EngineHost.objects.get(name="host-a").heartbeat_at == beat_at
+    assert writer.requeue_lapsed() == 0
+    assert current_version() == before
+
+
+def test_heartbeats_go_on_while_another_session_holds_the_status_clock(
+        make_writer: Callable[[str], StatusWriter]) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time whatever the rows; the clock's lock is PostgreSQL's question")
+    writer = make_writer("host-a")
+    ensure_clock()
+    holder = psycopg.connect(**connection.get_connection_params())
+    try:
+        holder.execute("UPDATE engine_statusclock SET value = value + 1")  # held until rollback
+        done = threading.Event()
+
+        def heartbeat() -> None:
+            writer.beat(heartbeat_at=timezone.now(), devices=[])
+            writer.requeue_lapsed()
+            connection.close()
+            done.set()
+
+        threading.Thread(target=heartbeat, daemon=True).start()
+        assert done.wait(10), "the heartbeat waited for the status clock's lock"
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+def test_one_hosts_open_write_does_not_hold_up_another_hosts_writes(
+        make_writer: Callable[[str], StatusWriter], make_job: Callable[..., ProofJob]) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time whatever the rows; the clock's lock is PostgreSQL's question")
+    slow, other = make_writer("host-a"), make_writer("host-b")
+    make_job(partitions=2)
+    [_], [claim] = slow.claim(1), other.claim(1)
+    holder = psycopg.connect(**connection.get_connection_params())
+    try:
+        # host-a inside a write that has taken its stamp and not yet committed
+        holder.execute("UPDATE engine_statusclock SET value = value + 1 WHERE id = %s", [slow.clock])
+        done = threading.Event()
+
+        def transition() -> None:
+            other.apply(Transition(claim, PartitionState.SYNTHESIZING))
+            connection.close()
+            done.set()
+
+        threading.Thread(target=transition, daemon=True).start()
+        assert done.wait(10), "host-b's transition waited for host-a's open write"
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+def test_two_hosts_ending_the_last_partitions_of_one_job_at_once_queue_instead_of_deadlocking(
+        make_writer: Callable[[str], StatusWriter], make_job: Callable[..., ProofJob],
+        caplog: pytest.LogCaptureFixture) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time: there is no lock order to keep")
+    a, b = make_writer("host-a"), make_writer("host-b")
+    job = make_job(partitions=2)
+    [ca], [cb] = a.claim(1), b.claim(1)
+    finishing = (P.SYNTHESIZING, P.SYNTH_DONE, P.GPU, P.FINALIZING)
+    walk(a, ca, *finishing)
+    walk(b, cb, *finishing)
+    holder = psycopg.connect(**connection.get_connection_params())
+    try:
+        # Hold the job so that both hosts' last transitions are under way before either settles.
+        holder.execute("SELECT id FROM engine_proofjob WHERE id = %s FOR UPDATE", [job.pk])
+        errors: list[BaseException] = []
+
+        def done(writer: StatusWriter, claim: Claim) -> None:
+            try:
+                writer.apply(Transition(claim, P.DONE, {"proof": {"pi_a": []}, "public_inputs": []}))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=done, args=args) for args in ((a, ca), (b, cb))]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)  # both now wait for the job
+        holder.rollback()
+        for thread in threads:
+            thread.join(20)
+    finally:
+        holder.close()
+    assert not errors, errors
+    assert "deadlock" not in caplog.text
+    job.refresh_from_db()
+    assert job.state == JobState.DONE
