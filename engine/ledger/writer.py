@@ -104,7 +104,9 @@ class StatusWriter:
                 # them, so two hosts ending partitions of one job queue instead of deadlocking.
                 job_id = Partition.objects.values_list("job_id", flat=True).get(pk=t.claim.partition_id)
                 list(ProofJob.objects.select_for_update().filter(pk=job_id).values_list("pk", flat=True))
-            row = Partition.objects.select_for_update().select_related("job").get(pk=t.claim.partition_id)
+            # of=self: the partition's lock only. Locking the joined job too would take the job
+            # after the partition, against that order, and every transition would queue on it.
+            row = Partition.objects.select_for_update(of=("self",)).select_related("job").get(pk=t.claim.partition_id)
             self._fence(row, t)
             hints = [self._write_partition(row, t, stamp)]
             if row.state in PARTITION_TERMINAL:  # only an ending partition can end its job
@@ -194,7 +196,7 @@ class StatusWriter:
         """Return a claimed partition to the queue without counting a failure (drain)."""
 
         def work(stamp: Stamp) -> list[dict[str, Any]]:
-            row = Partition.objects.select_for_update().select_related("job").get(pk=claim.partition_id)
+            row = Partition.objects.select_for_update(of=("self",)).select_related("job").get(pk=claim.partition_id)
             if row.attempt != claim.attempt or row.host_id != claim.host_id or row.state in PARTITION_TERMINAL:
                 return []
             row.errors = [*row.errors, error_entry(row.attempt, self.host.name, reason, handed_back=True)]

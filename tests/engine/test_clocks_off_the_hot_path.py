@@ -122,3 +122,28 @@ def test_two_hosts_ending_the_last_partitions_of_one_job_at_once_queue_instead_o
     assert "deadlock" not in caplog.text
     job.refresh_from_db()
     assert job.state == JobState.DONE
+
+
+def test_a_transition_that_does_not_end_its_partition_never_waits_for_the_jobs_lock(
+        make_writer: Callable[[str], StatusWriter], make_job: Callable[..., ProofJob]) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time: there is no lock order to keep")
+    writer = make_writer("host-a")
+    job = make_job(partitions=1)
+    [claim] = writer.claim(1)
+    holder = psycopg.connect(**connection.get_connection_params())
+    try:
+        # Another host ending a partition of the job holds the job's lock while it settles.
+        holder.execute("SELECT id FROM engine_proofjob WHERE id = %s FOR UPDATE", [job.pk])
+        done = threading.Event()
+
+        def transition() -> None:
+            writer.apply(Transition(claim, P.SYNTHESIZING))
+            connection.close()
+            done.set()
+
+        threading.Thread(target=transition, daemon=True).start()
+        assert done.wait(10), "a reserving → synthesizing write waited for its job's lock"
+    finally:
+        holder.rollback()
+        holder.close()
