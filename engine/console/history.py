@@ -9,6 +9,9 @@ and each bucket shows the most of them at any moment inside it and their time-we
 (a sample at the bucket's end missed every burst shorter than a bucket); a worker's
 utilisation in a bucket is engine.status.utilisation's figure over that bucket, the one
 /status and the task stream show over their window.
+
+Below the charts, the range's throughput and cost per kind and per host: the figures
+GET /api/v1/stats gives (engine.status.stats), read in the same snapshot as the charts.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from html import escape
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
@@ -25,9 +29,11 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from engine.console.views import _require_viewer
+from engine.format import fmt_ms
 from engine.models import Partition, ProofJob, Worker
 from engine.states import JobState
 from engine.status.read import one_snapshot
+from engine.status.stats import PHASE_NAMES, stats
 from engine.status.utilisation import Span, gpu_span, utilisation
 
 # (span, buckets, label): a bucket of 1, 5, 15 and 60 minutes
@@ -190,6 +196,26 @@ def history_page(request: HttpRequest) -> HttpResponse:
     with one_snapshot():
         now = timezone.now()
         edges, series = read_history(window, now)
+        figures = stats(edges[0], now)
     charts = [svg(s, edges, f"history-{i}") for i, s in enumerate(series)]
     windows = [(key, label) for key, (_, _, label) in WINDOWS.items()]
-    return render(request, "console/history.html", {"charts": charts, "window": window, "windows": windows})
+    return render(request, "console/history.html", {
+        "charts": charts, "window": window, "windows": windows, "phases": PHASE_NAMES,
+        "kinds": [_throughput_row(row["kind"], row) for row in figures["kinds"]],
+        "hosts": [_throughput_row(row["host"], row) for row in figures["hosts"]]})
+
+
+def _throughput_row(name: str, row: dict[str, Any]) -> dict[str, Any]:
+    """One line of the throughput table, its figures as the page prints them."""
+    phases = [(fmt_ms(p["mean_ms"]), fmt_ms(p["p95_ms"])) for p in (row["phases"][n] for n in PHASE_NAMES)]
+    busy = row.get("device_busy")
+    return {"name": name, "proofs": row["proofs"], "partitions": row["partitions"],
+            "proofs_per_hour": f"{row['proofs_per_hour']:.1f}", "partitions_per_hour": f"{row['partitions_per_hour']:.1f}",
+            "phases": phases, "device_busy": f"{busy:.0%}" if busy is not None else "—",
+            "cost_per_proof": _money(row["cost_per_proof"]), "cost_per_hour": _money(row.get("cost_per_hour"))}
+
+
+def _money(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"${value:.4f}" if value < 1 else f"${value:.2f}"

@@ -12,6 +12,7 @@ from engine.console.history import read_history, svg
 from engine.ledger.jobs import submit_job
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JobState, PartitionState
+from tests.api.test_stats import a_proved_job
 
 pytestmark = pytest.mark.django_db
 
@@ -108,3 +109,23 @@ def test_the_history_page_draws_one_svg_per_series(staff: Client) -> None:
     html = staff.get("/history/?window=day").content.decode()
     assert html.count('<svg id="history-') == 4
     assert "<b>last day</b>" in html and 'aria-label="proofs per minute"' in html
+
+
+def test_the_history_page_gives_each_kinds_and_hosts_throughput_and_cost_per_proof(staff: Client) -> None:
+    host = EngineHost.objects.create(name="gpu-a", cost_per_hour=3.6)
+    worker = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
+    a_proved_job(host, worker, "in-range", at=timedelta(minutes=30))
+    a_proved_job(host, worker, "before-the-range", at=timedelta(hours=3))
+    html = staff.get("/history/?window=hour").content.decode()
+    kinds = html[html.index('id="history-kinds"'):html.index('id="history-hosts"')]
+    hosts = html[html.index('id="history-hosts"'):]
+    row = kinds[kinds.index('data-kind="porep-c2"'):]
+    # one job of two partitions in the hour; GPU 1 s mean and p95; the hour's $3.60 over one proof
+    assert "<td>1</td><td>2</td><td>1.0</td><td>2.0</td>" in row and "<td>1.0s / 1.0s</td>" in row
+    assert "<td data-cost-per-proof>$3.60</td>" in row
+    assert 'data-host="gpu-a"' in hosts and "<td>$3.60</td>" in hosts  # its cost per hour, as recorded
+
+
+def test_a_range_with_nothing_proved_says_so(staff: Client) -> None:
+    html = staff.get("/history/?window=6h").content.decode()
+    assert html.count("Nothing proved in this range.") == 2
