@@ -306,7 +306,7 @@ def _serve(tmp_path: Path, records: Records) -> Iterator[dict[str, Any]]:
     try:
         wait_for_port(port, server)
         yield {"url": f"http://127.0.0.1:{port}/", "session": login.stdout.strip().splitlines()[-1],
-               "records": records}
+               "records": records, "manage": manage, "env": env}
     finally:
         server.terminate()
         try:
@@ -542,3 +542,59 @@ def ask_to_cancel_and_decline(page: Any) -> tuple[str, str] | None:
     page.wait_for_timeout(300)  # a submission would have navigated by now
     assert questions, "cancel did not ask first"
     return job_id, questions[0]
+
+
+DONE_SPANS = """SELECT started_at, finished_at FROM engine_proofjob
+WHERE kind = 'snap-update' AND state = 'done' AND started_at IS NOT NULL"""
+
+DEADLINE_JS = """job => {
+  const head = [...document.querySelectorAll('[data-deadline-state]')]
+    .find(e => (e.id || '').includes(job) || (e.dataset.job || '') === job || e.textContent.includes(job));
+  const span = head && head.querySelector('.deadline');
+  return span ? span.className.replace('deadline', '').trim() : null;
+}"""
+
+
+def test_the_console_and_the_job_page_mark_a_job_at_risk_and_then_late(embedded_server: dict[str, Any]) -> None:
+    from datetime import UTC, datetime, timedelta
+    from urllib.parse import quote
+
+    def expected_seconds() -> float:  # what the farm expects of a snap-update job: its p95 as the server reads it
+        with embedded_server["records"].snapshot() as read:
+            spans = [(_when(b) - _when(a)).total_seconds() for a, b in read(DONE_SPANS)]
+        return sorted(spans)[max(0, -(-len(spans) * 95 // 100) - 1)] if spans else 0.0
+
+    deadline_ok = time.monotonic() + 150
+    while expected_seconds() < 0.5 and time.monotonic() < deadline_ok:
+        time.sleep(0.5)
+    expected = expected_seconds()
+    assert expected >= 0.5, "no snap-update job was proved to give the farm an expected duration"
+    # Due in 5 s plus the expected duration: on time now, at risk 5 s from now (the pages are
+    # open by then), late once it passes.
+    due = datetime.now(UTC) + timedelta(seconds=5 + expected)
+    subprocess.run([*embedded_server["manage"], "submitjob", "snap-update", "due-soon", "--priority", "low",
+                    "--sector-seed", "ab" * 32, "--randomness", "cd" * 32, "--data-seed", "ef" * 32,
+                    "--deadline", due.isoformat()], env=embedded_server["env"], cwd=ROOT, check=True, timeout=60)
+    seen: dict[str, set[str]] = {"console": set(), "job": set()}
+    with signed_in_page(embedded_server) as console:
+        job_page = console.context.new_page()
+        job_page.goto(embedded_server["url"] + f"jobs/{quote('due-soon')}")
+        stop = time.monotonic() + 5 + expected + 20
+        while time.monotonic() < stop and not ("late" in seen["console"] and "late" in seen["job"]):
+            for name, page in (("console", console), ("job", job_page)):
+                state = page.evaluate(DEADLINE_JS, "due-soon")
+                if state and state not in seen[name]:
+                    seen[name].add(state)
+                    shoot(page, f"deadline-{name}-{state}.png")
+            time.sleep(0.05)
+    for name in ("console", "job"):
+        assert {"at-risk", "late"} <= seen[name], f"the {name} page showed {seen[name]} for a job due soon"
+
+
+def _when(value: Any) -> Any:
+    from datetime import UTC, datetime
+
+    if isinstance(value, datetime):
+        return value
+    moment = datetime.fromisoformat(str(value))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
