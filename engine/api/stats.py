@@ -34,7 +34,7 @@ def _utc(value: datetime | None, default: datetime) -> datetime:
             summary="Proofs and partitions per hour, phase durations, device busy and cost per proof")
 def get_stats(request: HttpRequest, span: Query[Range]) -> dict[str, Any]:
     """Per kind and per host, for the partitions finished in the range: proofs/hour,
-    partitions/hour, mean and p95 of queue, synthesis, GPU and finalize, the device busy
+    partitions/hour, mean, p50 and p95 of queue, synthesis, GPU and finalize, the device busy
     fraction and the cost per proof (from each host's PROVINGSITE_HOST_COST_PER_HOUR)."""
     if not client_of(request).sees_every_job:
         raise ApiError(403, "forbidden", "Authorization", "the farm's figures need an operator token")

@@ -31,10 +31,14 @@ def default_deadline(kind: str, now: datetime) -> datetime | None:
     return None if offset is None else now + timedelta(seconds=offset)
 
 
-def p95[N: (int, float)](values: list[N]) -> N:
-    """The 95th percentile by the nearest-rank rule (one of the values, never interpolated)."""
+def percentile[N: (int, float)](values: list[N], q: float) -> N:
+    """The q-th percentile by the nearest-rank rule (one of the values, never interpolated)."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+    return ordered[max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))]
+
+
+def p95[N: (int, float)](values: list[N]) -> N:
+    return percentile(values, 95)
 
 
 def expected_seconds(circuit_ids: Iterable[str]) -> dict[str, float]:

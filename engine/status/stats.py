@@ -1,7 +1,7 @@
 """Throughput and cost over a range, from the records: what the farm did and what it cost.
 
 Per kind and per host, for the partitions that finished inside the range: proofs (jobs done)
-and partitions per hour, the mean and p95 of each phase (queue: submitted → claimed;
+and partitions per hour, the mean, p50 and p95 of each phase (queue: submitted → claimed;
 synthesis; GPU; finalize: GPU end → done), the device busy fraction (GPU time over the range
 times the host's worker slots, as utilisation.py counts it), and the cost per proof: a
 host's cost per hour (PROVINGSITE_HOST_COST_PER_HOUR, recorded when it starts) times the
@@ -18,7 +18,7 @@ from typing import Any
 from django.db.models import Count
 
 from engine.format import ms_between
-from engine.ledger.deadlines import p95
+from engine.ledger.deadlines import p95, percentile
 from engine.models import EngineHost, Partition, ProofJob
 from engine.states import JobState, PartitionState
 from engine.status.read import one_snapshot
@@ -31,8 +31,9 @@ def _phases(rows: list[tuple[Any, ...]]) -> dict[str, dict[str, float | None]]:
     out: dict[str, dict[str, float | None]] = {}
     for i, name in enumerate(PHASE_NAMES):
         values = [row[i] for row in rows if row[i] is not None]
-        out[name] = ({"mean_ms": sum(values) / len(values), "p95_ms": float(p95(values))} if values
-                     else {"mean_ms": None, "p95_ms": None})
+        out[name] = ({"mean_ms": sum(values) / len(values), "p50_ms": float(percentile(values, 50)),
+                      "p95_ms": float(p95(values))} if values
+                     else {"mean_ms": None, "p50_ms": None, "p95_ms": None})
     return out
 
 

@@ -42,6 +42,7 @@ def test_an_hours_figures_per_kind_and_per_host_with_the_cost_per_proof(operator
     (kind,) = body["kinds"]
     assert (kind["kind"], kind["proofs"], kind["partitions"]) == ("porep-c2", 1, 2)
     assert kind["phases"]["gpu"]["mean_ms"] == 1000 and kind["phases"]["finalize"]["p95_ms"] == 200
+    assert kind["phases"]["synthesis"]["p50_ms"] == 500
     assert kind["phases"]["queue"]["mean_ms"] == 100 + 0  # both claimed 100 ms after submission
     (figures,) = body["hosts"]
     assert figures["proofs_per_hour"] == pytest.approx(1.0, rel=1e-3)
