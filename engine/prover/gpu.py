@@ -23,6 +23,7 @@ affine and weighed by 2^(c w) as an MSM of a few points.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
@@ -132,14 +133,15 @@ def msm_window_gpu(n: int, bias: int = 5, cap: int = 20) -> int:
 
 
 def kernel_names() -> list[str]:
+    """Every kernel the GPU module exports, read from their definitions (``KERNEL FN(k_…)`` in
+    gpu_fr.h for each curve's Fr, ``KERNEL CN(k_…)`` in gpu_group.h for each curve's G1 and G2),
+    so a kernel added there is launched, checked and listed without a second list to update."""
+    fr = re.findall(r"^KERNEL FN\((k_\w+)\)", (KERNEL_DIR / "gpu_fr.h").read_text(), re.MULTILINE)
+    group = re.findall(r"^KERNEL CN\((k_\w+)\)", (KERNEL_DIR / "gpu_group.h").read_text(), re.MULTILINE)
     names: list[str] = []
     for curve in ("bn128", "bls12381"):
-        for k in ("to_mont", "from_mont", "powers", "bitrev", "ntt_stage", "ntt_stage2", "pointwise_mul", "scale",
-                  "h_final"):
-            names.append(f"{curve}_fr_k_{k}")
-        for g in ("g1", "g2"):
-            for k in ("digits", "acc_affine", "acc_xyzz", "segments"):
-                names.append(f"{curve}_{g}_k_{k}")
+        names += [f"{curve}_fr_{k}" for k in fr]
+        names += [f"{curve}_{g}_{k}" for g in ("g1", "g2") for k in group]
     return names
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import importlib.util
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -50,6 +51,7 @@ KERNEL_FILES = (
     "pairing.h",
     "pairing_instances.h",
     "host_groth16.h",
+    "api.h",
     "host.c",
 )
 # -march=native would make a cached .so unportable across machines sharing the cache.
@@ -108,67 +110,22 @@ def _derived_prelude() -> str:
     return pairing_prelude() + glv_prelude()
 
 
+API_LINE = re.compile(r"^PS_(API|FIELD_API|GROUP_API)\((\w[\w ]*?), (\w+), \((.*)\)\)$")
+API_PARTS = {"API": ("",), "FIELD_API": ("fr_", "fp_"), "GROUP_API": ("g1_", "g2_")}
+
+
 def _cdef() -> str:
+    """cffi's declarations, read from kernels/api.h (the header host.c checks its definitions
+    against) for each curve."""
     from engine.prover.curves import CURVES
 
-    decl: list[str] = []
-    for c in CURVES.values():
-        n = c.name
-        for f in ("fr", "fp"):
-            decl.append(
-                f"void {n}_{f}_vec_op(uint64_t *out, const uint64_t *a, const uint64_t *b,"
-                " size_t n, int op, int threads);"
-            )
-        decl += [
-            f"void {n}_fr_ntt(uint64_t *a, size_t n, const uint64_t *w, const uint64_t *scale, int threads);",
-            f"void {n}_fr_coset_scale(uint64_t *a, size_t n, const uint64_t *g, int threads);",
-            f"void {n}_fr_h_coset(uint64_t *out, uint64_t *a, uint64_t *b, uint64_t *c, size_t n,"
-            " const uint64_t *w, const uint64_t *winv, const uint64_t *ninv,"
-            " const uint64_t *shift, int threads);",
-            f"void {n}_fr_sparse_matvec(uint64_t *out, const int64_t *row_ptr,"
-            " const int64_t *cols, const uint64_t *coeffs, const uint64_t *w, size_t rows,"
-            " int threads);",
-        ]
-        for g in ("g1", "g2"):
-            p = f"{n}_{g}"
-            decl += [
-                f"int {p}_msm_window(size_t n);",
-                f"void {p}_msm(uint64_t *out, const uint64_t *bases, const uint64_t *scalars, const int64_t *rows,"
-                " size_t n, int threads);",
-                f"void {p}_shifted_copies(uint64_t *out, const uint64_t *bases, size_t n, int copies, int shift,"
-                " int threads);",
-                f"void {p}_msm_copies(uint64_t *out, const uint64_t *table, const uint64_t *scalars,"
-                " const int64_t *rows, size_t n, size_t stride, int copies, int shift, int threads);",
-                f"void {p}_fixed_base_batch(uint64_t *out, const uint64_t *base,"
-                " const uint64_t *scalars, size_t n, int threads);",
-                f"void {p}_add_affine_api(uint64_t *out, const uint64_t *p, const uint64_t *q);",
-                f"void {p}_add_xyzz_api(uint64_t *out, const uint64_t *p, const uint64_t *q);",
-                f"void {p}_dbl_affine_api(uint64_t *out, const uint64_t *p);",
-                f"void {p}_scalar_mul_api(uint64_t *out, const uint64_t *p, const uint64_t *k);",
-            ]
-        decl += [  # kernels/pairing.h, wrapped by engine.prover.pairing
-            f"int {n}_g1_check(const uint64_t *pt);",
-            f"int {n}_g2_check(const uint64_t *pt);",
-            f"int {n}_pairing_check(const uint64_t *g1, const uint64_t *g2, size_t n, const uint64_t *factor);",
-            f"void {n}_miller_loop_api(uint64_t *out, const uint64_t *g1, const uint64_t *g2, size_t n);",
-            f"void {n}_pairing(uint64_t *out, const uint64_t *g1, const uint64_t *g2);",
-            f"void {n}_pairing_power(uint64_t *out, const uint64_t *g1, const uint64_t *g2);",
-            # kernels/host_groth16.h
-            f"void {n}_groth16_assemble(uint64_t *pi_a, uint64_t *pi_b, uint64_t *pi_c, const uint64_t *msm_a,"
-            " const uint64_t *msm_b1, const uint64_t *msm_b2, const uint64_t *msm_ch, const uint64_t *alpha1,"
-            " const uint64_t *beta1, const uint64_t *beta2, const uint64_t *delta1, const uint64_t *delta2,"
-            " const uint64_t *r, const uint64_t *s);",
-            f"int {n}_groth16_prove_zkey(uint64_t *proof, const uint64_t *witness, size_t n_vars, size_t n_public,"
-            " int log_domain, const unsigned char *entries, size_t n_coef, const uint64_t *hdr,"
-            " const uint64_t *a_pts, const uint64_t *b1_pts, const uint64_t *b2_pts, const uint64_t *c_pts,"
-            " const uint64_t *h_pts, const uint64_t *rs, int threads, char *err, size_t errlen);",
-            f"int {n}_groth16_check_key(const uint64_t *alpha1, const uint64_t *beta2, const uint64_t *gamma2,"
-            " const uint64_t *delta2, const uint64_t *ic, size_t n_ic, char *err, size_t errlen);",
-            f"int {n}_groth16_verify(const uint64_t *proof, const uint64_t *gamma2, const uint64_t *delta2,"
-            " const uint64_t *ic, const uint64_t *pub, size_t n_public, const uint64_t *alpha_beta, char *err,"
-            " size_t errlen);",
-        ]
-    return "\n".join(decl)
+    lines = [m for line in (KERNEL_DIR / "api.h").read_text().splitlines() if (m := API_LINE.match(line.strip()))]
+    if not lines:
+        raise RuntimeError(f"no PS_API lines in {KERNEL_DIR / 'api.h'}")
+    return "\n".join(f"{ret} {curve}_{part}{name}({params});"
+                     for curve in (c.name for c in CURVES.values())
+                     for kind, ret, name, params in (m.groups() for m in lines)
+                     for part in API_PARTS[kind])
 
 
 def cpu_supports(isa: str) -> bool:

@@ -19,3 +19,17 @@
 
 /* the pairings: host only */
 #include "pairing_instances.h"
+
+/* Every entry point against its line in api.h: a definition that differs from its declared
+ * signature (the one cffi binds) is a compile error here. */
+#define PS_API(ret, name, params) ret PS_CAT3(PS_API_CURVE, _, name) params;
+#define PS_FIELD_API(ret, name, params) \
+  ret PS_CAT3(PS_API_CURVE, _fr_, name) params; ret PS_CAT3(PS_API_CURVE, _fp_, name) params;
+#define PS_GROUP_API(ret, name, params) \
+  ret PS_CAT3(PS_API_CURVE, _g1_, name) params; ret PS_CAT3(PS_API_CURVE, _g2_, name) params;
+#define PS_API_CURVE bn128
+#include "api.h"
+#undef PS_API_CURVE
+#define PS_API_CURVE bls12381
+#include "api.h"
+#undef PS_API_CURVE
