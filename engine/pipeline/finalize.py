@@ -24,6 +24,7 @@ from engine.pipeline.inflight import InFlight
 from engine.pipeline.work import WorkItem
 from engine.prover import ProofAborted
 from engine.prover.snarkjs_json import vk_digest
+from engine.prover.verify import verify
 from engine.states import PartitionState
 
 log = logging.getLogger("engine.finalize")
@@ -63,15 +64,14 @@ class Finalizers:
     def finish(self, item: WorkItem) -> None:
         book = self.book
         try:
-            api = prover
             t0 = time.perf_counter()
-            proof = item.proof if item.proof is not None else api.gpu_prove_finish(item.pending, abort=item.abandoned)
+            proof = item.proof if item.proof is not None else prover.gpu_prove_finish(item.pending, abort=item.abandoned)
             item.timings["finish_s"] = time.perf_counter() - t0
             if item.dropped:
                 raise ProofAborted("proof abandoned before verification")
             publics = item.publics
             vk = self.verifying_key(item)
-            ok = api.verify(vk, proof, [int(x) for x in publics])
+            ok = verify(vk, proof, [int(x) for x in publics])
         except ProofAborted:  # cancelled or fenced meanwhile: nothing to record
             book.drop(item)
             return

@@ -2,15 +2,14 @@
 
 Importing this package costs nothing: the names below load their module (numpy, the native
 kernels, CuPy) on first use, so the command line's --help and `import engine.prover.cli`
-stay in milliseconds.
+stay in milliseconds. ``setup`` and ``verify`` are modules here, as everywhere: their
+functions are ``engine.prover.setup.setup`` and ``engine.prover.verify.verify``.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 # numpy's OpenBLAS starts one thread per core at import, and they spin for their first
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
         prove,
     )
     from engine.prover.keys import ProvingKey, VerifyingKey
-    from engine.prover.setup import DEV_SETUP_NOTICE, setup
+    from engine.prover.setup import DEV_SETUP_NOTICE
     from engine.prover.snarkjs import (
         FormatError,
         read_r1cs,
@@ -41,7 +40,7 @@ if TYPE_CHECKING:
         write_wtns,
         write_zkey,
     )
-    from engine.prover.verify import InvalidProof, verify
+    from engine.prover.verify import InvalidProof
 
 _HOMES = {
     **dict.fromkeys(
@@ -51,10 +50,10 @@ _HOMES = {
     ),
     "UnsatisfiedConstraint": "engine.prover.datatypes",
     **dict.fromkeys(("ProvingKey", "VerifyingKey"), "engine.prover.keys"),
-    **dict.fromkeys(("DEV_SETUP_NOTICE", "setup"), "engine.prover.setup"),
+    "DEV_SETUP_NOTICE": "engine.prover.setup",
     **dict.fromkeys(("FormatError", "read_r1cs", "read_wtns", "read_zkey", "write_wtns", "write_zkey"),
                     "engine.prover.snarkjs"),
-    **dict.fromkeys(("InvalidProof", "verify"), "engine.prover.verify"),
+    "InvalidProof": "engine.prover.verify",
 }
 
 
@@ -69,20 +68,6 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_HOMES})
-
-
-class _Package(types.ModuleType):
-    """`verify` and `setup` name both a function and its module. Importing a submodule sets
-    the package's attribute to the module, which the eager imports used to overwrite at once;
-    here the function takes the module's place, so `engine.prover.verify(...)` stays a call."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if isinstance(value, types.ModuleType) and value.__name__ == f"{self.__name__}.{name}" and name in _HOMES:
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 def select_device(preferred: str | None = None) -> str:
@@ -124,8 +109,6 @@ __all__ = [
     "read_wtns",
     "read_zkey",
     "select_device",
-    "setup",
-    "verify",
     "write_wtns",
     "write_zkey",
 ]

@@ -147,8 +147,8 @@ def test_real_snarkjs_files_pass_validation(api: Client, uploads: Path, folder: 
 
 
 def test_a_key_made_by_our_own_setup_passes_validation(api: Client, uploads: Path, tmp_path: Path) -> None:
-    from engine.prover import setup, write_wtns, write_zkey
-    from engine.prover.setup import synthetic_circuit
+    from engine.prover import write_wtns, write_zkey
+    from engine.prover.setup import setup, synthetic_circuit
 
     r1cs, witness = synthetic_circuit("bn128", 200, n_public=2, seed=7)
     pk, _ = setup(r1cs, seed=1)

@@ -10,8 +10,8 @@ import pytest
 
 from engine.ledger.jobs import submit_job
 from engine.models import Partition, ProofJob
-from engine.prover import setup, write_wtns, write_zkey
-from engine.prover.setup import synthetic_circuit
+from engine.prover import write_wtns, write_zkey
+from engine.prover.setup import setup, synthetic_circuit
 from engine.states import JobState
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
