@@ -1,5 +1,6 @@
-"""The native pairings (engine.prover.pairing) against py_ecc and py_arkworks_bls12381, and the
-native Groth16 verifier against snarkjs-verified proofs, both curves."""
+"""The native pairings (kernels/pairing.h, bound by tests/prover/pairing_bindings.py) against
+py_ecc and py_arkworks_bls12381, and the native Groth16 verifier against snarkjs-verified
+proofs, both curves."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from hypothesis import strategies as st
 
 from engine.prover import native
 from engine.prover.curves import CURVES, CurveParams, g1_from_mont, g1_to_mont, g2_from_mont, g2_to_mont
-from engine.prover.pairing import (
+from engine.prover.snarkjs import read_proof_json, read_public_json, read_vk_json
+from engine.prover.verify import verify
+from tests.prover.pairing_bindings import (
     PAIRING_PARAMS,
     PointError,
     check_g1,
@@ -23,8 +26,6 @@ from engine.prover.pairing import (
     pairing_check,
     pairing_power,
 )
-from engine.prover.snarkjs import read_proof_json, read_public_json, read_vk_json
-from engine.prover.verify import verify
 from tests.prover.reference_verify import reference_verify
 
 CURVE_NAMES = sorted(CURVES)

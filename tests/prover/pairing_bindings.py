@@ -1,4 +1,6 @@
-"""Native optimal ate pairings of both curves and subgroup checks (kernels/pairing.h).
+"""Bindings of the native optimal ate pairings of both curves and the subgroup checks
+(kernels/pairing.h), for the tests that hold them to py_ecc and arkworks. The prover's own
+verifier calls the kernels directly (engine.prover.groth16_native); nothing shipped uses these.
 
 Everything curve-specific the kernels need is derived in engine.prover.pairing_params.
 Points are Python ints, affine, None for infinity.
