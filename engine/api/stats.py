@@ -35,7 +35,8 @@ def _utc(value: datetime | None, default: datetime) -> datetime:
 def get_stats(request: HttpRequest, span: Query[Range]) -> dict[str, Any]:
     """Per kind and per host, for the partitions finished in the range: proofs/hour,
     partitions/hour, mean, p50 and p95 of queue, synthesis, GPU and finalize, the device busy
-    fraction and the cost per proof (from each host's PROVINGSITE_HOST_COST_PER_HOUR)."""
+    fraction and the cost per proof (from each host's PROVINGSITE_HOST_COST_PER_HOUR); and per
+    circuit, farm-wide and per host, the p50 and p95 of a job's duration from its first claim."""
     if not client_of(request).sees_every_job:
         raise ApiError(403, "forbidden", "Authorization", "the farm's figures need an operator token")
     until = _utc(span.until, timezone.now())

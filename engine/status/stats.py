@@ -12,6 +12,7 @@ time, over that kind's proofs.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -49,6 +50,9 @@ def stats(since: datetime, until: datetime) -> dict[str, Any]:
         jobs_by_host = dict(ProofJob.objects.filter(state=JobState.DONE, finished_at__gte=since, finished_at__lt=until)
                             .values("host__name").annotate(n=Count("pk")).values_list("host__name", "n"))
         hosts = list(EngineHost.objects.annotate(slots=Count("workers")).values_list("name", "cost_per_hour", "slots"))
+        spans = list(ProofJob.objects.filter(state=JobState.DONE, finished_at__gte=since, finished_at__lt=until,
+                                             started_at__isnull=False)
+                     .values_list("circuit_id", "host__name", "started_at", "finished_at"))
     timings: dict[tuple[str, str], list[tuple[int | None, ...]]] = defaultdict(list)
     gpu_s: dict[tuple[str, str], float] = defaultdict(float)
     for kind, host, submitted, claimed, s0, s1, g0, g1, done in parts:
@@ -81,4 +85,19 @@ def stats(since: datetime, until: datetime) -> dict[str, Any]:
                         "device_busy": gpu_s[("host", name)] / (hours * 3600 * slots) if slots else None,
                         "cost_per_hour": float(cost) if cost else None,
                         "cost_per_proof": float(cost) * hours / proofs if cost and proofs else None})
-    return {"since": since, "until": until, "kinds": by_kind, "hosts": by_host}
+    return {"since": since, "until": until, "kinds": by_kind, "hosts": by_host, "circuits": _durations(spans)}
+
+
+def _durations(spans: Sequence[tuple[str, str | None, datetime | None, datetime | None]]) -> list[dict[str, Any]]:
+    """Per circuit (kind and scale, or a registered circuit), over every host ("host": null)
+    and on each: the jobs done and the p50 and p95 of their duration, first claim → done (the
+    duration engine.ledger.deadlines expects of a circuit's next job)."""
+    seconds: dict[tuple[str, str | None], list[float]] = defaultdict(list)
+    for circuit, host, started, done in spans:
+        if started is None or done is None:
+            continue
+        for key in ((circuit, None), (circuit, host)):
+            seconds[key].append((done - started).total_seconds())
+    return [{"circuit_id": circuit, "host": host, "jobs": len(values), "p50_s": percentile(values, 50),
+             "p95_s": p95(values)}
+            for (circuit, host), values in sorted(seconds.items(), key=lambda kv: (kv[0][0], kv[0][1] or ""))]

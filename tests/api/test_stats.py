@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 def a_proved_job(host: EngineHost, worker: Worker, job_id: str, at: timedelta) -> None:
     """A done porep-c2 job of two partitions: 100 ms queued, 0.5 s synthesis, 1 s GPU, 0.2 s finalize each."""
     t0 = timezone.now() - at
-    job = ProofJob.objects.create(job_id=job_id, kind="porep-c2", state=JobState.DONE, host=host,
+    job = ProofJob.objects.create(job_id=job_id, kind="porep-c2", circuit_id="porep-c2/tiny", state=JobState.DONE, host=host,
                                   num_partitions=2, started_at=t0, finished_at=t0 + timedelta(seconds=4))
     ProofJob.objects.filter(pk=job.pk).update(submitted_at=t0)
     for index in range(2):
@@ -48,6 +48,9 @@ def test_an_hours_figures_per_kind_and_per_host_with_the_cost_per_proof(operator
     assert figures["proofs_per_hour"] == pytest.approx(1.0, rel=1e-3)
     assert figures["device_busy"] == pytest.approx(2.0 / 3600, rel=1e-2)  # 2 s of GPU in an hour on one slot
     assert figures["cost_per_proof"] == pytest.approx(3.6, rel=1e-3) == kind["cost_per_proof"]
+    # the job took 4 s from its first claim: as expected of its circuit, farm-wide and on gpu-a
+    assert body["circuits"] == [{"circuit_id": "porep-c2/tiny", "host": None, "jobs": 1, "p50_s": 4.0, "p95_s": 4.0},
+                                {"circuit_id": "porep-c2/tiny", "host": "gpu-a", "jobs": 1, "p50_s": 4.0, "p95_s": 4.0}]
 
 
 def test_the_farms_figures_are_for_operator_tokens(api: Client) -> None:
