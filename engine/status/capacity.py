@@ -1,0 +1,293 @@
+"""Capacity from the farm's own history: the records of a range, replayed on other farms.
+
+``recorded(since, until)`` reads, in one snapshot, what the simulator
+(engine.status.capacity_sim) needs: the jobs submitted in the range as arrivals (time, kind
+and circuit, priority, deadline and latest start, partitions), each circuit's service times
+from its partitions that finished in the range (or, for a circuit with none there, its last
+recorded ones), what a partition reserves, and the shape of the hosts that did the work.
+``capacity(...)`` replays it for several host counts and memory budgets and says, per farm,
+the p50/p95 wait (submitted → first claim, submitted → done), the deadlines missed and the
+cost per proof, beside what was measured.
+
+Service times come from the records as they are, except the device time: workers on one
+device share its lock, and a partition is recorded ``gpu`` from the moment its worker takes
+it, lock wait included. A device's partitions, in the order they left it, each held it from
+the later of its start and the previous one's end: that is the service time replayed.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Count, Min, Q, QuerySet
+
+from engine.circuits.kinds import InputError, parse_circuit_id
+from engine.ledger.deadlines import p95
+from engine.models import EngineHost, Partition, ProofJob, Worker
+from engine.states import JobState, PartitionState
+from engine.status.capacity_sim import Arrival, HostShape, Outcome, Profile, Scenario, Service, simulate
+from engine.status.read import one_snapshot
+
+MAX_JOBS = 2000  # the most recent jobs of a range replayed; the answer says when it is capped
+MAX_PARTITIONS = 20000
+FALLBACK_PARTITIONS = 200  # a circuit with no partition finished in the range: its last ones
+SPARE_HOSTS = 3  # the default farms: current − 1 … current + SPARE_HOSTS
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A job's measured waits (None where it did not get that far)."""
+
+    claim_wait_s: float | None
+    done_wait_s: float | None
+    missed: bool
+
+
+@dataclass
+class Recorded:
+    """The simulator's input read from a range, and what the farm measured over it."""
+
+    since: datetime
+    until: datetime
+    arrivals: list[Arrival] = field(default_factory=list)
+    profiles: dict[str, Profile] = field(default_factory=dict)
+    measured: list[Measured] = field(default_factory=list)
+    host: HostShape | None = None
+    hosts: int = 0
+    opens_s: float = 0.0
+    jobs_in_range: int = 0
+    unmodelled: int = 0  # jobs of a circuit never recorded finishing: nothing to replay them with
+
+    @property
+    def capped(self) -> bool:
+        return self.jobs_in_range > len(self.arrivals) + self.unmodelled
+
+    @property
+    def span_s(self) -> float:
+        return (self.until - self.since).total_seconds()
+
+    def scenario(self, hosts: int, budget: int | None = None, seed: int = 0) -> Scenario:
+        assert self.host is not None
+        shape = self.host if budget is None else replace(self.host, memory_budget=budget)
+        return Scenario(self.arrivals, self.profiles, shape, hosts=hosts, span_s=self.span_s, seed=seed,
+                        opens_s=self.opens_s)
+
+
+def circuit_of(kind: str, circuit_id: str, scale: str) -> str:
+    """The name a job's service times are kept under: its circuit, else its kind and scale."""
+    return circuit_id or (f"{kind}/{scale}" if scale else kind)
+
+
+def _seconds(a: datetime | None, b: datetime | None) -> float | None:
+    return (b - a).total_seconds() if a is not None and b is not None else None
+
+
+# ---- reading --------------------------------------------------------------------------------
+
+JOB_FIELDS = ("job_id", "kind", "circuit_id", "scale", "priority", "num_partitions", "submitted_at", "deadline",
+              "latest_start_at", "started_at", "finished_at", "state")
+PART_FIELDS = ("job__kind", "job__circuit_id", "job__scale", "claimed_at", "synth_started_at", "synth_finished_at",
+               "gpu_started_at", "gpu_finished_at", "finished_at", "reserved_bytes", "worker__host_id",
+               "worker__device")
+
+
+def _jobs(since: datetime, until: datetime) -> tuple[list[tuple[Any, ...]], int]:
+    """The range's jobs (cancelled ones asked for nothing to be proved), the latest MAX_JOBS of
+    them in submission order, and how many there were."""
+    rows = ProofJob.objects.filter(submitted_at__gte=since, submitted_at__lt=until).exclude(state=JobState.CANCELLED)
+    total = rows.count()
+    latest = list(rows.order_by("-submitted_at", "-pk").values_list(*JOB_FIELDS)[:MAX_JOBS])
+    return latest[::-1], total
+
+
+def _partitions(since: datetime, until: datetime, missing: set[str]) -> list[tuple[Any, ...]]:
+    """Partitions done in the range, and the last ones of each circuit with none there."""
+    done = Partition.objects.filter(state=PartitionState.DONE, gpu_started_at__isnull=False,
+                                    synth_started_at__isnull=False)
+    rows = list(done.filter(finished_at__gte=since, finished_at__lt=until).values_list(*PART_FIELDS))
+    seen = {circuit_of(r[0], r[1], r[2]) for r in rows}
+    for circuit in sorted(missing - seen):
+        kind, _, scale = circuit.partition("/")
+        match = Q(job__circuit_id=circuit) | Q(job__circuit_id="", job__kind=kind, job__scale=scale)
+        rows += list(done.filter(match).order_by("-finished_at").values_list(*PART_FIELDS)[:FALLBACK_PARTITIONS])
+    return rows
+
+
+def _device_times(rows: list[tuple[Any, ...]]) -> list[float]:
+    """Each row's time holding its device's lock (see the module's docstring), in row order."""
+    by_device: dict[tuple[Any, Any], list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        by_device[(row[10], row[11])].append(i)
+    out = [0.0] * len(rows)
+    for indexes in by_device.values():
+        free_at: datetime | None = None
+        for i in sorted(indexes, key=lambda i: rows[i][7]):
+            start, end = rows[i][6], rows[i][7]
+            held_from = start if free_at is None else max(start, free_at)
+            out[i] = max(0.0, (end - held_from).total_seconds())
+            free_at = end
+    return out
+
+
+def _memory_shares(circuit: str) -> tuple[int, int]:
+    """A built-in circuit's A·w, B·w, C·w share and key bytes (its real sizes); 0 for others."""
+    try:
+        needs = parse_circuit_id(circuit).memory
+    except (InputError, KeyError, ValueError):
+        return 0, 0
+    return int(needs.abc_bytes), int(needs.key_bytes)
+
+
+def _profiles(rows: list[tuple[Any, ...]]) -> dict[str, Profile]:
+    rows = [r for r in rows if r[7] is not None and r[8] is not None]  # left the device, and done
+    device = _device_times(rows)
+    services: dict[str, list[Service]] = defaultdict(list)
+    dispatch: dict[str, list[float]] = defaultdict(list)
+    memory: dict[str, int] = defaultdict(int)
+    for row, device_s in zip(rows, device, strict=True):
+        circuit = circuit_of(row[0], row[1], row[2])
+        services[circuit].append(Service(_seconds(row[4], row[5]) or 0.0, device_s, _seconds(row[7], row[8]) or 0.0))
+        gap = _seconds(row[3], row[4])
+        if gap is not None:
+            dispatch[circuit].append(max(gap, 0.0))
+        memory[circuit] = max(memory[circuit], int(row[9] or 0))
+    out = {}
+    for circuit, recorded in services.items():
+        abc, key = _memory_shares(circuit)
+        out[circuit] = Profile(tuple(recorded), memory_bytes=memory[circuit], abc_bytes=min(abc, memory[circuit]),
+                               key_bytes=key, dispatch_s=statistics.median(dispatch[circuit]) if dispatch[circuit] else 0.0)
+    return out
+
+
+def _opens(since: datetime, until: datetime, claims: QuerySet[Partition]) -> float:
+    """When the farm began claiming, in seconds from ``since``: 0 for a farm that ran before the
+    range; for one whose hosts all started inside it, their first claim (a host's start-up —
+    its synthesis processes, its keys — is not the steady state a replay is about)."""
+    if EngineHost.objects.filter(started_at__lt=since).filter(Q(stopped_at__isnull=True) | Q(stopped_at__gt=since)
+                                                              ).exists():
+        return 0.0
+    first = claims.aggregate(at=Min("claimed_at"))["at"]
+    return max(0.0, (first - since).total_seconds()) if first is not None else 0.0
+
+
+def _host_shape(since: datetime, until: datetime) -> tuple[HostShape | None, int, float]:
+    """The shape of the host that claimed the most partitions in the range, how many hosts
+    claimed any (the current farm), and when the farm began claiming (``_opens``)."""
+    claims = Partition.objects.filter(claimed_at__gte=since, claimed_at__lt=until, host__isnull=False)
+    ranked = list(claims.values("host").annotate(n=Count("pk")).order_by("-n").values_list("host", "n"))
+    if not ranked:
+        return None, 0, 0.0
+    host = EngineHost.objects.get(pk=ranked[0][0])
+    devices = list(Worker.objects.filter(host=host).values("device").annotate(n=Count("pk")).values_list("device", "n"))
+    per_device = max((n for _, n in devices), default=1)
+    shape = HostShape(memory_budget=host.memory_budget_bytes, synthesis=max(host.synthesis_max, 1),
+                      devices=max(len(devices), 1), workers_per_device=per_device,
+                      cost_per_hour=float(host.cost_per_hour or 0.0))
+    return shape, len(ranked), _opens(since, until, claims)
+
+
+def _arrival(row: tuple[Any, ...], since: datetime) -> Arrival:
+    job_id, kind, circuit_id, scale, priority, partitions, submitted, deadline, latest = row[:9]
+    return Arrival(job_id, (submitted - since).total_seconds(), circuit_of(kind, circuit_id, scale),
+                   partitions=max(int(partitions), 1), priority=int(priority), deadline_s=_seconds(submitted, deadline),
+                   latest_start_s=_seconds(submitted, latest))
+
+
+def _measured(row: tuple[Any, ...]) -> Measured:
+    submitted, deadline, started, finished, state = row[6], row[7], row[9], row[10], row[11]
+    done = _seconds(submitted, finished) if state == JobState.DONE else None
+    return Measured(_seconds(submitted, started), done,
+                    missed=deadline is not None and finished is not None and finished > deadline)
+
+
+def recorded(since: datetime, until: datetime) -> Recorded:
+    """The range's records as the simulator's input, read in one snapshot."""
+    with one_snapshot():
+        jobs, total = _jobs(since, until)
+        circuits = {circuit_of(r[1], r[2], r[3]) for r in jobs}
+        profiles = _profiles(_partitions(since, until, circuits))
+        host, hosts, opens_s = _host_shape(since, until)
+    out = Recorded(since, until, profiles=profiles, host=host, hosts=hosts, opens_s=opens_s, jobs_in_range=total)
+    parts = 0
+    for row in jobs:
+        arrival = _arrival(row, since)
+        if arrival.circuit not in profiles:
+            out.unmodelled += 1
+            continue
+        if parts + arrival.partitions > MAX_PARTITIONS:
+            break
+        parts += arrival.partitions
+        out.arrivals.append(arrival)
+        out.measured.append(_measured(row))
+    return out
+
+
+# ---- the answer --------------------------------------------------------------------------------
+
+
+def waits(values: list[float | None]) -> dict[str, float | None]:
+    """p50 (the median) and p95 (nearest rank, ledger.deadlines.p95) of the waits there are."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return {"p50_s": None, "p95_s": None}
+    return {"p50_s": statistics.median(known), "p95_s": float(p95(known))}
+
+
+def farm_row(outcome: Outcome, budget: int) -> dict[str, Any]:
+    """One simulated farm's figures."""
+    return {
+        "hosts": outcome.hosts, "memory_budget_bytes": budget,
+        "claim_wait": waits([j.claim_wait_s for j in outcome.jobs]),
+        "done_wait": waits([j.done_wait_s for j in outcome.jobs]),
+        "missed_deadlines": outcome.missed, "failed_jobs": sum(1 for j in outcome.jobs if j.failed),
+        "proofs": outcome.proofs, "proofs_per_hour": outcome.proofs_per_hour,
+        "cost_per_proof": outcome.cost_per_proof,
+    }
+
+
+def default_hosts(current: int) -> list[int]:
+    return list(range(max(1, current - 1), max(current, 1) + SPARE_HOSTS + 1))
+
+
+def _circuit_row(circuit: str, profile: Profile) -> dict[str, Any]:
+    def median(values: list[float]) -> float:
+        return statistics.median(values)
+
+    services = profile.services
+    return {"circuit": circuit, "partitions_recorded": len(services),
+            "synthesis_p50_s": median([s.synth_s for s in services]),
+            "device_p50_s": median([s.device_s for s in services]),
+            "finalize_p50_s": median([s.finalize_s for s in services]),
+            "memory_bytes": profile.memory_bytes, "key_bytes": profile.key_bytes}
+
+
+def capacity(since: datetime, until: datetime, hosts: list[int] | None = None, budgets: list[int] | None = None,
+             seed: int = 0) -> dict[str, Any]:
+    """The range replayed on each farm of ``hosts`` × ``budgets`` (defaults: the current farm's
+    budget, and current − 1 … current + 3 hosts), beside what was measured."""
+    rec = recorded(since, until)
+    shape = rec.host
+    answer: dict[str, Any] = {
+        "since": since, "until": until, "jobs_in_range": rec.jobs_in_range, "replayed_jobs": len(rec.arrivals),
+        "replayed_partitions": sum(a.partitions for a in rec.arrivals), "capped": rec.capped,
+        "unmodelled_jobs": rec.unmodelled, "limits": {"jobs": MAX_JOBS, "partitions": MAX_PARTITIONS},
+        "current": None if shape is None else {
+            "hosts": rec.hosts, "memory_budget_bytes": shape.memory_budget, "synthesis": shape.synthesis,
+            "devices": shape.devices, "workers_per_device": shape.workers_per_device,
+            "cost_per_hour": shape.cost_per_hour or None},
+        "measured": {"claim_wait": waits([m.claim_wait_s for m in rec.measured]),
+                     "done_wait": waits([m.done_wait_s for m in rec.measured]),
+                     "missed_deadlines": sum(1 for m in rec.measured if m.missed)},
+        "circuits": [_circuit_row(c, p) for c, p in sorted(rec.profiles.items())],
+        "farms": [],
+    }
+    if shape is None or not rec.arrivals:
+        return answer
+    for budget in budgets or [shape.memory_budget]:
+        for n in hosts or default_hosts(rec.hosts):
+            answer["farms"].append(farm_row(simulate(rec.scenario(n, budget, seed)), budget))
+    return answer
