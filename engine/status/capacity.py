@@ -291,3 +291,40 @@ def capacity(since: datetime, until: datetime, hosts: list[int] | None = None, b
         for n in hosts or default_hosts(rec.hosts):
             answer["farms"].append(farm_row(simulate(rec.scenario(n, budget, seed)), budget))
     return answer
+
+
+# ---- what an operator asks for ---------------------------------------------------------------
+
+MAX_HOSTS = 64
+MAX_FARMS = 8  # host counts per answer
+MAX_BUDGETS = 4
+
+
+def parse_hosts(text: str) -> list[int]:
+    """``"3"`` or ``"1,2,4"``: host counts of 1 … MAX_HOSTS, at most MAX_FARMS of them."""
+    counts = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part.isdigit() or not 1 <= int(part) <= MAX_HOSTS:
+            raise ValueError(f"each host count must be a whole number from 1 to {MAX_HOSTS}, got {part!r}")
+        counts.append(int(part))
+    if len(counts) > MAX_FARMS:
+        raise ValueError(f"at most {MAX_FARMS} host counts at once")
+    return sorted(set(counts))
+
+
+def parse_budgets(text: str) -> list[int]:
+    """``"256GiB"``, ``"128GiB,512GiB"`` or byte counts: positive sizes, at most MAX_BUDGETS."""
+    from engine.env import parse_size
+
+    budgets = []
+    for part in (p.strip() for p in text.split(",")):
+        try:
+            size = parse_size(part)
+        except ValueError:
+            size = 0
+        if size <= 0:
+            raise ValueError(f"each budget must be a positive size such as 256GiB or a byte count, got {part!r}")
+        budgets.append(size)
+    if len(budgets) > MAX_BUDGETS:
+        raise ValueError(f"at most {MAX_BUDGETS} budgets at once")
+    return sorted(set(budgets))
