@@ -15,7 +15,16 @@ from engine.api.auth import client_of
 from engine.api.errors import ApiError
 from engine.api.schemas import ErrorOut
 from engine.api.stats import Range, _utc
-from engine.status.capacity import MAX_BUDGETS, MAX_FARMS, MAX_HOSTS, capacity, parse_budgets, parse_hosts
+from engine.status.capacity import (
+    MAX_BUDGETS,
+    MAX_FARMS,
+    MAX_HOSTS,
+    MAX_REPLAYS,
+    capacity,
+    check_replays,
+    parse_budgets,
+    parse_hosts,
+)
 
 router = Router(tags=["stats"])
 
@@ -24,7 +33,8 @@ class Farms(Range):
     hosts: str | None = Field(None, description=f"Host counts to replay on, e.g. `3` or `2,4,6` (1..{MAX_HOSTS}, at "
                                                 f"most {MAX_FARMS}); default: current − 1 … current + 3")
     budget: str | None = Field(None, description=f"Memory budgets per host, e.g. `256GiB` or `128GiB,512GiB` or "
-                                                 f"bytes (at most {MAX_BUDGETS}); default: the current host's")
+                                                 f"bytes (at most {MAX_BUDGETS}, and {MAX_REPLAYS} farms in all); "
+                                                 f"default: the current host's")
 
 
 @router.get("/capacity", response={200: dict[str, Any], 400: ErrorOut, 401: ErrorOut, 403: ErrorOut},
@@ -48,4 +58,8 @@ def get_capacity(request: HttpRequest, farms: Query[Farms]) -> dict[str, Any]:
         budgets = parse_budgets(farms.budget) if farms.budget is not None else None
     except ValueError as exc:
         raise ApiError(400, "invalid", "budget", str(exc)) from None
+    try:
+        check_replays(hosts, budgets)
+    except ValueError as exc:
+        raise ApiError(400, "invalid", "hosts", str(exc)) from None
     return capacity(since, until, hosts, budgets)

@@ -14,7 +14,7 @@ from django.utils.dateparse import parse_datetime
 
 from engine.console.views import _require_viewer
 from engine.format import fmt_bytes, fmt_ms
-from engine.status.capacity import capacity, parse_budgets, parse_hosts
+from engine.status.capacity import capacity, check_replays, parse_budgets, parse_hosts
 
 WINDOWS = {"hour": (timedelta(hours=1), "hour"), "6h": (timedelta(hours=6), "6 hours"),
            "day": (timedelta(days=1), "day"), "week": (timedelta(days=7), "7 days")}
@@ -41,6 +41,10 @@ def _ask(params: Any) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
             ask[key] = parse(chosen[name]) if chosen[name] else None
         except ValueError as exc:
             errors[name] = str(exc)
+    try:
+        check_replays(ask["hosts"], ask["budgets"])
+    except ValueError as exc:
+        errors.setdefault("hosts", str(exc))
     moments: dict[str, datetime | None] = {}
     for name in ("since", "until"):
         try:

@@ -33,7 +33,7 @@ from engine.status.capacity_sim import Arrival, HostShape, Outcome, Profile, Sce
 from engine.status.read import one_snapshot
 
 MAX_JOBS = 2000  # the most recent jobs of a range replayed; the answer says when it is capped
-MAX_PARTITIONS = 20000
+MAX_PARTITIONS = 10000
 FALLBACK_PARTITIONS = 200  # a circuit with no partition finished in the range: its last ones
 SPARE_HOSTS = 3  # the default farms: current − 1 … current + SPARE_HOSTS
 
@@ -298,6 +298,7 @@ def capacity(since: datetime, until: datetime, hosts: list[int] | None = None, b
 MAX_HOSTS = 64
 MAX_FARMS = 8  # host counts per answer
 MAX_BUDGETS = 4
+MAX_REPLAYS = 12  # farms (host counts × budgets) per answer: about half a second each at the caps
 
 
 def parse_hosts(text: str) -> list[int]:
@@ -328,3 +329,10 @@ def parse_budgets(text: str) -> list[int]:
     if len(budgets) > MAX_BUDGETS:
         raise ValueError(f"at most {MAX_BUDGETS} budgets at once")
     return sorted(set(budgets))
+
+
+def check_replays(hosts: list[int] | None, budgets: list[int] | None) -> None:
+    """At most MAX_REPLAYS farms per answer (the defaults are five); ValueError otherwise."""
+    farms = (len(hosts) if hosts else SPARE_HOSTS + 2) * (len(budgets) if budgets else 1)
+    if farms > MAX_REPLAYS:
+        raise ValueError(f"at most {MAX_REPLAYS} farms (host counts × budgets) at once, asked for {farms}")

@@ -243,9 +243,7 @@ class _Host:
     finalizers_free: int = 0
     finalize_queue: deque[_Part] = field(default_factory=deque)
     holders: dict[str, int] = field(default_factory=dict)  # circuit → partitions held (its key is in use)
-
-    def key_bytes(self, profiles: dict[str, Profile]) -> int:
-        return sum(profiles[c].key_bytes for c, n in self.holders.items() if n)
+    key_bytes: int = 0  # the keys in use: those of the circuits in ``holders``
 
     def has_room(self) -> bool:
         """A free synthesis slot and the pacer's allowance (pipeline.synthesize.has_room)."""
@@ -371,7 +369,7 @@ class _Farm:
 
     def _try_reserve(self, host: _Host, part: _Part) -> None:
         need = part.profile.memory_bytes
-        if host.used + need + host.key_bytes(self.profiles) > host.shape.memory_budget:
+        if host.used + need + host.key_bytes > host.shape.memory_budget:
             return  # waits; a release settles the host again
         host.dispatching = None
         part.reserving = False
@@ -418,7 +416,10 @@ class _Farm:
             job.first_claim = self.now
         host.dispatching = part
         circuit = job.arrival.circuit
-        host.holders[circuit] = host.holders.get(circuit, 0) + 1
+        held = host.holders.get(circuit, 0)
+        if held == 0:
+            host.key_bytes += part.profile.key_bytes
+        host.holders[circuit] = held + 1
         self.at(self.now + part.profile.dispatch_s, Event.RESERVED, (host, part))
 
     # -- memory and failure --------------------------------------------------------------------
@@ -429,7 +430,10 @@ class _Farm:
 
     def _let_go(self, host: _Host, part: _Part) -> None:
         """The host holds one partition fewer of its circuit (its key may go when none is left)."""
-        host.holders[part.job.arrival.circuit] -= 1
+        circuit = part.job.arrival.circuit
+        host.holders[circuit] -= 1
+        if host.holders[circuit] == 0:
+            host.key_bytes -= part.profile.key_bytes
 
     def _fail(self, host: _Host, part: _Part) -> None:
         """A partition that can never fit the budget fails, and its job with it (the engine's

@@ -49,6 +49,7 @@ def test_chosen_host_counts_and_budgets_make_the_table(operator_api: Client, his
     ({"hosts": ",".join(str(n) for n in range(1, 10))}, "hosts"),
     ({"budget": "0"}, "budget"), ({"budget": "-1GiB"}, "budget"), ({"budget": "lots"}, "budget"),
     ({"budget": "1GiB,2GiB,3GiB,4GiB,5GiB"}, "budget"),
+    ({"hosts": "1,2,3,4,5,6,7", "budget": "1GiB,2GiB"}, "hosts"), ({"budget": "1GiB,2GiB,3GiB"}, "hosts"),
     ({"since": "2026-01-02T00:00:00Z", "until": "2026-01-01T00:00:00Z"}, "since"),
     ({"since": "yesterday"}, "since"),
 ])
