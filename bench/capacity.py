@@ -108,17 +108,21 @@ def compare(name: str, since: datetime, until: datetime, args: argparse.Namespac
         mean = statistics.mean(values)
         ratio = mean / measured[key] if measured[key] else float("nan")
         rows.append([name, f"wait to {key}", f"{measured[key]:.3f}", f"{mean:.3f}",
-                     f"{min(values):.3f}–{max(values):.3f}", f"{ratio:.2f}"])
+                     f"{min(values):.3f}–{max(values):.3f}", f"{mean - measured[key]:+.3f}", f"{ratio:.2f}"])
     return rows
+
+
+def _s(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
 
 
 def farms(since: datetime, until: datetime, budgets: list[int]) -> str:
     answer = capacity(since, until, budgets=budgets)
-    rows = [[f["hosts"], fmt_bytes(f["memory_budget_bytes"]), f"{f['claim_wait']['p50_s']:.3f}",
-             f"{f['claim_wait']['p95_s']:.3f}", f"{f['done_wait']['p50_s']:.3f}", f"{f['done_wait']['p95_s']:.3f}",
-             f["missed_deadlines"], f"{f['proofs_per_hour']:.0f}"] for f in answer["farms"]]
+    rows = [[f["hosts"], fmt_bytes(f["memory_budget_bytes"]), _s(f["claim_wait"]["p50_s"]), _s(f["claim_wait"]["p95_s"]),
+             _s(f["done_wait"]["p50_s"]), _s(f["done_wait"]["p95_s"]), f["missed_deadlines"], f["failed_jobs"],
+             f"{f['proofs_per_hour']:.0f}"] for f in answer["farms"]]
     return markdown_table(["hosts", "budget", "claim p50 s", "claim p95 s", "done p50 s", "done p95 s", "missed",
-                           "proofs/h"], rows)
+                           "failed jobs", "proofs/h"], rows)
 
 
 def main() -> None:
@@ -151,7 +155,8 @@ def main() -> None:
         others.append(f"{name}, {since:%H:%M:%S}–{until:%H:%M:%S} UTC, replayed on other farms:\n\n"
                       + farms(since, until, budgets))
     print()
-    print(markdown_table(["workload", "figure", "measured s", "predicted s (mean)", "predicted range", "ratio"],
+    print(markdown_table(["workload", "figure", "measured s", "predicted s (mean)", "predicted range", "difference s",
+                          "ratio"],
                          table))
     for text in others:
         print()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Min, Q, QuerySet
 
 from engine.circuits.kinds import InputError, parse_circuit_id
@@ -30,6 +31,7 @@ from engine.ledger.deadlines import p95
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JobState, PartitionState
 from engine.status.capacity_sim import Arrival, HostShape, Outcome, Profile, Scenario, Service, simulate
+from engine.status.host_report import keys_of
 from engine.status.read import one_snapshot
 
 MAX_JOBS = 2000  # the most recent jobs of a range replayed; the answer says when it is capped
@@ -134,15 +136,28 @@ def _device_times(rows: list[tuple[Any, ...]]) -> list[float]:
 
 
 def _memory_shares(circuit: str) -> tuple[int, int]:
-    """A built-in circuit's A·w, B·w, C·w share and key bytes (its real sizes); 0 for others."""
+    """A built-in circuit's A·w, B·w, C·w share and its cached key's bytes, fixed-base tables
+    included where the engine keeps them (PROVINGSITE_FIXED_BASE), as the engine sizes them
+    (pipeline.work.size_item); 0 for others."""
     try:
         needs = parse_circuit_id(circuit).memory
     except (InputError, KeyError, ValueError):
         return 0, 0
-    return int(needs.abc_bytes), int(needs.key_bytes)
+    tables = needs.table_bytes if settings.PROVINGSITE["FIXED_BASE"] else 0
+    return int(needs.abc_bytes), int(needs.key_bytes + tables)
 
 
-def _profiles(rows: list[tuple[Any, ...]]) -> dict[str, Profile]:
+def _key_sizes() -> dict[str, int]:
+    """The bytes each circuit's key holds on a host that has it loaded now (its key list, as
+    the engine writes it): measured, so preferred to the circuit's estimate."""
+    sizes: dict[str, int] = {}
+    for column in EngineHost.objects.exclude(key_cache=[]).values_list("key_cache", flat=True):
+        for key in keys_of(column):
+            sizes[key.circuit_id] = max(sizes.get(key.circuit_id, 0), key.bytes)
+    return sizes
+
+
+def _profiles(rows: list[tuple[Any, ...]], key_sizes: dict[str, int]) -> dict[str, Profile]:
     rows = [r for r in rows if r[7] is not None and r[8] is not None]  # left the device, and done
     device = _device_times(rows)
     services: dict[str, list[Service]] = defaultdict(list)
@@ -158,6 +173,7 @@ def _profiles(rows: list[tuple[Any, ...]]) -> dict[str, Profile]:
     out = {}
     for circuit, recorded in services.items():
         abc, key = _memory_shares(circuit)
+        key = key_sizes.get(circuit) or key
         out[circuit] = Profile(tuple(recorded), memory_bytes=memory[circuit], abc_bytes=min(abc, memory[circuit]),
                                key_bytes=key, dispatch_s=statistics.median(dispatch[circuit]) if dispatch[circuit] else 0.0)
     return out
@@ -209,7 +225,7 @@ def recorded(since: datetime, until: datetime) -> Recorded:
     with one_snapshot():
         jobs, total = _jobs(since, until)
         circuits = {circuit_of(r[1], r[2], r[3]) for r in jobs}
-        profiles = _profiles(_partitions(since, until, circuits))
+        profiles = _profiles(_partitions(since, until, circuits), _key_sizes())
         host, hosts, opens_s = _host_shape(since, until)
     out = Recorded(since, until, profiles=profiles, host=host, hosts=hosts, opens_s=opens_s, jobs_in_range=total)
     parts = 0

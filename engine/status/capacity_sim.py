@@ -9,7 +9,7 @@ What it models is what engine.pipeline does, one host at a time, each host alike
   (priority, then the earliest latest start with no deadline last, then age, then the
   partition's index: ledger.claims.claim_order), while a synthesis slot is free and fewer
   than ``synthesis + 2 × workers`` partitions are synthesizing or waiting for a worker (the
-  pacer, pipeline.claim);
+  pacer, pipeline.claim); without room it sleeps until a synthesis ends or its poll is up;
 * **reserve**: the dispatcher then spends the circuit's recorded claim-to-synthesis time and
   reserves the partition's memory, blocking (and claiming nothing else) until it fits beside
   the proving keys in use; a partition that can never fit fails at once, as the engine's
@@ -62,8 +62,9 @@ class Event(enum.IntEnum):
     DEVICE_DONE = 1
     SYNTHESIZED = 2
     RESERVED = 3
-    OPEN = 4
-    ARRIVAL = 5
+    WAKE = 4
+    OPEN = 5
+    ARRIVAL = 6
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,10 @@ class Arrival:
 @dataclass(frozen=True)
 class HostShape:
     """One host: its memory budget, synthesis slots, devices, workers per device, what an hour
-    of it costs, and whether it proves split (the default, as the engine does)."""
+    of it costs, whether it proves split (the default, as the engine does), and how long its
+    dispatcher, finding no room, waits before it looks again unless a synthesis ends first
+    (pipeline.synthesize.has_room's 0.2 s: room a proving worker makes by taking a partition
+    off the queue wakes nobody; 0 for a dispatcher that notices at once)."""
 
     memory_budget: int
     synthesis: int = 2
@@ -115,6 +119,7 @@ class HostShape:
     workers_per_device: int = 2
     cost_per_hour: float = 0.0
     split: bool = True
+    claim_poll_s: float = 0.2
 
     @property
     def workers(self) -> int:
@@ -243,16 +248,30 @@ class _Host:
     finalizers_free: int = 0
     finalize_queue: deque[_Part] = field(default_factory=deque)
     holders: dict[str, int] = field(default_factory=dict)  # circuit → partitions held (its key is in use)
+    asleep_since: float | None = None  # the dispatcher found no room then, and waits (HostShape.claim_poll_s)
+    wake_at: float | None = None
     key_bytes: int = 0  # the keys in use: those of the circuits in ``holders``
 
     def has_room(self) -> bool:
         """A free synthesis slot and the pacer's allowance (pipeline.synthesize.has_room)."""
         shape = self.shape
-        return (self.dispatching is None and self.synthesizing < shape.synthesis
-                and self.synthesizing + len(self.proof_queue) < shape.pace_target)
+        return self.synthesizing < shape.synthesis and self.synthesizing + len(self.proof_queue) < shape.pace_target
+
+    def wake(self) -> None:
+        """A synthesis ended (its slot's notify), or the poll is up: the dispatcher looks again."""
+        self.asleep_since = self.wake_at = None
+
+    def next_poll(self, now: float) -> float | None:
+        """When a sleeping dispatcher next looks on its own: the first tick of its poll after now
+        (None if it is awake or wakes only when notified)."""
+        if self.asleep_since is None or self.shape.claim_poll_s <= 0:
+            return None
+        poll = self.shape.claim_poll_s
+        ticks = max(1, math.ceil((now - self.asleep_since) / poll - 1e-9))
+        return self.asleep_since + ticks * poll
 
 
-_Subject = _Job | tuple[_Host, _Part] | None
+_Subject = _Job | _Host | tuple[_Host, _Part] | None
 
 
 class _Farm:
@@ -309,6 +328,11 @@ class _Farm:
             for part in subject.parts:
                 heapq.heappush(self.pending, (part.order, part))
             return None
+        if event is Event.WAKE:
+            assert isinstance(subject, _Host)
+            if subject.wake_at == self.now:
+                subject.wake()
+            return subject
         assert isinstance(subject, tuple)
         host, part = subject
         {Event.RESERVED: self._reserved, Event.SYNTHESIZED: self._synthesized,
@@ -324,6 +348,7 @@ class _Farm:
 
     def _synthesized(self, host: _Host, part: _Part) -> None:
         host.synthesizing -= 1
+        host.wake()
         part.state = SimState.SYNTH_DONE
         heapq.heappush(host.proof_queue, (part.order, part))
 
@@ -387,6 +412,7 @@ class _Farm:
                 return
             device_no = min(free, key=lambda d: (host.devices[d].busy, len(host.devices[d].waiting), d))
             _, part = heapq.heappop(host.proof_queue)
+            self._poll_later(host)
             host.idle_workers[device_no] -= 1
             part.state = SimState.GPU
             part.device = device_no
@@ -400,12 +426,26 @@ class _Farm:
         host.devices[device_no].busy = True
         self.at(self.now + part.service.device_s, Event.DEVICE_DONE, (host, part))
 
+    def _poll_later(self, host: _Host) -> None:
+        """The queue got shorter, which wakes no dispatcher: a sleeping one sees it at its next poll."""
+        wake_at = host.next_poll(self.now)
+        if wake_at is not None and host.wake_at is None:
+            host.wake_at = wake_at
+            self.at(wake_at, Event.WAKE, host)
+
     def _dispatch(self) -> None:
-        """Every host with room claims the next partitions in the claims' order."""
+        """Every awake dispatcher with room claims the next partitions in the claims' order; one
+        without room goes to sleep (HostShape.claim_poll_s)."""
         if not self.open:
             return
         for host in self.hosts:
-            while self.pending and host.has_room():
+            while host.dispatching is None and host.asleep_since is None:
+                if not host.has_room():
+                    if host.shape.claim_poll_s > 0:
+                        host.asleep_since = self.now
+                    break
+                if not self.pending:
+                    break
                 _, part = heapq.heappop(self.pending)
                 self._claim(host, part)
 

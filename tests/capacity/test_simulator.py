@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from engine.status.capacity_sim import Arrival, HostShape, Outcome, Profile, Scenario, Service, simulate
 
 GiB = 1 << 30
-ONE_WORKER = HostShape(memory_budget=64 * GiB, synthesis=1, devices=1, workers_per_device=1)
+ONE_WORKER = HostShape(memory_budget=64 * GiB, synthesis=1, devices=1, workers_per_device=1, claim_poll_s=0.0)
 
 
 def fixed(synth: float = 1.0, device: float = 10.0, finalize: float = 0.0, memory: int = GiB, abc: int = 0,
@@ -39,6 +39,15 @@ def test_one_worker_serves_a_backlog_first_in_first_out_with_exact_waits() -> No
     assert [j.claim_wait_s for j in outcome.jobs] == [0.0, 1.0, 2.0, 3.0, 11.0]
     assert [j.done_wait_s for j in outcome.jobs] == [11.0, 21.0, 31.0, 41.0, 51.0]
     assert outcome.partitions_done == 5 and outcome.end_s == 51.0
+
+
+def test_room_a_proving_worker_makes_is_seen_at_the_dispatchers_next_poll() -> None:
+    # Asleep since 4 s (the pacer's limit); the worker takes the next partition at 11.5 s, which
+    # notifies nobody: the dispatcher sees the room at its poll, 12 s, or at once with no poll.
+    polled = HostShape(memory_budget=64 * GiB, synthesis=1, devices=1, workers_per_device=1, claim_poll_s=1.0)
+    instant = HostShape(memory_budget=64 * GiB, synthesis=1, devices=1, workers_per_device=1, claim_poll_s=0.0)
+    assert replay(jobs(5), fixed(device=10.5), host=polled).jobs[4].claim_wait_s == 12.0
+    assert replay(jobs(5), fixed(device=10.5), host=instant).jobs[4].claim_wait_s == 11.5
 
 
 def test_split_proving_lets_the_device_take_the_next_partition_while_the_last_is_finished() -> None:
@@ -141,7 +150,8 @@ profiles = st.builds(Profile, st.lists(services, min_size=1, max_size=4).map(tup
                      memory_bytes=st.integers(0, 8 * GiB), abc_bytes=st.integers(0, GiB),
                      key_bytes=st.integers(0, GiB), dispatch_s=st.floats(0, 0.5))
 shapes = st.builds(HostShape, memory_budget=st.integers(1, 16 * GiB), synthesis=st.integers(1, 4),
-                   devices=st.integers(1, 3), workers_per_device=st.integers(1, 3), split=st.booleans())
+                   devices=st.integers(1, 3), workers_per_device=st.integers(1, 3), split=st.booleans(),
+                   claim_poll_s=st.sampled_from([0.0, 0.2, 1.0]))
 arrival_lists = st.lists(st.builds(Arrival, job=st.uuids().map(str), at_s=st.floats(0, 100),
                                    circuit=st.sampled_from(["a", "b"]), partitions=st.integers(1, 6),
                                    priority=st.integers(0, 3), deadline_s=st.none() | st.floats(0, 200),

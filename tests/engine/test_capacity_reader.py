@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from engine.circuits.kinds import parse_circuit_id
@@ -70,7 +71,8 @@ def test_a_proved_job_becomes_an_arrival_and_its_partitions_the_circuits_service
     assert {(s.synth_s, s.finalize_s) for s in profile.services} == {(0.5, 0.25)}
     needs = parse_circuit_id("porep-c2/tiny").memory
     assert profile.memory_bytes == 3 * MiB and profile.abc_bytes == min(needs.abc_bytes, 3 * MiB)
-    assert profile.key_bytes == needs.key_bytes and profile.dispatch_s >= 0
+    tables = needs.table_bytes if settings.PROVINGSITE["FIXED_BASE"] else 0
+    assert profile.key_bytes == needs.key_bytes + tables and profile.dispatch_s >= 0
     assert rec.host == HostShape(memory_budget=256 * GiB, synthesis=4, devices=1, workers_per_device=2,
                                  cost_per_hour=2.0)
     job.refresh_from_db()
@@ -137,3 +139,11 @@ def test_a_farm_that_ran_before_the_range_is_open_from_its_start(writer: StatusW
     submitted("sector-1")
     proved(writer, timezone.now(), [(1.0, 2.0), (2.0, 3.0)])
     assert recorded(since, timezone.now() + timedelta(minutes=1)).opens_s == 0.0
+
+
+def test_a_key_a_host_has_loaded_is_counted_at_its_measured_size(writer: StatusWriter) -> None:
+    writer.update_host(key_cache=[{"circuit_id": "porep-c2/tiny", "bytes": 5 * MiB, "loaded_at": None}])
+    since = timezone.now() - timedelta(minutes=1)
+    submitted("sector-1")
+    proved(writer, timezone.now(), [(1.0, 2.0), (2.0, 3.0)])
+    assert recorded(since, timezone.now() + timedelta(minutes=1)).profiles["porep-c2/tiny"].key_bytes == 5 * MiB
