@@ -61,6 +61,7 @@ class Recorded:
     host: HostShape | None = None
     hosts: int = 0
     opens_s: float = 0.0
+    origin: datetime | None = None  # when capped: the first replayed job's submission, the replay's zero
     jobs_in_range: int = 0
     unmodelled: int = 0  # jobs of a circuit never recorded finishing: nothing to replay them with
 
@@ -70,7 +71,8 @@ class Recorded:
 
     @property
     def span_s(self) -> float:
-        return (self.until - self.since).total_seconds()
+        """The time replayed: the range, or from the first replayed job when capped."""
+        return (self.until - (self.origin or self.since)).total_seconds()
 
     def scenario(self, hosts: int, budget: int | None = None, seed: int = 0) -> Scenario:
         assert self.host is not None
@@ -125,7 +127,11 @@ def _device_times(rows: list[tuple[Any, ...]]) -> list[float]:
     for i, row in enumerate(rows):
         by_device[(row[10], row[11])].append(i)
     out = [0.0] * len(rows)
-    for indexes in by_device.values():
+    for (host, _), indexes in by_device.items():
+        if host is None:  # its worker's row is gone: the device is unknown, its time is taken whole
+            for i in indexes:
+                out[i] = max(0.0, (rows[i][7] - rows[i][6]).total_seconds())
+            continue
         free_at: datetime | None = None
         for i in sorted(indexes, key=lambda i: rows[i][7]):
             start, end = rows[i][6], rows[i][7]
@@ -228,17 +234,21 @@ def recorded(since: datetime, until: datetime) -> Recorded:
         profiles = _profiles(_partitions(since, until, circuits), _key_sizes())
         host, hosts, opens_s = _host_shape(since, until)
     out = Recorded(since, until, profiles=profiles, host=host, hosts=hosts, opens_s=opens_s, jobs_in_range=total)
-    parts = 0
-    for row in jobs:
-        arrival = _arrival(row, since)
-        if arrival.circuit not in profiles:
+    kept, parts = [], 0
+    for row in reversed(jobs):  # the latest first, up to MAX_PARTITIONS
+        if circuit_of(row[1], row[2], row[3]) not in profiles:
             out.unmodelled += 1
             continue
-        if parts + arrival.partitions > MAX_PARTITIONS:
+        parts += max(int(row[5]), 1)
+        if parts > MAX_PARTITIONS:
             break
-        parts += arrival.partitions
-        out.arrivals.append(arrival)
-        out.measured.append(_measured(row))
+        kept.append(row)
+    kept.reverse()
+    if kept and len(kept) + out.unmodelled < total:  # capped: the replay starts at its first job
+        out.origin = kept[0][6]
+        out.opens_s = max(0.0, opens_s - (out.origin - since).total_seconds())
+    out.arrivals = [_arrival(row, out.origin or since) for row in kept]
+    out.measured = [_measured(row) for row in kept]
     return out
 
 

@@ -116,8 +116,13 @@ def test_a_long_range_is_capped_at_its_latest_jobs_and_says_so(writer: StatusWri
     for name in ("first", "second", "third"):
         submitted(name)
     proved(writer, timezone.now(), [(1.0, 2.0), (2.0, 3.0)])
-    answer = capacity(since, timezone.now() + timedelta(minutes=1))
+    until = timezone.now() + timedelta(minutes=1)
+    answer = capacity(since, until)
     assert answer["capped"] and (answer["jobs_in_range"], answer["replayed_jobs"]) == (3, 2)
+    rec = recorded(since, until)
+    second = ProofJob.objects.get(job_id="second").submitted_at
+    assert [a.job for a in rec.arrivals] == ["second", "third"] and rec.arrivals[0].at_s == 0.0
+    assert rec.span_s == (until - second).total_seconds()  # the cost is over the time replayed
 
 
 def test_the_answer_replays_current_less_one_to_current_plus_three_hosts(writer: StatusWriter) -> None:
@@ -147,3 +152,13 @@ def test_a_key_a_host_has_loaded_is_counted_at_its_measured_size(writer: StatusW
     submitted("sector-1")
     proved(writer, timezone.now(), [(1.0, 2.0), (2.0, 3.0)])
     assert recorded(since, timezone.now() + timedelta(minutes=1)).profiles["porep-c2/tiny"].key_bytes == 5 * MiB
+
+
+def test_the_partition_cap_keeps_the_latest_jobs_too(writer: StatusWriter, monkeypatch) -> None:
+    monkeypatch.setattr(capacity_mod, "MAX_PARTITIONS", 3)
+    since = timezone.now()
+    for name in ("first", "second"):
+        submitted(name)  # two partitions each: both would be four
+    proved(writer, timezone.now(), [(1.0, 2.0), (2.0, 3.0)])
+    rec = recorded(since, timezone.now() + timedelta(minutes=1))
+    assert [a.job for a in rec.arrivals] == ["second"] and rec.capped
