@@ -11,7 +11,8 @@ engine.status.capacity reads those records for the run's range, exactly as
 with the recorded service times. Printed: the measured and the predicted p50/p95 of the wait
 from submission to first claim and to done, and their ratio (predicted / measured), the
 prediction averaged over ``--seeds`` draws of the service times; then the same range on
-other farms (hosts and memory budgets).
+other farms (hosts and memory budgets), with the cost per proof where the engine was given
+``PROVINGSITE_HOST_COST_PER_HOUR``.
 
 * ``backlog``: bench/engine.py's run itself (``bench.engine.run``): ``--jobs`` porep-c2 jobs
   of 10 partitions submitted at once, then proved by one engine with split proving;
@@ -116,13 +117,17 @@ def _s(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
+def _cost(value: float | None) -> str:
+    return "—" if value is None else f"{value:.5f}"
+
+
 def farms(since: datetime, until: datetime, budgets: list[int]) -> str:
     answer = capacity(since, until, budgets=budgets)
     rows = [[f["hosts"], fmt_bytes(f["memory_budget_bytes"]), _s(f["claim_wait"]["p50_s"]), _s(f["claim_wait"]["p95_s"]),
              _s(f["done_wait"]["p50_s"]), _s(f["done_wait"]["p95_s"]), f["missed_deadlines"], f["failed_jobs"],
-             f"{f['proofs_per_hour']:.0f}"] for f in answer["farms"]]
+             f"{f['proofs_per_hour']:.0f}", _cost(f["cost_per_proof"])] for f in answer["farms"]]
     return markdown_table(["hosts", "budget", "claim p50 s", "claim p95 s", "done p50 s", "done p95 s", "missed",
-                           "failed jobs", "proofs/h"], rows)
+                           "failed jobs", "proofs/h", "cost/proof"], rows)
 
 
 def main() -> None:
