@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
+import sys
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -141,6 +145,15 @@ def test_the_same_seed_replays_the_same_service_times() -> None:
     profiles = {"c": Profile(tuple(Service(0.1 * i, 1.0 + i, 0.1) for i in range(10)), memory_bytes=GiB)}
     arrivals = [Arrival(f"j{i}", float(i), "c", partitions=3) for i in range(20)]
     assert replay(arrivals, profiles, seed=7) == replay(arrivals, profiles, seed=7)
+
+
+def test_the_simulator_runs_without_django() -> None:
+    script = ("import sys, engine.status.capacity_sim; "
+              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))")
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "[]"
 
 
 # ---- invariants -------------------------------------------------------------------------------
