@@ -37,7 +37,7 @@ import itertools
 import math
 import random
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
@@ -198,6 +198,8 @@ class Outcome:
 
 # ---- the simulated things ----------------------------------------------------------------
 
+Order = tuple[int, float, float, int, int]  # priority, latest start, arrival, job, partition index
+
 
 @dataclass
 class _Job:
@@ -222,7 +224,7 @@ class _Part:
     device: int = -1
 
     @property
-    def order(self) -> tuple[int, float, float, int, int]:
+    def order(self) -> Order:
         """The claims' order (ledger.claims.claim_order; pipeline.work.WorkItem.order)."""
         a = self.job.arrival
         latest = a.at_s + a.latest_start_s if a.latest_start_s is not None else math.inf
@@ -243,7 +245,7 @@ class _Host:
     idle_workers: list[int]  # per device
     used: int = 0
     synthesizing: int = 0
-    proof_queue: list[tuple[tuple[int, float, float, int, int], _Part]] = field(default_factory=list)
+    proof_queue: list[tuple[Order, _Part]] = field(default_factory=list)
     dispatching: _Part | None = None  # claimed, not yet reserved (the dispatcher is busy with it)
     finalizers_free: int = 0
     finalize_queue: deque[_Part] = field(default_factory=deque)
@@ -286,7 +288,7 @@ class _Farm:
                       for n in range(scenario.hosts)]
         self.events: list[tuple[float, int, int, _Subject]] = []
         self.seq = itertools.count()
-        self.pending: list[tuple[tuple[int, float, float, int, int], _Part]] = []
+        self.pending: list[tuple[Order, _Part]] = []
         self.parts: list[_Part] = []
         self.jobs: list[_Job] = []
         self.now = 0.0
@@ -500,9 +502,6 @@ class _Farm:
         done = None if job.done_at is None else job.done_at - a.at_s
         missed = None if a.deadline_s is None else (done is None or done > a.deadline_s)
         return JobOutcome(a.job, a.circuit, claim, done, missed, job.failed)
-
-    def states(self) -> Iterator[SimState]:
-        return (part.state for part in self.parts)
 
 
 def simulate(scenario: Scenario) -> Outcome:
