@@ -90,9 +90,17 @@ def arrivals_run(args: argparse.Namespace) -> tuple[datetime, datetime]:
     return since, timezone.now()
 
 
+def key_sizes(circuits: list[str]) -> dict[str, int]:
+    """Each circuit's key as the engine holds it (pipeline.keys.held_nbytes, the size its key cache
+    trues a reservation up to): a stopped host lists no key, and the estimate runs a little short."""
+    from engine.pipeline.keys import held_nbytes, load_proving_key
+
+    return {circuit: held_nbytes(load_proving_key(circuit)) for circuit in circuits}
+
+
 def compare(name: str, since: datetime, until: datetime, args: argparse.Namespace) -> list[list[Any]]:
     """Measured against predicted (one host of the recorded shape), averaged over the seeds."""
-    rec = recorded(since, until)
+    rec = recorded(since, until, key_sizes(sorted({a.circuit for a in recorded(since, until).arrivals})))
     predicted: dict[str, list[float]] = {"claim p50": [], "claim p95": [], "done p50": [], "done p95": []}
     for seed in range(args.seeds):
         outcome = simulate(rec.scenario(rec.hosts, seed=seed))
@@ -122,7 +130,8 @@ def _cost(value: float | None) -> str:
 
 
 def farms(since: datetime, until: datetime, budgets: list[int]) -> str:
-    answer = capacity(since, until, budgets=budgets)
+    circuits = sorted({a.circuit for a in recorded(since, until).arrivals})
+    answer = capacity(since, until, budgets=budgets, key_sizes=key_sizes(circuits))
     rows = [[f["hosts"], fmt_bytes(f["memory_budget_bytes"]), _s(f["claim_wait"]["p50_s"]), _s(f["claim_wait"]["p95_s"]),
              _s(f["done_wait"]["p50_s"]), _s(f["done_wait"]["p95_s"]), f["missed_deadlines"], f["failed_jobs"],
              f"{f['proofs_per_hour']:.0f}", _cost(f["cost_per_proof"])] for f in answer["farms"]]

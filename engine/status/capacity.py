@@ -163,26 +163,56 @@ def _key_sizes() -> dict[str, int]:
     return sizes
 
 
-def _profiles(rows: list[tuple[Any, ...]], key_sizes: dict[str, int]) -> dict[str, Profile]:
+def _dispatch_times(rows: list[tuple[Any, ...]], circuits: list[str], abc: dict[str, int], keys: dict[str, int],
+                    budgets: dict[Any, int]) -> dict[str, float]:
+    """Each circuit's dispatcher time, claim to synthesis: the median gap of its partitions
+    whose memory was free when they were claimed (the gap of one that waited for memory is
+    mostly that wait, which the simulator makes for itself); the least gap if none was.
+
+    What a host held at each claim is swept from its partitions' records: a partition holds
+    its reservation from its synthesis on, less its A·w/B·w/C·w share once off the device,
+    until done; beside it, the claimed partition's own key."""
+    free: dict[str, list[float]] = defaultdict(list)
+    every: dict[str, list[float]] = defaultdict(list)
+    by_host: dict[Any, list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        by_host[row[10]].append(i)
+    for host, indexes in by_host.items():
+        moments: list[tuple[datetime, int, int]] = []  # (when, 0: bytes change | 1: a claim, bytes | row)
+        for i in indexes:
+            need = int(rows[i][9] or 0)
+            share = min(abc[circuits[i]], need)
+            moments += [(rows[i][4], 0, need), (rows[i][7], 0, -share), (rows[i][8], 0, share - need)]
+            if rows[i][3] is not None:
+                moments.append((rows[i][3], 1, i))
+        held, budget = 0, budgets.get(host, 0)
+        for _, what, value in sorted(moments, key=lambda m: (m[0], m[1])):
+            if what == 0:
+                held += value
+                continue
+            row, circuit = rows[value], circuits[value]
+            gap = max(0.0, (row[4] - row[3]).total_seconds())
+            every[circuit].append(gap)
+            if not budget or held + int(row[9] or 0) + keys[circuit] <= budget:
+                free[circuit].append(gap)
+    return {c: statistics.median(free[c]) if free[c] else min(gaps) for c, gaps in every.items()}
+
+
+def _profiles(rows: list[tuple[Any, ...]], key_sizes: dict[str, int], budgets: dict[Any, int]) -> dict[str, Profile]:
     rows = [r for r in rows if r[7] is not None and r[8] is not None]  # left the device, and done
-    device = _device_times(rows)
-    services: dict[str, list[Service]] = defaultdict(list)
-    dispatch: dict[str, list[float]] = defaultdict(list)
+    circuits = [circuit_of(r[0], r[1], r[2]) for r in rows]
     memory: dict[str, int] = defaultdict(int)
-    for row, device_s in zip(rows, device, strict=True):
-        circuit = circuit_of(row[0], row[1], row[2])
-        services[circuit].append(Service(_seconds(row[4], row[5]) or 0.0, device_s, _seconds(row[7], row[8]) or 0.0))
-        gap = _seconds(row[3], row[4])
-        if gap is not None:
-            dispatch[circuit].append(max(gap, 0.0))
+    for row, circuit in zip(rows, circuits, strict=True):
         memory[circuit] = max(memory[circuit], int(row[9] or 0))
-    out = {}
-    for circuit, recorded in services.items():
-        abc, key = _memory_shares(circuit)
-        key = key_sizes.get(circuit) or key
-        out[circuit] = Profile(tuple(recorded), memory_bytes=memory[circuit], abc_bytes=min(abc, memory[circuit]),
-                               key_bytes=key, dispatch_s=statistics.median(dispatch[circuit]) if dispatch[circuit] else 0.0)
-    return out
+    shares = {c: _memory_shares(c) for c in memory}
+    abc = {c: min(shares[c][0], memory[c]) for c in memory}
+    keys = {c: key_sizes.get(c) or shares[c][1] for c in memory}
+    dispatch = _dispatch_times(rows, circuits, abc, keys, budgets)
+    services: dict[str, list[Service]] = defaultdict(list)
+    for row, circuit, device_s in zip(rows, circuits, _device_times(rows), strict=True):
+        services[circuit].append(Service(_seconds(row[4], row[5]) or 0.0, device_s, _seconds(row[7], row[8]) or 0.0))
+    return {c: Profile(tuple(recorded), memory_bytes=memory[c], abc_bytes=abc[c], key_bytes=keys[c],
+                       dispatch_s=dispatch.get(c, 0.0)) for c, recorded in services.items()}
 
 
 def _opens(since: datetime, until: datetime, claims: QuerySet[Partition]) -> float:
@@ -226,12 +256,15 @@ def _measured(row: tuple[Any, ...]) -> Measured:
                     missed=deadline is not None and finished is not None and finished > deadline)
 
 
-def recorded(since: datetime, until: datetime) -> Recorded:
-    """The range's records as the simulator's input, read in one snapshot."""
+def recorded(since: datetime, until: datetime, key_sizes: dict[str, int] | None = None) -> Recorded:
+    """The range's records as the simulator's input, read in one snapshot. ``key_sizes``: keys'
+    measured bytes a caller knows (a benchmark whose host has stopped, and so lists no key),
+    over those the hosts list and the circuits' estimates."""
     with one_snapshot():
         jobs, total = _jobs(since, until)
         circuits = {circuit_of(r[1], r[2], r[3]) for r in jobs}
-        profiles = _profiles(_partitions(since, until, circuits), _key_sizes())
+        budgets = dict(EngineHost.objects.values_list("pk", "memory_budget_bytes"))
+        profiles = _profiles(_partitions(since, until, circuits), {**_key_sizes(), **(key_sizes or {})}, budgets)
         host, hosts, opens_s = _host_shape(since, until)
     out = Recorded(since, until, profiles=profiles, host=host, hosts=hosts, opens_s=opens_s, jobs_in_range=total)
     kept, parts = [], 0
@@ -292,10 +325,10 @@ def _circuit_row(circuit: str, profile: Profile) -> dict[str, Any]:
 
 
 def capacity(since: datetime, until: datetime, hosts: list[int] | None = None, budgets: list[int] | None = None,
-             seed: int = 0) -> dict[str, Any]:
+             seed: int = 0, key_sizes: dict[str, int] | None = None) -> dict[str, Any]:
     """The range replayed on each farm of ``hosts`` × ``budgets`` (defaults: the current farm's
     budget, and current − 1 … current + 3 hosts), beside what was measured."""
-    rec = recorded(since, until)
+    rec = recorded(since, until, key_sizes)
     shape = rec.host
     answer: dict[str, Any] = {
         "since": since, "until": until, "jobs_in_range": rec.jobs_in_range, "replayed_jobs": len(rec.arrivals),

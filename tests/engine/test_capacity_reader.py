@@ -162,3 +162,33 @@ def test_the_partition_cap_keeps_the_latest_jobs_too(writer: StatusWriter, monke
     proved(writer, timezone.now(), [(1.0, 2.0), (2.0, 3.0)])
     rec = recorded(since, timezone.now() + timedelta(minutes=1))
     assert [a.job for a in rec.arrivals] == ["second"] and rec.capped
+
+
+def walk_one(writer: StatusWriter, claim, synth: datetime, worker_index: int) -> None:
+    """One claimed partition through the ledger: synthesis from ``synth`` (0.1 s), the GPU for 1 s, done 0.1 s later."""
+    workers = list(writer.host.workers.order_by("ordinal"))
+    at: Callable[[float], datetime] = lambda s: synth + timedelta(seconds=s)  # noqa: E731
+    for target, fields in ((P.SYNTHESIZING, {"synth_started_at": at(0), "reserved_bytes": 3 * MiB}),
+                           (P.SYNTH_DONE, {"synth_finished_at": at(0.1)}),
+                           (P.GPU, {"worker": workers[worker_index], "gpu_started_at": at(0.1)}),
+                           (P.FINALIZING, {"gpu_finished_at": at(1.1)}),
+                           (P.DONE, {"finished_at": at(1.2)})):
+        writer.apply(Transition(claim, target, fields))
+
+
+@pytest.mark.parametrize(("budget", "waited_counts"), [(None, True), ("one partition", False)])
+def test_a_claim_that_waited_for_memory_is_not_the_dispatchers_own_time(
+        writer: StatusWriter, budget: str | None, waited_counts: bool) -> None:
+    if budget is not None:  # room for the key and one partition: the second claim waits for the first
+        key = parse_circuit_id("porep-c2/tiny").memory
+        tables = key.table_bytes if settings.PROVINGSITE["FIXED_BASE"] else 0
+        EngineHost.objects.filter(pk=writer.host.pk).update(memory_budget_bytes=key.key_bytes + tables + 4 * MiB)
+    since = timezone.now() - timedelta(minutes=1)
+    submitted("sector-1")
+    (first,) = writer.claim(1)
+    t0 = timezone.now()
+    walk_one(writer, first, t0, 0)  # holds its 3 MiB from t0 to t0 + 1.2 s
+    (second,) = writer.claim(1)  # claimed while the first holds its memory
+    walk_one(writer, second, t0 + timedelta(seconds=4), 1)  # synthesized once it was freed: a 4 s gap
+    dispatch_s = recorded(since, timezone.now() + timedelta(minutes=1)).profiles["porep-c2/tiny"].dispatch_s
+    assert (dispatch_s > 1.0) is waited_counts
