@@ -17,8 +17,9 @@ other farms (hosts and memory budgets), with the cost per proof where the engine
 * ``backlog``: bench/engine.py's run itself (``bench.engine.run``): ``--jobs`` porep-c2 jobs
   of 10 partitions submitted at once, then proved by one engine with split proving;
 * ``arrivals``: ``--jobs`` jobs of a mix of kinds (winning-post, window-post of 2
-  partitions, porep-c2) submitted while the engine runs, at exponential intervals of mean
-  ``--interval`` seconds (seeded), so the waits come from queueing, not from a backlog.
+  partitions, porep-c2; or ``--kind`` alone) submitted while the engine runs, at exponential
+  intervals of mean ``--interval`` seconds (seeded), so the waits come from queueing, not
+  from a backlog.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def arrivals_run(args: argparse.Namespace) -> tuple[datetime, datetime]:
     engine = Engine(config)
     from engine.circuits.kinds import circuit_for
 
-    for kind, _ in MIX:  # keys loaded before the clock starts, as bench/engine.py does
+    mix = MIX if args.kind == "mixed" else ((args.kind, 1.0),)
+    for kind, _ in mix:  # keys loaded before the clock starts, as bench/engine.py does
         engine.keycache.checkout(f"{kind}/{scale}", circuit_for(kind, scale).memory.key_bytes)
         engine.keycache.check_in(f"{kind}/{scale}")
     engine.start()
@@ -79,7 +81,7 @@ def arrivals_run(args: argparse.Namespace) -> tuple[datetime, datetime]:
     since = timezone.now()
     try:
         for i in range(args.jobs):
-            kind = rng.choices([k for k, _ in MIX], weights=[w for _, w in MIX])[0]
+            kind = rng.choices([k for k, _ in mix], weights=[w for _, w in mix])[0]
             inputs, n = validate_inputs(kind, demo_inputs(kind))
             submit_job(kind=kind, job_id=f"capacity-{i}", inputs=inputs, num_partitions=n,
                        circuit_id=f"{kind}/{scale}", scale=scale)
@@ -145,6 +147,7 @@ def main() -> None:
     parser.add_argument("--scales", default="tiny", help="the scale (the first of a list is used)")
     parser.add_argument("--jobs", type=int, default=0, help="jobs per workload (default: backlog 6, arrivals 40)")
     parser.add_argument("--interval", type=float, default=0.5, help="arrivals: mean seconds between submissions")
+    parser.add_argument("--kind", default="mixed", help="arrivals: one kind only (e.g. porep-c2) instead of the mix")
     parser.add_argument("--devices", default="cpu")
     parser.add_argument("--budget", default="4GiB")
     parser.add_argument("--synthesis", type=int, default=2)
@@ -161,7 +164,8 @@ def main() -> None:
     for name in names:
         run, default_jobs = runs[name]
         args.jobs = base_jobs or default_jobs
-        print(f"{name}: {args.jobs} jobs, scale {args.scales.split(',')[0]}, devices {args.devices}, "
+        what = f" of {args.kind}" if name == "arrivals" else ""
+        print(f"{name}: {args.jobs} jobs{what}, scale {args.scales.split(',')[0]}, devices {args.devices}, "
               f"{args.synthesis} synthesis, {args.workers} workers/device, budget {args.budget}", flush=True)
         since, until = run(args)
         table += compare(name, since, until, args)
