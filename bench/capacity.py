@@ -8,10 +8,13 @@ Each workload runs one real engine (bench/engine.py's settings: scale, devices, 
 synthesis slots, workers per device) on a fresh SQLite database, leaving its records; then
 engine.status.capacity reads those records for the run's range, exactly as
 ``GET /api/v1/capacity`` does, and replays the arrivals on one host of the recorded shape
-with the recorded service times. Printed: the measured and the predicted p50/p95 of the wait
-from submission to first claim and to done, and their ratio (predicted / measured), the
-prediction averaged over ``--seeds`` draws of the service times; then the same range on
-other farms (hosts and memory budgets), with the cost per proof where the engine was given
+with the recorded service times. Printed: the device's load over the run (its recorded
+device time over the range), the measured and the predicted p50/p95 of the wait from
+submission to first claim and to done, and their ratio (predicted / measured): predicted
+with service times drawn from the circuit's records, as ``/api/v1/capacity`` does (the mean
+over ``--seeds`` draws, and their range), and with each job's own recorded times (a trace
+replay: what is left is the simulator's rules); then the same range on other farms (hosts and
+memory budgets), with the cost per proof where the engine was given
 ``PROVINGSITE_HOST_COST_PER_HOUR``.
 
 * ``backlog``: bench/engine.py's run itself (``bench.engine.run``): ``--jobs`` porep-c2 jobs
@@ -47,7 +50,7 @@ from engine.ledger.demo import demo_inputs  # noqa: E402
 from engine.ledger.jobs import submit_job  # noqa: E402
 from engine.models import ProofJob  # noqa: E402
 from engine.pipeline.host import Engine, EngineConfig  # noqa: E402
-from engine.status.capacity import capacity, recorded, waits  # noqa: E402
+from engine.status.capacity import Recorded, capacity, recorded, waits  # noqa: E402
 from engine.status.capacity_sim import simulate  # noqa: E402
 
 MIX = (("winning-post", 0.4), ("window-post", 0.3), ("porep-c2", 0.3))
@@ -100,26 +103,41 @@ def key_sizes(circuits: list[str]) -> dict[str, int]:
     return {circuit: held_nbytes(load_proving_key(circuit)) for circuit in circuits}
 
 
-def compare(name: str, since: datetime, until: datetime, args: argparse.Namespace) -> list[list[Any]]:
-    """Measured against predicted (one host of the recorded shape), averaged over the seeds."""
-    rec = recorded(since, until, key_sizes(sorted({a.circuit for a in recorded(since, until).arrivals})))
+def _predicted(rec: Recorded, seeds: int) -> dict[str, list[float]]:
+    """p50 and p95 of both waits on one host of the recorded shape, per seed."""
     predicted: dict[str, list[float]] = {"claim p50": [], "claim p95": [], "done p50": [], "done p95": []}
-    for seed in range(args.seeds):
+    for seed in range(seeds):
         outcome = simulate(rec.scenario(rec.hosts, seed=seed))
         for what in ("claim", "done"):
             w = waits([getattr(j, f"{what}_wait_s") for j in outcome.jobs])
             predicted[f"{what} p50"].append(w["p50_s"] or 0.0)
             predicted[f"{what} p95"].append(w["p95_s"] or 0.0)
+    return predicted
+
+
+def _ratio(predicted: float, measured: float) -> str:
+    return f"{predicted / measured:.2f}" if measured else "—"
+
+
+def compare(name: str, since: datetime, until: datetime, args: argparse.Namespace) -> list[list[Any]]:
+    """Measured against predicted: service times drawn from the circuit's records (the mean
+    over the seeds, and their spread), and each job's own recorded times (a trace replay)."""
+    sizes = key_sizes(sorted({a.circuit for a in recorded(since, until).arrivals}))
+    rec = recorded(since, until, sizes)
+    drawn = _predicted(rec, args.seeds)
+    own = _predicted(recorded(since, until, sizes, own_services=True), 1)
     measured = {}
     for what in ("claim", "done"):
         w = waits([getattr(m, f"{what}_wait_s") for m in rec.measured])
         measured[f"{what} p50"], measured[f"{what} p95"] = w["p50_s"] or 0.0, w["p95_s"] or 0.0
+    busy = sum(s.device_s for p in rec.profiles.values() for s in p.services)
+    load = busy / (rec.span_s * rec.host.devices) if rec.host and rec.span_s else 0.0
     rows = []
-    for key, values in predicted.items():
+    for key, values in drawn.items():
         mean = statistics.mean(values)
-        ratio = mean / measured[key] if measured[key] else float("nan")
-        rows.append([name, f"wait to {key}", f"{measured[key]:.3f}", f"{mean:.3f}",
-                     f"{min(values):.3f}–{max(values):.3f}", f"{mean - measured[key]:+.3f}", f"{ratio:.2f}"])
+        rows.append([name, f"{load:.2f}", f"wait to {key}", f"{measured[key]:.3f}", f"{mean:.3f}",
+                     f"{min(values):.3f}–{max(values):.3f}", _ratio(mean, measured[key]),
+                     f"{own[key][0]:.3f}", _ratio(own[key][0], measured[key])])
     return rows
 
 
@@ -173,8 +191,8 @@ def main() -> None:
         others.append(f"{name}, {since:%H:%M:%S}–{until:%H:%M:%S} UTC, replayed on other farms:\n\n"
                       + farms(since, until, budgets))
     print()
-    print(markdown_table(["workload", "figure", "measured s", "predicted s (mean)", "predicted range", "difference s",
-                          "ratio"],
+    print(markdown_table(["workload", "device load", "figure", "measured s", "drawn: predicted s (mean)",
+                          "drawn: range", "drawn: ratio", "own times: predicted s", "own times: ratio"],
                          table))
     for text in others:
         print()

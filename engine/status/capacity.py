@@ -17,6 +17,7 @@ the later of its start and the previous one's end: that is the service time repl
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -96,7 +97,7 @@ JOB_FIELDS = ("job_id", "kind", "circuit_id", "scale", "priority", "num_partitio
               "latest_start_at", "started_at", "finished_at", "state")
 PART_FIELDS = ("job__kind", "job__circuit_id", "job__scale", "claimed_at", "synth_started_at", "synth_finished_at",
                "gpu_started_at", "gpu_finished_at", "finished_at", "reserved_bytes", "worker__host_id",
-               "worker__device")
+               "worker__device", "job__job_id", "index")
 
 
 def _jobs(since: datetime, until: datetime) -> tuple[list[tuple[Any, ...]], int]:
@@ -198,7 +199,39 @@ def _dispatch_times(rows: list[tuple[Any, ...]], circuits: list[str], abc: dict[
     return {c: statistics.median(free[c]) if free[c] else min(gaps) for c, gaps in every.items()}
 
 
-def _profiles(rows: list[tuple[Any, ...]], key_sizes: dict[str, int], budgets: dict[Any, int]) -> dict[str, Profile]:
+def _handoff_times(rows: list[tuple[Any, ...]], circuits: list[str]) -> dict[str, float]:
+    """Each circuit's hand-off from synthesis to the device: the median time from a partition's
+    synthesis end to its ``gpu`` start, over the partitions whose device was free then (no
+    partition of the device in ``gpu``, lock wait included), so none waited for a worker."""
+    spans: dict[tuple[Any, Any], list[tuple[datetime, datetime]]] = defaultdict(list)
+    for row in rows:
+        if row[10] is not None:
+            spans[(row[10], row[11])].append((row[6], row[7]))
+    busy: dict[tuple[Any, Any], tuple[list[datetime], list[datetime]]] = {}
+    for device, intervals in spans.items():  # the union of the device's gpu spans, as sorted starts and ends
+        starts: list[datetime] = []
+        ends: list[datetime] = []
+        for start, end in sorted(intervals):
+            if ends and start <= ends[-1]:
+                ends[-1] = max(ends[-1], end)
+            else:
+                starts.append(start)
+                ends.append(end)
+        busy[device] = (starts, ends)
+    free: dict[str, list[float]] = defaultdict(list)
+    for row, circuit in zip(rows, circuits, strict=True):
+        if row[10] is None or row[5] is None:
+            continue
+        starts, ends = busy[(row[10], row[11])]
+        i = bisect.bisect_right(starts, row[5]) - 1
+        if i < 0 or ends[i] <= row[5]:  # no span of the device covers the synthesis end
+            free[circuit].append(max(0.0, (row[6] - row[5]).total_seconds()))
+    return {c: statistics.median(values) for c, values in free.items()}
+
+
+def _profiles(rows: list[tuple[Any, ...]], key_sizes: dict[str, int], budgets: dict[Any, int],
+              own: dict[str, dict[int, Service]]) -> dict[str, Profile]:
+    """Each circuit's profile; ``own`` gets each job's partitions' phases by index."""
     rows = [r for r in rows if r[7] is not None and r[8] is not None]  # left the device, and done
     circuits = [circuit_of(r[0], r[1], r[2]) for r in rows]
     memory: dict[str, int] = defaultdict(int)
@@ -208,11 +241,15 @@ def _profiles(rows: list[tuple[Any, ...]], key_sizes: dict[str, int], budgets: d
     abc = {c: min(shares[c][0], memory[c]) for c in memory}
     keys = {c: key_sizes.get(c) or shares[c][1] for c in memory}
     dispatch = _dispatch_times(rows, circuits, abc, keys, budgets)
+    handoff = _handoff_times(rows, circuits)
     services: dict[str, list[Service]] = defaultdict(list)
     for row, circuit, device_s in zip(rows, circuits, _device_times(rows), strict=True):
-        services[circuit].append(Service(_seconds(row[4], row[5]) or 0.0, device_s, _seconds(row[7], row[8]) or 0.0))
+        service = Service(_seconds(row[4], row[5]) or 0.0, device_s, _seconds(row[7], row[8]) or 0.0)
+        services[circuit].append(service)
+        own.setdefault(row[12], {})[row[13]] = service
     return {c: Profile(tuple(recorded), memory_bytes=memory[c], abc_bytes=abc[c], key_bytes=keys[c],
-                       dispatch_s=dispatch.get(c, 0.0)) for c, recorded in services.items()}
+                       dispatch_s=dispatch.get(c, 0.0), handoff_s=handoff.get(c, 0.0))
+            for c, recorded in services.items()}
 
 
 def _opens(since: datetime, until: datetime, claims: QuerySet[Partition]) -> float:
@@ -242,11 +279,14 @@ def _host_shape(since: datetime, until: datetime) -> tuple[HostShape | None, int
     return shape, len(ranked), _opens(since, until, claims)
 
 
-def _arrival(row: tuple[Any, ...], since: datetime) -> Arrival:
+def _arrival(row: tuple[Any, ...], since: datetime, own: dict[str, dict[int, Service]]) -> Arrival:
     job_id, kind, circuit_id, scale, priority, partitions, submitted, deadline, latest = row[:9]
+    n = max(int(partitions), 1)
+    mine = own.get(job_id, {})
     return Arrival(job_id, (submitted - since).total_seconds(), circuit_of(kind, circuit_id, scale),
-                   partitions=max(int(partitions), 1), priority=int(priority), deadline_s=_seconds(submitted, deadline),
-                   latest_start_s=_seconds(submitted, latest))
+                   partitions=n, priority=int(priority), deadline_s=_seconds(submitted, deadline),
+                   latest_start_s=_seconds(submitted, latest),
+                   services=tuple(mine[i] for i in range(n)) if set(mine) == set(range(n)) else ())
 
 
 def _measured(row: tuple[Any, ...]) -> Measured:
@@ -256,15 +296,18 @@ def _measured(row: tuple[Any, ...]) -> Measured:
                     missed=deadline is not None and finished is not None and finished > deadline)
 
 
-def recorded(since: datetime, until: datetime, key_sizes: dict[str, int] | None = None) -> Recorded:
+def recorded(since: datetime, until: datetime, key_sizes: dict[str, int] | None = None,
+             own_services: bool = False) -> Recorded:
     """The range's records as the simulator's input, read in one snapshot. ``key_sizes``: keys'
     measured bytes a caller knows (a benchmark whose host has stopped, and so lists no key),
-    over those the hosts list and the circuits' estimates."""
+    over those the hosts list and the circuits' estimates. ``own_services``: each job whose
+    partitions all finished replays their own phases (a trace replay) instead of draws."""
     with one_snapshot():
         jobs, total = _jobs(since, until)
         circuits = {circuit_of(r[1], r[2], r[3]) for r in jobs}
         budgets = dict(EngineHost.objects.values_list("pk", "memory_budget_bytes"))
-        profiles = _profiles(_partitions(since, until, circuits), {**_key_sizes(), **(key_sizes or {})}, budgets)
+        own: dict[str, dict[int, Service]] = {}
+        profiles = _profiles(_partitions(since, until, circuits), {**_key_sizes(), **(key_sizes or {})}, budgets, own)
         host, hosts, opens_s = _host_shape(since, until)
     out = Recorded(since, until, profiles=profiles, host=host, hosts=hosts, opens_s=opens_s, jobs_in_range=total)
     kept, parts = [], 0
@@ -280,7 +323,7 @@ def recorded(since: datetime, until: datetime, key_sizes: dict[str, int] | None 
     if kept and len(kept) + out.unmodelled < total:  # capped: the replay starts at its first job
         out.origin = kept[0][6]
         out.opens_s = max(0.0, opens_s - (out.origin - since).total_seconds())
-    out.arrivals = [_arrival(row, out.origin or since) for row in kept]
+    out.arrivals = [_arrival(row, out.origin or since, own if own_services else {}) for row in kept]
     out.measured = [_measured(row) for row in kept]
     return out
 

@@ -16,8 +16,9 @@ What it models is what engine.pipeline does, one host at a time, each host alike
   ``MemoryBudgetError`` does;
 * **synthesize** on one of ``synthesis`` slots;
 * **prove**: a host's synthesized partitions wait in one queue, served in claim order by
-  ``workers_per_device`` workers per device; a worker takes a partition (``gpu``), then waits
-  for its device's lock, which one partition holds at a time for its device time;
+  ``workers_per_device`` workers per device; a worker takes a partition (``gpu``), and after
+  the circuit's recorded hand-off asks for its device's lock, which one partition holds at a
+  time for its device time;
 * **finalize**: with split proving the worker hands the partition to a pool of
   ``max(2, workers)`` finalizer threads and takes the next; without it, the worker finishes
   the proof itself. The A·w, B·w, C·w share of the reservation is released when the partition
@@ -60,11 +61,12 @@ class Event(enum.IntEnum):
 
     FINALIZED = 0
     DEVICE_DONE = 1
-    SYNTHESIZED = 2
-    RESERVED = 3
-    WAKE = 4
-    OPEN = 5
-    ARRIVAL = 6
+    AT_DEVICE = 2
+    SYNTHESIZED = 3
+    RESERVED = 4
+    WAKE = 5
+    OPEN = 6
+    ARRIVAL = 7
 
 
 @dataclass(frozen=True)
@@ -81,20 +83,25 @@ class Service:
 class Profile:
     """A circuit as the farm measured it: its partitions' phases, what a partition reserves,
     the share released when it leaves the device, its proving key's bytes (held while the host
-    holds any of its partitions) and the dispatcher's time from claim to reservation."""
+    holds any of its partitions), the dispatcher's time from claim to reservation, and the
+    hand-off from synthesis to the device (recording it synthesized, a worker waking to take
+    it and recording it ``gpu``) that a free device waits for."""
 
     services: tuple[Service, ...]
     memory_bytes: int = 0
     abc_bytes: int = 0
     key_bytes: int = 0
     dispatch_s: float = 0.0
+    handoff_s: float = 0.0
 
 
 @dataclass(frozen=True)
 class Arrival:
     """A job as it was submitted: seconds from the scenario's start, its circuit (a key of
     ``Scenario.profiles``), its priority (lower first) and, as offsets from its arrival, its
-    deadline and its latest start (deadline − expected duration, fixed at submission)."""
+    deadline and its latest start (deadline − expected duration, fixed at submission).
+    ``services``, one per partition in index order, replays its partitions' own recorded
+    phases instead of drawing them from the circuit's (a trace replay of the very run)."""
 
     job: str
     at_s: float
@@ -103,6 +110,7 @@ class Arrival:
     priority: int = 2
     deadline_s: float | None = None
     latest_start_s: float | None = None
+    services: tuple[Service, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -312,10 +320,13 @@ class _Farm:
     # -- events ----------------------------------------------------------------------------
 
     def _job(self, arrival: Arrival, seq: int) -> _Job:
-        """A job and its partitions, their service drawn now (the same draws for every farm)."""
+        """A job and its partitions, their service drawn now (the same draws for every farm; drawn
+        for a job that brings its own too, so the others' draws do not depend on which do)."""
         job = _Job(arrival, seq, left=arrival.partitions)
         profile = self.profiles[arrival.circuit]
-        job.parts = [_Part(job, i, self.rng.choice(profile.services), profile) for i in range(arrival.partitions)]
+        drawn = [self.rng.choice(profile.services) for _ in range(arrival.partitions)]
+        own = arrival.services if len(arrival.services) == arrival.partitions else drawn
+        job.parts = [_Part(job, i, service, profile) for i, service in enumerate(own)]
         self.jobs.append(job)
         self.parts.extend(job.parts)
         return job
@@ -338,7 +349,8 @@ class _Farm:
         assert isinstance(subject, tuple)
         host, part = subject
         {Event.RESERVED: self._reserved, Event.SYNTHESIZED: self._synthesized,
-         Event.DEVICE_DONE: self._device_done, Event.FINALIZED: self._finalized}[event](host, part)
+         Event.AT_DEVICE: self._at_device, Event.DEVICE_DONE: self._device_done,
+         Event.FINALIZED: self._finalized}[event](host, part)
         return host
 
     def _reserved(self, host: _Host, part: _Part) -> None:
@@ -418,11 +430,18 @@ class _Farm:
             host.idle_workers[device_no] -= 1
             part.state = SimState.GPU
             part.device = device_no
-            device = host.devices[device_no]
-            if device.busy:
-                device.waiting.append(part)
+            if part.profile.handoff_s > 0:
+                self.at(self.now + part.profile.handoff_s, Event.AT_DEVICE, (host, part))
             else:
-                self._start_device(host, device_no, part)
+                self._at_device(host, part)
+
+    def _at_device(self, host: _Host, part: _Part) -> None:
+        """The worker has the partition and asks for its device's lock: served in turn."""
+        device = host.devices[part.device]
+        if device.busy:
+            device.waiting.append(part)
+        else:
+            self._start_device(host, part.device, part)
 
     def _start_device(self, host: _Host, device_no: int, part: _Part) -> None:
         host.devices[device_no].busy = True

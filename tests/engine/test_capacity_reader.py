@@ -73,6 +73,8 @@ def test_a_proved_job_becomes_an_arrival_and_its_partitions_the_circuits_service
     assert profile.memory_bytes == 3 * MiB and profile.abc_bytes == min(needs.abc_bytes, 3 * MiB)
     tables = needs.table_bytes if settings.PROVINGSITE["FIXED_BASE"] else 0
     assert profile.key_bytes == needs.key_bytes + tables and profile.dispatch_s >= 0
+    # Both synthesized at 0.5 s with the device free, taken at 1.0 and 1.2 s: the hand-off's median.
+    assert profile.handoff_s == pytest.approx(0.6)
     assert rec.host == HostShape(memory_budget=256 * GiB, synthesis=4, devices=1, workers_per_device=2,
                                  cost_per_hour=2.0)
     job.refresh_from_db()
@@ -192,3 +194,14 @@ def test_a_claim_that_waited_for_memory_is_not_the_dispatchers_own_time(
     walk_one(writer, second, t0 + timedelta(seconds=4), 1)  # synthesized once it was freed: a 4 s gap
     dispatch_s = recorded(since, timezone.now() + timedelta(minutes=1)).profiles["porep-c2/tiny"].dispatch_s
     assert (dispatch_s > 1.0) is waited_counts
+
+
+def test_a_trace_replay_gives_each_job_its_partitions_own_phases(writer: StatusWriter) -> None:
+    since = timezone.now() - timedelta(minutes=1)
+    submitted("sector-1")
+    proved(writer, timezone.now(), [(1.0, 2.0), (2.0, 4.0)])
+    until = timezone.now() + timedelta(minutes=1)
+    (drawn,) = recorded(since, until).arrivals
+    (traced,) = recorded(since, until, own_services=True).arrivals
+    assert drawn.services == ()
+    assert [round(s.device_s, 6) for s in traced.services] == [1.0, 2.0]
