@@ -20,6 +20,7 @@ from engine.status.capacity import (
     MAX_FARMS,
     MAX_HOSTS,
     MAX_REPLAYS,
+    TIMES,
     capacity,
     check_replays,
     parse_budgets,
@@ -35,6 +36,8 @@ class Farms(Range):
     budget: str | None = Field(None, description=f"Memory budgets per host, e.g. `256GiB` or `128GiB,512GiB` or "
                                                  f"bytes (at most {MAX_BUDGETS}, and {MAX_REPLAYS} farms in all); "
                                                  f"default: the current host's")
+    times: str = Field("drawn", description="`drawn`: each partition's phases drawn (seeded) from its circuit's "
+                                            "records; `own`: each job replays its partitions' own recorded phases")
 
 
 @router.get("/capacity", response={200: dict[str, Any], 400: ErrorOut, 401: ErrorOut, 403: ErrorOut},
@@ -58,8 +61,10 @@ def get_capacity(request: HttpRequest, farms: Query[Farms]) -> dict[str, Any]:
         budgets = parse_budgets(farms.budget) if farms.budget is not None else None
     except ValueError as exc:
         raise ApiError(400, "invalid", "budget", str(exc)) from None
+    if farms.times not in TIMES:
+        raise ApiError(400, "invalid", "times", f"must be one of {', '.join(TIMES)}")
     try:
         check_replays(hosts, budgets)
     except ValueError as exc:
         raise ApiError(400, "invalid", "hosts", str(exc)) from None
-    return capacity(since, until, hosts, budgets)
+    return capacity(since, until, hosts, budgets, times=farms.times)

@@ -14,7 +14,7 @@ from django.utils.dateparse import parse_datetime
 
 from engine.console.views import _require_viewer
 from engine.format import fmt_bytes, fmt_ms
-from engine.status.capacity import capacity, check_replays, parse_budgets, parse_hosts
+from engine.status.capacity import TIMES, capacity, check_replays, parse_budgets, parse_hosts
 
 WINDOWS = {"hour": (timedelta(hours=1), "hour"), "6h": (timedelta(hours=6), "6 hours"),
            "day": (timedelta(days=1), "day"), "week": (timedelta(days=7), "7 days")}
@@ -32,8 +32,10 @@ def _moment(text: str) -> datetime | None:
 
 def _ask(params: Any) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
     """What the form asks (the arguments of ``capacity``), the form's values, and the errors by field."""
-    chosen = {name: str(params.get(name, "")).strip() for name in ("hosts", "budget", "since", "until", "window")}
+    chosen = {name: str(params.get(name, "")).strip()
+              for name in ("hosts", "budget", "since", "until", "window", "times")}
     chosen["window"] = chosen["window"] if chosen["window"] in WINDOWS else "day"
+    chosen["times"] = chosen["times"] if chosen["times"] in TIMES else "drawn"
     errors: dict[str, str] = {}
     ask: dict[str, Any] = {"hosts": None, "budgets": None}
     for name, parse, key in (("hosts", parse_hosts, "hosts"), ("budget", parse_budgets, "budgets")):
@@ -84,7 +86,8 @@ def _circuit_cells(row: dict[str, Any]) -> dict[str, Any]:
 def capacity_page(request: HttpRequest) -> HttpResponse:
     _require_viewer(request)
     ask, chosen, errors = _ask(request.GET)
-    answer = None if errors else capacity(ask["since"], ask["until"], ask["hosts"], ask["budgets"])
+    answer = None if errors else capacity(ask["since"], ask["until"], ask["hosts"], ask["budgets"],
+                                          times=chosen["times"])
     context: dict[str, Any] = {"chosen": chosen, "errors": errors, "windows": [(k, v[1]) for k, v in WINDOWS.items()],
                                "since": ask["since"], "until": ask["until"], "answer": answer}
     if answer is not None:

@@ -367,16 +367,21 @@ def _circuit_row(circuit: str, profile: Profile) -> dict[str, Any]:
             "memory_bytes": profile.memory_bytes, "key_bytes": profile.key_bytes}
 
 
+TIMES = ("drawn", "own")  # service times drawn from each circuit's records, or each job's own
+
+
 def capacity(since: datetime, until: datetime, hosts: list[int] | None = None, budgets: list[int] | None = None,
-             seed: int = 0, key_sizes: dict[str, int] | None = None) -> dict[str, Any]:
+             seed: int = 0, key_sizes: dict[str, int] | None = None, times: str = "drawn") -> dict[str, Any]:
     """The range replayed on each farm of ``hosts`` × ``budgets`` (defaults: the current farm's
-    budget, and current − 1 … current + 3 hosts), beside what was measured."""
-    rec = recorded(since, until, key_sizes)
+    budget, and current − 1 … current + 3 hosts), beside what was measured; ``times`` "own"
+    replays each job whose partitions all finished with their own recorded phases."""
+    rec = recorded(since, until, key_sizes, own_services=times == "own")
     shape = rec.host
     answer: dict[str, Any] = {
         "since": since, "until": until, "jobs_in_range": rec.jobs_in_range, "replayed_jobs": len(rec.arrivals),
         "replayed_partitions": sum(a.partitions for a in rec.arrivals), "capped": rec.capped,
         "unmodelled_jobs": rec.unmodelled, "limits": {"jobs": MAX_JOBS, "partitions": MAX_PARTITIONS},
+        "times": times, "own_times_jobs": sum(1 for a in rec.arrivals if a.services),
         "current": None if shape is None else {
             "hosts": rec.hosts, "memory_budget_bytes": shape.memory_budget, "synthesis": shape.synthesis,
             "devices": shape.devices, "workers_per_device": shape.workers_per_device,

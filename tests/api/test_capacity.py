@@ -51,7 +51,7 @@ def test_chosen_host_counts_and_budgets_make_the_table(operator_api: Client, his
     ({"budget": "1GiB,2GiB,3GiB,4GiB,5GiB"}, "budget"),
     ({"hosts": "1,2,3,4,5,6,7", "budget": "1GiB,2GiB"}, "hosts"), ({"budget": "1GiB,2GiB,3GiB"}, "hosts"),
     ({"since": "2026-01-02T00:00:00Z", "until": "2026-01-01T00:00:00Z"}, "since"),
-    ({"since": "yesterday"}, "since"),
+    ({"since": "yesterday"}, "since"), ({"times": "sometimes"}, "times"),
 ])
 def test_a_bad_field_is_refused_naming_it(operator_api: Client, query: dict[str, str], field: str) -> None:
     response = operator_api.get(f"/api/v1/capacity?{urlencode(query)}")
@@ -68,3 +68,10 @@ def test_a_range_with_nothing_recorded_replays_nothing(operator_api: Client) -> 
     until = timezone.now()
     body = operator_api.get(f"/api/v1/capacity?{urlencode({'until': until.isoformat()})}").json()
     assert body["farms"] == [] and body["current"] is None and body["replayed_jobs"] == 0
+
+
+def test_the_jobs_own_recorded_times_may_be_replayed(operator_api: Client, history: None) -> None:
+    body = operator_api.get("/api/v1/capacity?times=own&hosts=1").json()
+    assert body["times"] == "own" and body["own_times_jobs"] == 2
+    (farm,) = body["farms"]
+    assert farm["proofs"] == 2
