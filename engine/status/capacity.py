@@ -17,7 +17,6 @@ the later of its start and the previous one's end: that is the service time repl
 
 from __future__ import annotations
 
-import bisect
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -199,36 +198,6 @@ def _dispatch_times(rows: list[tuple[Any, ...]], circuits: list[str], abc: dict[
     return {c: statistics.median(free[c]) if free[c] else min(gaps) for c, gaps in every.items()}
 
 
-def _handoff_times(rows: list[tuple[Any, ...]], circuits: list[str]) -> dict[str, float]:
-    """Each circuit's hand-off from synthesis to the device: the median time from a partition's
-    synthesis end to its ``gpu`` start, over the partitions whose device was free then (no
-    partition of the device in ``gpu``, lock wait included), so none waited for a worker."""
-    spans: dict[tuple[Any, Any], list[tuple[datetime, datetime]]] = defaultdict(list)
-    for row in rows:
-        if row[10] is not None:
-            spans[(row[10], row[11])].append((row[6], row[7]))
-    busy: dict[tuple[Any, Any], tuple[list[datetime], list[datetime]]] = {}
-    for device, intervals in spans.items():  # the union of the device's gpu spans, as sorted starts and ends
-        starts: list[datetime] = []
-        ends: list[datetime] = []
-        for start, end in sorted(intervals):
-            if ends and start <= ends[-1]:
-                ends[-1] = max(ends[-1], end)
-            else:
-                starts.append(start)
-                ends.append(end)
-        busy[device] = (starts, ends)
-    free: dict[str, list[float]] = defaultdict(list)
-    for row, circuit in zip(rows, circuits, strict=True):
-        if row[10] is None or row[5] is None:
-            continue
-        starts, ends = busy[(row[10], row[11])]
-        i = bisect.bisect_right(starts, row[5]) - 1
-        if i < 0 or ends[i] <= row[5]:  # no span of the device covers the synthesis end
-            free[circuit].append(max(0.0, (row[6] - row[5]).total_seconds()))
-    return {c: statistics.median(values) for c, values in free.items()}
-
-
 def _profiles(rows: list[tuple[Any, ...]], key_sizes: dict[str, int], budgets: dict[Any, int],
               own: dict[str, dict[int, Service]]) -> dict[str, Profile]:
     """Each circuit's profile; ``own`` gets each job's partitions' phases by index."""
@@ -241,14 +210,13 @@ def _profiles(rows: list[tuple[Any, ...]], key_sizes: dict[str, int], budgets: d
     abc = {c: min(shares[c][0], memory[c]) for c in memory}
     keys = {c: key_sizes.get(c) or shares[c][1] for c in memory}
     dispatch = _dispatch_times(rows, circuits, abc, keys, budgets)
-    handoff = _handoff_times(rows, circuits)
     services: dict[str, list[Service]] = defaultdict(list)
     for row, circuit, device_s in zip(rows, circuits, _device_times(rows), strict=True):
         service = Service(_seconds(row[4], row[5]) or 0.0, device_s, _seconds(row[7], row[8]) or 0.0)
         services[circuit].append(service)
         own.setdefault(row[12], {})[row[13]] = service
     return {c: Profile(tuple(recorded), memory_bytes=memory[c], abc_bytes=abc[c], key_bytes=keys[c],
-                       dispatch_s=dispatch.get(c, 0.0), handoff_s=handoff.get(c, 0.0))
+                       dispatch_s=dispatch.get(c, 0.0))
             for c, recorded in services.items()}
 
 

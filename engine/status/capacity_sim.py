@@ -16,9 +16,8 @@ What it models is what engine.pipeline does, one host at a time, each host alike
   ``MemoryBudgetError`` does;
 * **synthesize** on one of ``synthesis`` slots;
 * **prove**: a host's synthesized partitions wait in one queue, served in claim order by
-  ``workers_per_device`` workers per device; a worker takes a partition (``gpu``), and after
-  the circuit's recorded hand-off asks for its device's lock, which one partition holds at a
-  time for its device time;
+  ``workers_per_device`` workers per device; a worker takes a partition (``gpu``), then waits
+  for its device's lock, which one partition holds at a time for its device time;
 * **finalize**: with split proving the worker hands the partition to a pool of
   ``max(2, workers)`` finalizer threads and takes the next; without it, the worker finishes
   the proof itself. The A·w, B·w, C·w share of the reservation is released when the partition
@@ -61,12 +60,11 @@ class Event(enum.IntEnum):
 
     FINALIZED = 0
     DEVICE_DONE = 1
-    AT_DEVICE = 2
-    SYNTHESIZED = 3
-    RESERVED = 4
-    WAKE = 5
-    OPEN = 6
-    ARRIVAL = 7
+    SYNTHESIZED = 2
+    RESERVED = 3
+    WAKE = 4
+    OPEN = 5
+    ARRIVAL = 6
 
 
 @dataclass(frozen=True)
@@ -83,16 +81,13 @@ class Service:
 class Profile:
     """A circuit as the farm measured it: its partitions' phases, what a partition reserves,
     the share released when it leaves the device, its proving key's bytes (held while the host
-    holds any of its partitions), the dispatcher's time from claim to reservation, and the
-    hand-off from synthesis to the device (recording it synthesized, a worker waking to take
-    it and recording it ``gpu``) that a free device waits for."""
+    holds any of its partitions) and the dispatcher's time from claim to reservation."""
 
     services: tuple[Service, ...]
     memory_bytes: int = 0
     abc_bytes: int = 0
     key_bytes: int = 0
     dispatch_s: float = 0.0
-    handoff_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -349,8 +344,7 @@ class _Farm:
         assert isinstance(subject, tuple)
         host, part = subject
         {Event.RESERVED: self._reserved, Event.SYNTHESIZED: self._synthesized,
-         Event.AT_DEVICE: self._at_device, Event.DEVICE_DONE: self._device_done,
-         Event.FINALIZED: self._finalized}[event](host, part)
+         Event.DEVICE_DONE: self._device_done, Event.FINALIZED: self._finalized}[event](host, part)
         return host
 
     def _reserved(self, host: _Host, part: _Part) -> None:
@@ -430,10 +424,7 @@ class _Farm:
             host.idle_workers[device_no] -= 1
             part.state = SimState.GPU
             part.device = device_no
-            if part.profile.handoff_s > 0:
-                self.at(self.now + part.profile.handoff_s, Event.AT_DEVICE, (host, part))
-            else:
-                self._at_device(host, part)
+            self._at_device(host, part)
 
     def _at_device(self, host: _Host, part: _Part) -> None:
         """The worker has the partition and asks for its device's lock: served in turn."""

@@ -192,12 +192,3 @@ def test_a_job_that_brings_its_own_recorded_phases_is_replayed_with_them() -> No
     own = Arrival("traced", 0.0, "c", partitions=2, services=(Service(1.0, 2.0, 0.0), Service(1.0, 3.0, 0.0)))
     waits = done_waits(replay([own, Arrival("drawn", 0.0, "c")], profiles))
     assert waits == {"traced": 6.0, "drawn": 16.0}
-
-
-def test_a_free_device_waits_for_the_hand_off_from_synthesis() -> None:
-    profiles = {"c": Profile((Service(1.0, 10.0, 0.0),), memory_bytes=GiB, handoff_s=0.5)}
-    # One worker hands off after its last partition left the device; a second worker's hand-off
-    # overlaps the first one's device time.
-    assert done_waits(replay(jobs(2), profiles)) == {"j0": 11.5, "j1": 22.0}
-    two = HostShape(memory_budget=64 * GiB, synthesis=1, devices=1, workers_per_device=2, claim_poll_s=0.0)
-    assert done_waits(replay(jobs(2), profiles, host=two)) == {"j0": 11.5, "j1": 21.5}
