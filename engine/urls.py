@@ -5,7 +5,7 @@ from django.urls import path
 from engine.api import api
 from engine.api.metrics import metrics
 from engine.api.status import status
-from engine.console import drain, history, jobs_page
+from engine.console import capacity_page, drain, history, jobs_page
 from engine.console import views as console
 
 urlpatterns = [
@@ -15,6 +15,7 @@ urlpatterns = [
     path("", console.console, name="console"),
     path("jobs/", jobs_page.jobs_page, name="console-jobs"),
     path("history/", history.history_page, name="console-history"),
+    path("capacity/", capacity_page.capacity_page, name="console-capacity"),
     path("login/", console.login, name="console-login"),
     path("logout/", console.logout, name="console-logout"),
     # The proofs route comes first: a job id may itself contain slashes.

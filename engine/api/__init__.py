@@ -8,6 +8,7 @@ from ninja import NinjaAPI
 
 from engine.api import errors
 from engine.api.auth import TokenAuth
+from engine.api.capacity import router as capacity_router
 from engine.api.circuits import router as circuits_router
 from engine.api.jobs import router as jobs_router
 from engine.api.kinds import router as kinds_router
@@ -29,3 +30,4 @@ api.add_router("/", circuits_router)
 api.add_router("/", keys_router)
 api.add_router("/", kinds_router)
 api.add_router("/", stats_router)
+api.add_router("/", capacity_router)
