@@ -5,9 +5,10 @@ does not hold up another's."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 
 import psycopg
 import pytest
@@ -24,6 +25,34 @@ from tests.engine.conftest import walk
 
 pytestmark = pytest.mark.django_db(transaction=True)
 P = PartitionState
+ONE_WRITER = "SQLite has one writer at a time whatever the rows: which locks a write waits for is PostgreSQL's question"
+
+
+@contextlib.contextmanager
+def another_session_holding(sql: str, params: Sequence[object] = ()) -> Iterator[None]:
+    """Another session that ran ``sql`` (taking its locks) in a transaction it leaves open."""
+    holder = psycopg.connect(**connection.get_connection_params())
+    try:
+        holder.execute(sql, params)
+        yield
+    finally:
+        holder.rollback()
+        holder.close()
+
+
+def commits_within(seconds: float, write: Callable[[], object]) -> bool:
+    """Whether ``write``, on a thread of its own (its own connection), is done in time."""
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            write()
+            done.set()
+        finally:
+            connection.close()
+
+    threading.Thread(target=run, daemon=True).start()
+    return done.wait(seconds)
 
 
 def test_a_heartbeat_records_liveness_without_a_version(make_writer: Callable[[str], StatusWriter]) -> None:
@@ -35,89 +64,63 @@ def test_a_heartbeat_records_liveness_without_a_version(make_writer: Callable[[s
     assert current_version() == before
 
 
-def test_heartbeats_go_on_while_another_session_holds_the_status_clock(
+def test_heartbeats_go_on_while_another_session_holds_the_status_clocks(
         make_writer: Callable[[str], StatusWriter]) -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one writer at a time whatever the rows; the clock's lock is PostgreSQL's question")
+        pytest.skip(ONE_WRITER)
     writer = make_writer("host-a")
     ensure_clock()
-    holder = psycopg.connect(**connection.get_connection_params())
-    try:
-        holder.execute("UPDATE engine_statusclock SET value = value + 1")  # held until rollback
-        done = threading.Event()
 
-        def heartbeat() -> None:
-            writer.beat(heartbeat_at=timezone.now(), devices=[])
-            writer.requeue_lapsed()
-            connection.close()
-            done.set()
+    def heartbeat() -> None:
+        writer.beat(heartbeat_at=timezone.now(), devices=[])
+        writer.requeue_lapsed()
 
-        threading.Thread(target=heartbeat, daemon=True).start()
-        assert done.wait(10), "the heartbeat waited for the status clock's lock"
-    finally:
-        holder.rollback()
-        holder.close()
+    with another_session_holding("UPDATE engine_statusclock SET value = value + 1"):
+        assert commits_within(10, heartbeat), "the heartbeat waited for a status clock's lock"
 
 
 def test_one_hosts_open_write_does_not_hold_up_another_hosts_writes(
         make_writer: Callable[[str], StatusWriter], make_job: Callable[..., ProofJob]) -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one writer at a time whatever the rows; the clock's lock is PostgreSQL's question")
+        pytest.skip(ONE_WRITER)
     slow, other = make_writer("host-a"), make_writer("host-b")
     make_job(partitions=2)
     [_], [claim] = slow.claim(1), other.claim(1)
-    holder = psycopg.connect(**connection.get_connection_params())
-    try:
-        # host-a inside a write that has taken its stamp and not yet committed
-        holder.execute("UPDATE engine_statusclock SET value = value + 1 WHERE id = %s", [slow.clock])
-        done = threading.Event()
-
-        def transition() -> None:
-            other.apply(Transition(claim, PartitionState.SYNTHESIZING))
-            connection.close()
-            done.set()
-
-        threading.Thread(target=transition, daemon=True).start()
-        assert done.wait(10), "host-b's transition waited for host-a's open write"
-    finally:
-        holder.rollback()
-        holder.close()
+    # host-a inside a write that has taken its stamp and not yet committed
+    with another_session_holding("UPDATE engine_statusclock SET value = value + 1 WHERE id = %s", [slow.clock]):
+        assert commits_within(10, lambda: other.apply(Transition(claim, P.SYNTHESIZING))), \
+            "host-b's transition waited for host-a's open write"
 
 
 def test_two_hosts_ending_the_last_partitions_of_one_job_at_once_queue_instead_of_deadlocking(
         make_writer: Callable[[str], StatusWriter], make_job: Callable[..., ProofJob],
         caplog: pytest.LogCaptureFixture) -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one writer at a time: there is no lock order to keep")
+        pytest.skip(ONE_WRITER)
     a, b = make_writer("host-a"), make_writer("host-b")
     job = make_job(partitions=2)
     [ca], [cb] = a.claim(1), b.claim(1)
     finishing = (P.SYNTHESIZING, P.SYNTH_DONE, P.GPU, P.FINALIZING)
     walk(a, ca, *finishing)
     walk(b, cb, *finishing)
-    holder = psycopg.connect(**connection.get_connection_params())
-    try:
-        # Hold the job so that both hosts' last transitions are under way before either settles.
-        holder.execute("SELECT id FROM engine_proofjob WHERE id = %s FOR UPDATE", [job.pk])
-        errors: list[BaseException] = []
+    errors: list[BaseException] = []
 
-        def done(writer: StatusWriter, claim: Claim) -> None:
-            try:
-                writer.apply(Transition(claim, P.DONE, {"proof": {"pi_a": []}, "public_inputs": []}))
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
-            finally:
-                connection.close()
+    def done(writer: StatusWriter, claim: Claim) -> None:
+        try:
+            writer.apply(Transition(claim, P.DONE, {"proof": {"pi_a": []}, "public_inputs": []}))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
 
-        threads = [threading.Thread(target=done, args=args) for args in ((a, ca), (b, cb))]
+    threads = [threading.Thread(target=done, args=args) for args in ((a, ca), (b, cb))]
+    # Hold the job so that both hosts' last transitions are under way before either settles.
+    with another_session_holding("SELECT id FROM engine_proofjob WHERE id = %s FOR UPDATE", [job.pk]):
         for thread in threads:
             thread.start()
         time.sleep(0.5)  # both now wait for the job
-        holder.rollback()
-        for thread in threads:
-            thread.join(20)
-    finally:
-        holder.close()
+    for thread in threads:
+        thread.join(20)
     assert not errors, errors
     assert "deadlock" not in caplog.text
     job.refresh_from_db()
@@ -127,23 +130,11 @@ def test_two_hosts_ending_the_last_partitions_of_one_job_at_once_queue_instead_o
 def test_a_transition_that_does_not_end_its_partition_never_waits_for_the_jobs_lock(
         make_writer: Callable[[str], StatusWriter], make_job: Callable[..., ProofJob]) -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one writer at a time: there is no lock order to keep")
+        pytest.skip(ONE_WRITER)
     writer = make_writer("host-a")
     job = make_job(partitions=1)
     [claim] = writer.claim(1)
-    holder = psycopg.connect(**connection.get_connection_params())
-    try:
-        # Another host ending a partition of the job holds the job's lock while it settles.
-        holder.execute("SELECT id FROM engine_proofjob WHERE id = %s FOR UPDATE", [job.pk])
-        done = threading.Event()
-
-        def transition() -> None:
-            writer.apply(Transition(claim, P.SYNTHESIZING))
-            connection.close()
-            done.set()
-
-        threading.Thread(target=transition, daemon=True).start()
-        assert done.wait(10), "a reserving → synthesizing write waited for its job's lock"
-    finally:
-        holder.rollback()
-        holder.close()
+    # Another host ending a partition of the job holds the job's lock while it settles.
+    with another_session_holding("SELECT id FROM engine_proofjob WHERE id = %s FOR UPDATE", [job.pk]):
+        assert commits_within(10, lambda: writer.apply(Transition(claim, P.SYNTHESIZING))), \
+            "a reserving → synthesizing write waited for its job's lock"
