@@ -212,7 +212,7 @@ def _row(key: str, row: dict[str, Any], now: datetime) -> Unit:
         "job": job, "deadline": row["deadline"], "total": _total(job, now), "version": VERSION_TOKEN,
         "can_cancel": job.state in JOB_ACTIVE, "can_retry": job.state in (JobState.FAILED, JobState.CANCELLED),
     }).strip()
-    opening = f'<tr id="job-row-{job.pk}"'
+    opening = f'<div id="job-row-{job.pk}"'
     assert html.startswith(opening), html[:80]
     return Unit(f"{key}/{job.pk}", html, content_digest(html), oob_at=len(opening))
 
