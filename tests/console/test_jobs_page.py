@@ -298,3 +298,15 @@ def test_bulk_actions_need_the_csrf_token(staff_user: Any) -> None:
     assert token is not None
     response = strict.post("/jobs/", {"action": "cancel", "job": ["j-000"], "csrfmiddlewaretoken": token.group(1)})
     assert response.status_code == 302 and states() == {"j-000": "cancelled"}
+
+
+@pytest.mark.usefixtures("four_jobs")
+def test_an_active_job_s_total_ticks_from_its_submission_and_a_finished_one_s_is_final(staff: Client) -> None:
+    html = staff.get("/jobs/").content.decode()
+
+    def row(job_id: str) -> str:
+        return html.split(f'data-job="{job_id}"', 1)[1].split("</div>", 1)[0]
+
+    submitted = ProofJob.objects.get(job_id="c-job").submitted_at
+    assert f'<span class="tick" data-started-at="{int(submitted.timestamp() * 1000)}">' in row("c-job")
+    assert '<span class="final">25m 00s</span>' in row("a-job") and "data-started-at" not in row("a-job")
