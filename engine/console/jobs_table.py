@@ -217,7 +217,7 @@ MADE_MAX = 5000
 
 def _row(key: str, row: dict[str, Any], now: datetime) -> Unit:
     job: ProofJob = row["job"]
-    content = (job.pk, job.job_id, job.kind, job.state, job.priority, job.n_done, job.num_partitions,
+    content = (job.pk, job.job_id, job.kind, job.state, job.priority, getattr(job, "n_done", 0), job.num_partitions,
                job.client.name if job.client else None, job.submitted_at, job.finished_at, row["deadline"])
     made = _MADE.get(content)
     if made is None:
