@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, time
+from datetime import date, datetime, time
 from typing import Any
 from urllib.parse import urlencode
 
@@ -88,7 +88,7 @@ class JobsQuery:
             q=get("q"),
             deadline=get("deadline") if get("deadline") in DEADLINE_FILTERS else "",
             sort=sort if sort.removeprefix("-") in COLUMNS else DEFAULT_SORT,
-            page=int(page) if page.isdigit() and int(page) > 0 else 1,
+            page=int(page) if page.isdigit() and len(page) <= 9 and int(page) > 0 else 1,
             refused_sort=sort if sort and sort.removeprefix("-") not in COLUMNS else "",
         )
 
@@ -119,7 +119,7 @@ class JobsQuery:
         return self.sort.startswith("-")
 
 
-def _date(text: str) -> Any:
+def _date(text: str) -> date | None:
     try:
         return parse_date(text)
     except ValueError:

@@ -310,3 +310,10 @@ def test_an_active_job_s_total_ticks_from_its_submission_and_a_finished_one_s_is
     submitted = ProofJob.objects.get(job_id="c-job").submitted_at
     assert f'<span class="tick" data-started-at="{int(submitted.timestamp() * 1000)}">' in row("c-job")
     assert '<span class="final">25m 00s</span>' in row("a-job") and "data-started-at" not in row("a-job")
+
+
+def test_a_page_number_or_date_the_page_cannot_use_shows_the_first_page_unfiltered(staff: Client) -> None:
+    jobs(2)
+    for query in ("page=" + "9" * 5000, "page=-1", "page=x", "since=2020-13-45", "since=yesterday"):
+        response = staff.get(f"/jobs/?{query}")
+        assert response.status_code == 200 and listed_ids(response.content.decode()) == ["j-001", "j-000"], query
