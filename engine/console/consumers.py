@@ -18,7 +18,9 @@ sliding task stream and the stale flags and repairs anything a dropped hint left
 
 A job's page opens /events/?job=<job_id>: every pass then also reads that job's fragment
 ("job:<job_id>", engine.console.job_markup) in the same snapshot, and that stream is sent
-that fragment's units only; the console's streams never see it.
+that fragment's units only; the console's streams never see it. The jobs page opens
+/events/?jobs=<its query> likewise: its fragment ("jobs:<query>", engine.console.jobs_table) is
+the table of that query (filters, search, sort, page), read whole in every pass.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from engine.console import render as rendering
-from engine.console.fragments import ALL, Want, detail_name
+from engine.console.fragments import ALL, Want, detail_name, jobs_name
+from engine.console.jobs_table import JobsQuery
 from engine.console.render import Rendered
 from engine.console.views import can_view
 from engine.format import epoch_ms
@@ -278,15 +281,15 @@ class Hub:
                 await asyncio.sleep(max(self._interval(), 1.0))
 
     def watched(self) -> set[str]:
-        """The detail fragments of the jobs whose pages are open."""
-        return {detail_name(s.job) for s in self.streams if s.job is not None}
+        """The fragments of the open pages: a job's detail, a jobs page's table."""
+        return {s.page for s in self.streams if s.page is not None}
 
     async def flush(self) -> None:
         loop = asyncio.get_running_loop()
         want, self.want = self.want, Want()
-        # An open job page's fragment is read in every pass, in the same snapshot as the
-        # panels: one job's rows cost little, and a hint-driven subset could miss a change
-        # the pass's version covers.
+        # An open job page's fragment (and a jobs page's table) is read in every pass, in the
+        # same snapshot as the panels: one job's rows (one page of jobs) cost little, and a
+        # hint-driven subset could miss a change the pass's version covers.
         want.names |= self.watched()
         self.last_start = loop.time()
         try:
@@ -301,7 +304,7 @@ class Hub:
         if want.full:
             self.last_full = self.last_start
         for root in rendered.roots:
-            if root in ALL:  # a job page's fragment is read whole every pass: nothing to remember
+            if root in ALL:  # a page's fragment is read whole every pass: nothing to remember
                 self.known[root] = rendered.digest(root)
         if not rendered.consistent:  # read again at the next interval, when the farm has settled
             self.want.merge(want)
@@ -386,13 +389,15 @@ class EventStreamConsumer(AsyncHttpConsumer):
         self.tasks: list[asyncio.Task[None]] = []
         self.sent: dict[str, str] = {}  # unit key → digest of what this browser holds
         self.flushes = 0
-        # ?job=<job_id>: the stream of that job's page, which shows its detail fragment only.
+        # ?job=<job_id>: the stream of that job's page, which shows its detail fragment only;
+        # ?jobs=<query>: the jobs page's, which shows the table of that query only.
         self.job: str | None = None
+        self.page: str | None = None  # that one fragment's name; None: the console's panels
 
     def roots(self, rendered: Rendered) -> list[str]:
         """The fragments of a pass this stream shows."""
-        if self.job is not None:
-            return [detail_name(self.job)]
+        if self.page is not None:
+            return [self.page]
         return [root for root in rendered.roots if root in ALL]
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -432,6 +437,10 @@ class EventStreamConsumer(AsyncHttpConsumer):
         self.streaming = True
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         self.job = query["job"][0] if query.get("job") else None
+        if self.job is not None:
+            self.page = detail_name(self.job)
+        elif "jobs" in query:  # the page's query, made canonical: equal views share one fragment
+            self.page = jobs_name(JobsQuery.decode(query["jobs"][0]))
         # Joined before its snapshot is read, so a change committed meanwhile is not missed.
         await HUB.join(self)
         self.joined = True

@@ -16,6 +16,8 @@ from typing import Any
 
 from engine.console import reads
 from engine.console.job_markup import job_detail_units
+from engine.console.jobs_table import JobsQuery, jobs_units
+from engine.console.jobs_table import read as read_jobs
 from engine.console.markup import pipelines_units, taskstream_units, templated, workers_units
 from engine.console.units import Fragment, Reader, Unit
 
@@ -50,14 +52,34 @@ def _detail(job_id: str) -> Fragment:
     return Fragment(detail_name(job_id), "frag-job", read, job_detail_units, frozenset({JOB, PARTITION}))
 
 
+# The jobs page shows one more, named for its query in canonical form: "jobs:<query>".
+JOBS = "jobs:"
+
+
+def jobs_name(query: JobsQuery) -> str:
+    return f"{JOBS}{query.encoded()}"
+
+
+def _jobs(encoded: str) -> Fragment:
+    query = JobsQuery.decode(encoded)
+
+    def read(now: datetime, jobs: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
+        return read_jobs(query, now)
+    # A job's submission, transition or end can move it into, out of or along the table.
+    return Fragment(jobs_name(query), "frag-jobs", read, jobs_units, frozenset({JOB, PARTITION}))
+
+
 class Registry(dict[str, Fragment]):
     """The console's panels, by name. Iterating yields the panels only; looking up a job's
-    detail name ("job:<job_id>") gives that job's fragment, so a render pass reads a job page's
-    fragment in the same snapshot as the panels, by the same lookup."""
+    detail name ("job:<job_id>") gives that job's fragment, and a jobs page's name
+    ("jobs:<query>") the table of that query, so a render pass reads a page's fragment in the
+    same snapshot as the panels, by the same lookup."""
 
     def __missing__(self, name: str) -> Fragment:
         if name.startswith(DETAIL):
             return _detail(name[len(DETAIL):])
+        if name.startswith(JOBS):
+            return _jobs(name[len(JOBS):])
         raise KeyError(name)
 
 

@@ -103,11 +103,13 @@ def _hint_new_work(job: ProofJob) -> None:
     publish_hint(job=job.job_id)
 
 
-def cancel_job(job: ProofJob) -> None:
-    """Cancel a queued or running job and every partition not yet finished."""
+def cancel_job(job: ProofJob) -> bool:
+    """Cancel a queued or running job and every partition not yet finished; False when the job
+    had already ended (nothing changed)."""
     version = retried(lambda: _cancel(job))
     if version is not None:
         publish_hint(job=job.job_id, version=version)
+    return version is not None
 
 
 def _cancel(job: ProofJob) -> int | None:
@@ -133,11 +135,13 @@ def _cancel(job: ProofJob) -> int | None:
     return stamp.version
 
 
-def retry_job(job: ProofJob) -> None:
-    """Requeue a failed or cancelled job: its unfinished partitions start again (done ones stay)."""
+def retry_job(job: ProofJob) -> bool:
+    """Requeue a failed or cancelled job: its unfinished partitions start again (done ones stay);
+    False when the job was neither failed nor cancelled (nothing changed)."""
     version = retried(lambda: _retry(job))
     if version is not None:
         publish_hint(job=job.job_id, version=version)
+    return version is not None
 
 
 def _retry(job: ProofJob) -> int | None:

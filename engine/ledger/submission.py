@@ -201,11 +201,11 @@ def submit(sub: Submission, client: Any = None, *, staged: Path | None = None,
     return job, created
 
 
-def retry(job: ProofJob, client: Any = None) -> None:
+def retry(job: ProofJob, client: Any = None) -> bool:
     """A failed or cancelled job queued again, under the same rules as a new one for the asking
     token: a priority it asked for (one other than its kind's own) within its limit, and a place
-    under its cap."""
+    under its cap. False when the job was neither failed nor cancelled (nothing changed)."""
     check_priority(client, None if job.priority == KIND_PRIORITY.get(job.kind) else job.priority)
     with transaction.atomic():
         _check_active_cap(client, None)
-        retry_job(job)
+        return retry_job(job)

@@ -500,8 +500,8 @@ def test_the_job_page_goes_live_and_shows_the_proof_links_when_done_without_a_re
     assert "snarkjs.json" not in samples[0]["links"]
 
 
-JOBS_ROWS_JS = """() => [...document.querySelectorAll('#jobs-page table.jobs tbody tr[id^="job-row-"]')].map(
-    tr => ({kind: tr.children[1].textContent.trim(), state: tr.className}))"""
+JOBS_ROWS_JS = """() => [...document.querySelectorAll('#frag-jobs [role="row"][id^="job-row-"]')].map(
+    tr => ({id: tr.dataset.job, kind: tr.dataset.kind, state: tr.dataset.state}))"""
 
 
 def test_the_jobs_page_lists_the_demo_jobs_and_narrows_them_by_kind(embedded_server: dict[str, Any]) -> None:
@@ -527,10 +527,10 @@ def test_the_jobs_page_lists_the_demo_jobs_and_narrows_them_by_kind(embedded_ser
 def ask_to_cancel_and_decline(page: Any) -> tuple[str, str] | None:
     """Press a job's cancel and decline the question; (job id, question), or None when every
     job had finished before the page could ask."""
-    form = page.query_selector("form[data-confirm]")
-    if form is None:
+    button = page.query_selector("#frag-jobs [role=row] button[data-confirm]")
+    if button is None:
         return None
-    job_id = form.evaluate("f => f.closest('tr').querySelector('.job-id').textContent")
+    job_id = button.evaluate("b => b.closest('[data-job]').dataset.job")
     questions: list[str] = []
 
     def decline(dialog: Any) -> None:
@@ -538,7 +538,7 @@ def ask_to_cancel_and_decline(page: Any) -> tuple[str, str] | None:
         dialog.dismiss()
 
     page.once("dialog", decline)
-    form.query_selector("button").click()
+    button.click()
     page.wait_for_timeout(300)  # a submission would have navigated by now
     assert questions, "cancel did not ask first"
     return job_id, questions[0]
@@ -572,9 +572,8 @@ def test_the_console_and_the_job_page_mark_a_job_at_risk_and_then_late(embedded_
     # Due in 5 s plus the expected duration: on time now, at risk 5 s from now (the pages are
     # open by then), late once it passes.
     due = datetime.now(UTC) + timedelta(seconds=5 + expected)
-    subprocess.run([*embedded_server["manage"], "submitjob", "snap-update", "due-soon", "--priority", "low",
-                    "--sector-seed", "ab" * 32, "--randomness", "cd" * 32, "--data-seed", "ef" * 32,
-                    "--deadline", due.isoformat()], env=embedded_server["env"], cwd=ROOT, check=True, timeout=60)
+    submitjob(embedded_server, "snap-update", "due-soon", "--priority", "low", "--sector-seed", "ab" * 32,
+              "--randomness", "cd" * 32, "--data-seed", "ef" * 32, "--deadline", due.isoformat())
     seen: dict[str, set[str]] = {"console": set(), "job": set()}
     with signed_in_page(embedded_server) as console:
         job_page = console.context.new_page()
@@ -598,3 +597,109 @@ def _when(value: Any) -> Any:
         return value
     moment = datetime.fromisoformat(str(value))
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def submitjob(server: dict[str, Any], *args: str) -> None:
+    """``manage.py submitjob …`` against the server's records, as a client's job arrives (the
+    ledger's one way in), from a process of its own beside the server."""
+    done = subprocess.run([*server["manage"], "submitjob", *args], env=server["env"], cwd=ROOT, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, f"submitjob failed: {done.stdout}{done.stderr}"
+
+
+def submit_through_the_ledger(server: dict[str, Any], job_id: str) -> None:
+    """A low-priority winning-post: behind the demo's jobs, still queued when cancelled."""
+    submitjob(server, "winning-post", job_id, "--sector-seed", "11" * 32, "--randomness", "22" * 32, "--priority", "low")
+
+
+def job_states(server: dict[str, Any], job_ids: list[str]) -> dict[str, str]:
+    with server["records"].snapshot() as read:
+        return dict(read(f"SELECT job_id, state FROM engine_proofjob WHERE job_id IN ({','.join('?' * len(job_ids))})",
+                         job_ids))
+
+
+# One job's cancel as another tab posts it (its form's POST, with the page's CSRF token).
+CANCEL_ONE_JS = """async (jobId) => {
+  const token = document.querySelector('#jobs-actions input[name=csrfmiddlewaretoken]').value;
+  const body = new URLSearchParams({csrfmiddlewaretoken: token, next: '/jobs/'});
+  const answer = await fetch('/jobs/' + encodeURIComponent(jobId) + '/cancel', {method: 'POST', body, redirect: 'manual'});
+  return answer.type === 'opaqueredirect' ? 'redirected' : answer.status;
+}"""
+
+
+# Tick the rows of two queued snap-update jobs (served last: still queued when the page asks).
+PICK_JS = """() => {
+  const picked = [...document.querySelectorAll('#frag-jobs [role=row][data-kind="snap-update"][data-state="queued"]')]
+      .slice(-2).map(tr => tr.dataset.job);
+  picked.forEach(id => document.querySelector('#frag-jobs input[name="job"][value="' + CSS.escape(id) + '"]').click());
+  return picked;
+}"""
+
+
+# The same on the embedded default and on PostgreSQL: the table's read (its sorts included) runs on both.
+@pytest.mark.parametrize("embedded_server", ["sqlite", "postgresql"], indirect=True)
+def test_the_jobs_page_updates_live_and_its_bulk_cancel_asks_first(embedded_server: dict[str, Any]) -> None:
+    with signed_in_page(embedded_server, "jobs/") as page:
+        page.wait_for_function("document.body.classList.contains('live')", timeout=30_000)
+        page.evaluate("() => { window.__firstLoad = true; }")
+        shown = {r["id"] for r in page.evaluate(JOBS_ROWS_JS)}
+        assert "arrived-live" not in shown
+
+        # A job submitted while the page is open appears on it without a reload; the demo's
+        # jobs move on it as they are proved, and a cancel made elsewhere (another operator's
+        # tab: the single-job action, through the ledger) shows on the new job's row.
+        before = {r["id"]: r["state"] for r in page.evaluate(JOBS_ROWS_JS)}
+        submit_through_the_ledger(embedded_server, "arrived-live")
+        row = "#frag-jobs [role=row][data-job='arrived-live']"
+        page.wait_for_selector(row, timeout=30_000)
+        assert page.get_attribute(row, "data-state") in ("queued", "running", "done")
+        page.wait_for_function("""(before) => [...document.querySelectorAll('#frag-jobs [role=row][data-job]')].some(
+            tr => tr.dataset.job in before && before[tr.dataset.job] !== tr.dataset.state)""", arg=before,
+                               timeout=90_000)
+        assert job_states(embedded_server, ["arrived-live"]) == {"arrived-live": "queued"}
+        answered = page.evaluate(CANCEL_ONE_JS, "arrived-live")
+        recorded = job_states(embedded_server, ["arrived-live"])
+        assert recorded == {"arrived-live": "cancelled"}, f"the cancel was not recorded ({answered}): {recorded}"
+        deadline = time.monotonic() + 30
+        while page.get_attribute(row, "data-state") != "cancelled" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert page.get_attribute(row, "data-state") == "cancelled", page.evaluate(
+            "() => [document.getElementById('server-clock').outerHTML, document.body.className,"
+            " document.querySelector(\"#frag-jobs [data-job='arrived-live']\").outerHTML]")
+        assert page.evaluate("() => window.__firstLoad === true"), "the page reloaded"
+
+        # Bulk cancel: the selection survives the stream's swaps, and the question names how many.
+        picked = page.evaluate(PICK_JS)
+        assert len(picked) == 2, f"no two queued snap-update jobs left to cancel: {page.evaluate(JOBS_ROWS_JS)}"
+        page.wait_for_timeout(1500)  # a few flushes swap rows meanwhile
+        assert page.evaluate("() => document.querySelectorAll('#frag-jobs input[name=job]:checked').length") == 2
+        questions: list[str] = []
+
+        def answer(accept: bool) -> Any:
+            def handle(dialog: Any) -> None:
+                questions.append(dialog.message)
+                dialog.accept() if accept else dialog.dismiss()
+            return handle
+
+        page.once("dialog", answer(False))
+        page.click("button[data-bulk='cancel']")
+        page.wait_for_timeout(500)  # a submission would have navigated by now
+        assert questions and questions[0].startswith("Cancel 2 selected jobs?"), questions
+        assert page.evaluate("() => window.__firstLoad === true"), "declining still posted the form"
+        assert "cancelled" not in job_states(embedded_server, picked).values(), "declining cancelled anyway"
+
+        page.once("dialog", answer(True))
+        with page.expect_navigation():
+            page.click("button[data-bulk='cancel']")
+        message = page.text_content("#jobs-page .messages")
+        shoot(page, "jobs-bulk.png", full_page=False)
+
+        # Sorted by a column the records compute (an active job's total grows), still live.
+        page.goto(embedded_server["url"] + "jobs/?sort=-total")
+        page.wait_for_function("document.body.classList.contains('live')", timeout=30_000)
+        sorted_rows = page.evaluate(JOBS_ROWS_JS)
+        arrow = page.text_content("#frag-jobs [data-column='total'][aria-sort='descending'] .arrow")
+    assert len(questions) == 2 and questions[1].startswith("Cancel 2 selected jobs?")
+    assert job_states(embedded_server, picked) == {job_id: "cancelled" for job_id in picked}
+    assert message and "2 jobs cancelled" in message and all(job_id in message for job_id in picked), message
+    assert len(sorted_rows) == len(before) + 1 and arrow == "▼"

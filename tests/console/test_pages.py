@@ -192,7 +192,8 @@ def test_only_pages_that_stream_carry_the_live_indicator(staff: Client, farm: Fa
     streamed = re.compile(r'<body class="streamed">')
     assert streamed.search(staff.get("/").content.decode())
     assert streamed.search(staff.get(f"/jobs/{SNAP_ID}").content.decode())
-    assert not streamed.search(staff.get("/jobs/").content.decode())
+    assert streamed.search(staff.get("/jobs/").content.decode())  # its table is live too
+    assert not streamed.search(staff.get("/history/").content.decode())
 
 
 def test_an_unknown_job_gets_the_console_s_own_not_found_page(staff: Client, farm: Farm) -> None:
