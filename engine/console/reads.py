@@ -22,7 +22,7 @@ from engine.states import JOB_ACTIVE, JobState, PartitionState
 from engine.status import records, utilisation
 from engine.status.farm import stale_after_seconds
 from engine.status.holdings import Holdings, holdings
-from engine.status.host_report import devices_of
+from engine.status.host_report import HostFigures, devices_of
 from engine.status.prepared import Prepared
 
 TASK_STREAM_SECONDS = utilisation.WINDOW_SECONDS
@@ -44,8 +44,34 @@ def hosts_context(now: datetime) -> dict[str, Any]:
             "heartbeat_ms": epoch_ms(host.heartbeat_at),
             "uptime": fmt_ms(ms_between(host.started_at, now)),
             "started_ms": epoch_ms(host.started_at),
+            "figures": figures_context(HostFigures.from_json(host.figures)),
         })
     return {"hosts": rows, "stale_after_ms": int(stale_s * 1000)}
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f}%"
+
+
+def figures_context(figures: HostFigures) -> dict[str, Any] | None:
+    """A host's measured figures as its card words them; None before its first sample. A
+    device NVML did not measure is left out (no zeros for a GPU nobody measured)."""
+    if not figures.measured:
+        return None
+    ram = (f"{fmt_bytes(figures.memory_used_bytes)} / {fmt_bytes(figures.memory_total_bytes)}"
+           if figures.memory_used_bytes is not None and figures.memory_total_bytes else "—")
+    ram_fraction = (figures.memory_used_bytes / figures.memory_total_bytes
+                    if figures.memory_used_bytes is not None and figures.memory_total_bytes else 0.0)
+    devices = [{
+        "name": d.device, "utilisation": _pct(d.utilisation_percent),
+        "memory": (f"{fmt_bytes(d.memory_used_bytes)} / {fmt_bytes(d.memory_total_bytes)}"
+                   if d.memory_used_bytes is not None and d.memory_total_bytes else "—"),
+        "power": "—" if d.power_watts is None else f"{d.power_watts:.0f} W",
+    } for d in figures.devices]
+    return {"cpu": _pct(figures.cpu_percent), "cpu_count": figures.cpu_count,
+            "cpu_level": level((figures.cpu_percent or 0.0) / 100), "ram": ram, "ram_level": level(ram_fraction),
+            "engine_rss": fmt_bytes(figures.engine_rss_bytes) if figures.engine_rss_bytes is not None else "—",
+            "nvml": figures.nvml, "devices": devices}
 
 
 def memory_context(now: datetime) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from engine.models import EngineHost, Partition
 from engine.pipeline import devices as devices_mod
 from engine.pipeline.claim import Dispatcher
 from engine.pipeline.finalize import Finalizers
+from engine.pipeline.host_figures import HostSampler
 from engine.pipeline.inflight import InFlight, Signals, Stats
 from engine.pipeline.keycache import KeyCache
 from engine.pipeline.keys import farm_checked, held_nbytes, load_proving_key
@@ -110,6 +111,7 @@ class Engine:
         self._stopped = threading.Event()
         self._forget_wake: Callable[[], None] = lambda: None
         self.n_workers = len(self.devices) * self.config.workers_per_device
+        self.figures = HostSampler(self.devices)
         self.host: EngineHost | None = None
         self.writer: StatusWriter
         self.inflight: InFlight
@@ -225,6 +227,7 @@ class Engine:
         self.synthesis.stop()
         self.finalizers.stop()
         self.keycache.clear()
+        self.figures.close()
         self.writer.update_host(stopped_at=timezone.now(), key_cache=[])
         log.info("engine %s stopped: %d partitions proved, %d failed", self.host.name if self.host else "?",
                  self.stats.completed, self.stats.failed)
@@ -244,9 +247,11 @@ class Engine:
     # -- heartbeat and sweep -------------------------------------------------------------
 
     def host_fields(self) -> dict[str, Any]:
-        """What a heartbeat writes: that the host lives, and its devices' measured memory.
-        Reservations, keys and synthesis are facts of the transitions (engine.status.holdings)."""
-        return {"heartbeat_at": timezone.now(), "devices": devices_mod.device_report(self.devices)}
+        """What a heartbeat writes: that the host lives, its devices' measured memory and the
+        machine's measured figures (engine.pipeline.host_figures). Reservations, keys and
+        synthesis are facts of the transitions (engine.status.holdings)."""
+        return {"heartbeat_at": timezone.now(), "devices": devices_mod.device_report(self.devices),
+                "figures": self.figures.sample().to_json()}
 
     def _report_keys(self) -> None:
         if self.host is not None and hasattr(self, "writer"):
