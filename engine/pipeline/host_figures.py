@@ -76,8 +76,10 @@ class Nvml:
         """NVML for these devices, or None where the module, the driver's library or a CUDA
         device is missing or NVML will not start (said once, at debug level: it is normal)."""
         gpus = [d for d in devices if d.is_gpu]
+        if not gpus:
+            return None
         nvml = module if module is not None else _nvml_module()
-        if not gpus or nvml is None:
+        if nvml is None:
             return None
         try:
             nvml.nvmlInit()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.test import Client
 from django.utils import timezone
@@ -19,7 +21,7 @@ def card(client: Client, host: str) -> str:
     return hosts.split(f'data-host="{host}"', 1)[1].split("</li>", 1)[0]
 
 
-def measure(host: EngineHost, **figures: object) -> None:
+def measure(host: EngineHost, **figures: Any) -> None:
     EngineHost.objects.filter(pk=host.pk).update(figures=HostFigures(sampled_at=timezone.now(), **figures).to_json())
 
 
