@@ -17,7 +17,8 @@ from engine.console.style import level, owner_colour
 from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
 from engine.ledger.deadlines import expected_seconds
-from engine.models import Partition, ProofJob
+from engine.ledger.job_log import KEEP as LOG_LINES
+from engine.models import JobLogLine, Partition, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 from engine.status import records, utilisation
 from engine.status.farm import stale_after_seconds
@@ -251,4 +252,15 @@ def job_detail_context(job_id: str, now: datetime) -> dict[str, Any]:
     # Its circuit's expected duration, which an active job's deadline standing needs.
     expected = (expected_seconds([job.circuit_id])[job.circuit_id]
                 if job and job.deadline is not None and job.state in JOB_ACTIVE else 0.0)
-    return {"job_id": job_id, "job": job, "parts": parts, "expected_s": expected}
+    return {"job_id": job_id, "job": job, "parts": parts, "expected_s": expected, "log": job_log_lines(job)}
+
+
+def job_log_lines(job: ProofJob | None, limit: int = LOG_LINES) -> list[tuple[Any, ...]]:
+    """The engines' last lines about the job, oldest first: (pk, at, level, host, partition,
+    message). Read in the page's snapshot, as its rows are."""
+    if job is None:
+        return []
+    newest = list(JobLogLine.objects.filter(job=job).order_by("-pk")
+                  .values_list("pk", "at", "level", "host", "partition", "message")[:limit])
+    # Appended in batches per host: two hosts' lines interleave by when they were logged.
+    return sorted(newest, key=lambda line: (line[1], line[0]))

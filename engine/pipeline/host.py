@@ -37,6 +37,7 @@ from engine.ledger.new_work import listen_for_new_work, on_new_work
 from engine.ledger.writer import StatusWriter
 from engine.models import EngineHost, Partition
 from engine.pipeline import devices as devices_mod
+from engine.pipeline import job_log
 from engine.pipeline.claim import Dispatcher
 from engine.pipeline.finalize import Finalizers
 from engine.pipeline.host_figures import HostSampler
@@ -132,6 +133,8 @@ class Engine:
     def start(self) -> Engine:
         """Register, build the pipeline, start every thread."""
         self.prepare()
+        assert self.host is not None
+        job_log.take(self.host.name)  # the job pages' lines, from the first claim on
         self.synthesis.warm_up()
         self.beat()
         self._spawn("heartbeat", self._heartbeat_forever)
@@ -231,6 +234,7 @@ class Engine:
         self.writer.update_host(stopped_at=timezone.now(), key_cache=[])
         log.info("engine %s stopped: %d partitions proved, %d failed", self.host.name if self.host else "?",
                  self.stats.completed, self.stats.failed)
+        job_log.let_go()  # after every thread that logs about a job has ended: its last lines go too
         connection.close()
 
     def run_until_idle(self, poll: float = 0.1, timeout: float | None = None) -> bool:
@@ -291,7 +295,8 @@ class Engine:
                 queued = self.proof_queue.remove(pk)
                 if queued is not None:
                     self.inflight.drop(queued)
-                log.info("dropped %s: its record is %s (attempt %d)", item.label, state, attempt)
+                log.info("dropped %s: its record is %s (attempt %d)", item.label, state, attempt,
+                         extra=self.inflight.about(item))
 
     def _sweep_forever(self) -> None:
         while not self._stopped.wait(self.config.sweep_seconds):
