@@ -159,6 +159,12 @@ class EngineHost(models.Model):
     # An operator's drain (from the console): the host claims nothing new and finishes what it
     # holds, until resumed. It outlives a restart of the engine, as the operator's intent does.
     draining = models.BooleanField(default=False, help_text="Claims no new partitions while set (console: drain).")
+    # Measured, not derived: the machine's own load beside what the ledger says is reserved.
+    # Written by the heartbeat alone (liveness, no version taken), read through
+    # engine.status.host_report.HostFigures.
+    figures = models.JSONField(default=dict, blank=True,
+                               help_text="Host CPU and RAM in use, the engine's resident memory and, where NVML is "
+                                         "present, each device's utilisation, memory and power: sampled every heartbeat.")
     clock = models.PositiveIntegerField(default=WEB_CLOCK)
     version = models.BigIntegerField(default=0)
     revision = models.PositiveBigIntegerField(default=0)
@@ -301,3 +307,24 @@ class Callback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} of {self.job_id} to {self.url}"
+
+
+class JobLogLine(models.Model):
+    """One of the engine's log lines about a job (claimed, proved P3, refused, job done …), kept
+    so the job's page can show what the engines said about it. Only the last few per job are
+    kept (engine.ledger.job_log trims them as it appends): the full log is the engine's own."""
+
+    job = models.ForeignKey(ProofJob, on_delete=models.CASCADE, related_name="log_lines")
+    at = models.DateTimeField(help_text="When the engine logged it.")
+    level = models.CharField(max_length=10, help_text="DEBUG, INFO, WARNING, ERROR or CRITICAL.")
+    host = models.CharField(max_length=200, blank=True, help_text="The engine host that logged it.")
+    partition = models.PositiveIntegerField(null=True, blank=True, help_text="The partition's index, if about one.")
+    message = models.TextField()
+
+    class Meta:
+        # A job's page reads its newest lines; the trim finds the oldest past the bound.
+        indexes = [models.Index(fields=["job", "-id"], name="joblog_job_newest")]
+        ordering = ["job_id", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%H:%M:%S} {self.level} {self.message[:60]}"

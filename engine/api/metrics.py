@@ -186,6 +186,20 @@ class RecordsCollector:
             ("gpu_memory_total_bytes", "Device memory", ["host", "device"]),
             ("gpu_memory_free_bytes", "Device memory free", ["host", "device"]),
             ("key_cache_bytes", "Proving keys held in memory", ["host", "circuit_id"]),
+            # Measured, not reserved: what the machine itself is doing, whoever holds it.
+            ("host_cpu_percent", "The host's CPU use, every CPU busy = 100 (psutil, sampled every heartbeat)", ["host"]),
+            ("host_cpu_count", "The host's logical CPUs (sampled every heartbeat)", ["host"]),
+            ("host_memory_used_bytes", "The host's RAM in use, total less available (psutil, sampled every heartbeat)",
+             ["host"]),
+            ("host_memory_total_bytes", "The host's RAM (psutil, sampled every heartbeat)", ["host"]),
+            ("engine_rss_bytes", "Resident memory of the engine's process and its children (sampled every heartbeat)",
+             ["host"]),
+            ("device_utilisation_percent", "Share of the last sample period a kernel ran on the device "
+             "(NVML, sampled every heartbeat; absent without NVML)", ["host", "device"]),
+            ("device_memory_used_bytes", "Device memory in use, by any process (NVML, sampled every heartbeat)",
+             ["host", "device"]),
+            ("device_memory_total_bytes", "Device memory (NVML, sampled every heartbeat)", ["host", "device"]),
+            ("device_power_watts", "The device's power draw (NVML, sampled every heartbeat)", ["host", "device"]),
         ]}
         for host in snap["hosts"]:
             name = host["name"]
@@ -205,7 +219,25 @@ class RecordsCollector:
                     g["gpu_memory_free_bytes"].add_metric([name, device["device"]], device["free_bytes"])
             for entry in host["allocations"]["srs"] + host["allocations"]["pce"]:
                 g["key_cache_bytes"].add_metric([name, entry["circuit_id"]], entry["bytes"])
+            if not host["stale"]:  # an old sample is no measurement of now
+                self._figures(g, name, host["figures"])
         yield from g.values()
+
+    @staticmethod
+    def _figures(g: dict[str, GaugeMetricFamily], name: str, figures: dict[str, Any]) -> None:
+        """The host's measured figures; one not measured (or that NVML would not give) is left
+        out, never reported as 0, so an alert on "no data" fires instead of a false idle."""
+        for metric, key in (("host_cpu_percent", "cpu_percent"), ("host_cpu_count", "cpu_count"),
+                            ("host_memory_used_bytes", "memory_used_bytes"),
+                            ("host_memory_total_bytes", "memory_total_bytes"), ("engine_rss_bytes", "engine_rss_bytes")):
+            if figures[key] is not None:
+                g[metric].add_metric([name], figures[key])
+        for device in figures["devices"]:
+            for metric, key in (("device_utilisation_percent", "utilisation_percent"),
+                                ("device_memory_used_bytes", "memory_used_bytes"),
+                                ("device_memory_total_bytes", "memory_total_bytes"), ("device_power_watts", "power_watts")):
+                if device[key] is not None:
+                    g[metric].add_metric([name, device["device"]], device[key])
 
     def _workers(self, snap: dict[str, Any]) -> Iterable[Metric]:
         labels = ["host", "device", "worker"]

@@ -241,7 +241,16 @@ class Hub:
             self.wake.set()
 
     def hint(self, message: dict[str, Any]) -> None:
-        self.want.add_hint(message)
+        logged = message.get("logged")
+        if logged is not None:
+            # New log lines of these jobs (engine.ledger.job_log): only their open pages show
+            # them, and no panel; a job nobody is watching costs nothing.
+            pages = self.watched() & {detail_name(str(job)) for job in logged}
+            if not pages:
+                return
+            self.want.names |= pages
+        else:
+            self.want.add_hint(message)
         if self.wake is not None:
             self.wake.set()
 

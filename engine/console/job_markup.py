@@ -1,8 +1,8 @@
 """One job's live page (/jobs/<id>): its markup as units, so its stream swaps what changed.
 
 The page and its stream (/events/?job=<id>) show one fragment, ``job:<id>``: a head (state,
-times, the proof links once there are proofs) and a row per partition, each a unit with a
-stable id. A transition resends one row; the job ending resends the head with its final
+times, the proof links once there are proofs), a row per partition and the engines' last log
+lines about the job (``job-log``), each a unit with a stable id. A transition resends one row; the job ending resends the head with its final
 figures and links. Running phases carry their start (data-started-at), so the browser ticks
 them between flushes. The markup is shared by every viewer of the job: nothing in it may
 depend on who looks (the admin link stays on the page, outside the fragment).
@@ -175,6 +175,23 @@ def _timeline(key: str, job: ProofJob, parts: list[Partition]) -> Unit:
                 f'<p class="axis"><span>submitted</span><span>{fmt_ms(int(total * 1000))}</span></p></div>')
 
 
+def _log(key: str, lines: list[tuple[Any, ...]]) -> Unit:
+    """The engines' last lines about the job (engine.ledger.job_log), oldest first: time, level,
+    host, partition and message, as they were logged."""
+    items = []
+    for _, at, level, host, partition, message in lines:
+        part = f'<span class="part">P{partition}</span> ' if partition is not None else ""
+        items.append(f'<li class="log-line {_esc(level.lower())}" data-level="{_esc(level)}">'
+                     f'<time datetime="{at.isoformat()}">{at:%H:%M:%S}.{at.microsecond // 1000:03d}</time> '
+                     f'<span class="level">{_esc(level)}</span> <span class="host">{_esc(host or "—")}</span> '
+                     f'{part}<span class="msg">{_esc(message)}</span></li>')
+    body = f'<ol class="log-lines">{"".join(items)}</ol>' if items else '<p class="empty">No log lines yet.</p>'
+    return leaf(f"{key}/log", "job-log",
+                f' class="job-log" data-lines="{len(items)}" data-version="{VERSION_TOKEN}">'
+                f'<h2>Log <span class="sub">the engines\' last {len(items)} line{"s" * (len(items) != 1)} about this job'
+                f'</span></h2>{body}</div>')
+
+
 def job_detail_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
     key = fragment.name
     job: ProofJob | None = context["job"]
@@ -186,8 +203,10 @@ def job_detail_units(fragment: Fragment, context: dict[str, Any], now: datetime)
     head = _head(key, job, parts, now, context.get("expected_s", 0.0))
     timeline = _timeline(key, job, parts)
     rows = [_row(key, part, now) for part in parts]
+    lines = _log(key, context.get("log", []))
     header = "".join(f'<span role="columnheader">{c}</span>' for c in COLUMNS)
     html = (f'{opening}{head.html}{timeline.html}<div class="partitions" role="table"><div class="prow head" role="row">'
-            f'{header}</div>{"".join(r.html or "" for r in rows)}</div></section>')
+            f'{header}</div>{"".join(r.html or "" for r in rows)}</div>{lines.html}</section>')
     shape = digest(repr((job.job_id, [p.index for p in parts])))
-    return [Unit(key, html, shape, (head.key, timeline.key, *(r.key for r in rows))), head, timeline, *rows]
+    return [Unit(key, html, shape, (head.key, timeline.key, *(r.key for r in rows), lines.key)), head, timeline, *rows,
+            lines]

@@ -17,12 +17,13 @@ from engine.console.style import level, owner_colour
 from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
 from engine.ledger.deadlines import expected_seconds
-from engine.models import Partition, ProofJob
+from engine.ledger.job_log import KEEP as LOG_LINES
+from engine.models import JobLogLine, Partition, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 from engine.status import records, utilisation
 from engine.status.farm import stale_after_seconds
 from engine.status.holdings import Holdings, holdings
-from engine.status.host_report import devices_of
+from engine.status.host_report import HostFigures, devices_of
 from engine.status.prepared import Prepared
 
 TASK_STREAM_SECONDS = utilisation.WINDOW_SECONDS
@@ -44,8 +45,34 @@ def hosts_context(now: datetime) -> dict[str, Any]:
             "heartbeat_ms": epoch_ms(host.heartbeat_at),
             "uptime": fmt_ms(ms_between(host.started_at, now)),
             "started_ms": epoch_ms(host.started_at),
+            "figures": figures_context(HostFigures.from_json(host.figures)),
         })
     return {"hosts": rows, "stale_after_ms": int(stale_s * 1000)}
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f}%"
+
+
+def figures_context(figures: HostFigures) -> dict[str, Any] | None:
+    """A host's measured figures as its card words them; None before its first sample. A
+    device NVML did not measure is left out (no zeros for a GPU nobody measured)."""
+    if not figures.measured:
+        return None
+    ram = (f"{fmt_bytes(figures.memory_used_bytes)} / {fmt_bytes(figures.memory_total_bytes)}"
+           if figures.memory_used_bytes is not None and figures.memory_total_bytes else "—")
+    ram_fraction = (figures.memory_used_bytes / figures.memory_total_bytes
+                    if figures.memory_used_bytes is not None and figures.memory_total_bytes else 0.0)
+    devices = [{
+        "name": d.device, "utilisation": _pct(d.utilisation_percent),
+        "memory": (f"{fmt_bytes(d.memory_used_bytes)} / {fmt_bytes(d.memory_total_bytes)}"
+                   if d.memory_used_bytes is not None and d.memory_total_bytes else "—"),
+        "power": "—" if d.power_watts is None else f"{d.power_watts:.0f} W",
+    } for d in figures.devices]
+    return {"cpu": _pct(figures.cpu_percent), "cpu_count": figures.cpu_count,
+            "cpu_level": level((figures.cpu_percent or 0.0) / 100), "ram": ram, "ram_level": level(ram_fraction),
+            "engine_rss": fmt_bytes(figures.engine_rss_bytes) if figures.engine_rss_bytes is not None else "—",
+            "nvml": figures.nvml, "devices": devices}
 
 
 def memory_context(now: datetime) -> dict[str, Any]:
@@ -225,4 +252,15 @@ def job_detail_context(job_id: str, now: datetime) -> dict[str, Any]:
     # Its circuit's expected duration, which an active job's deadline standing needs.
     expected = (expected_seconds([job.circuit_id])[job.circuit_id]
                 if job and job.deadline is not None and job.state in JOB_ACTIVE else 0.0)
-    return {"job_id": job_id, "job": job, "parts": parts, "expected_s": expected}
+    return {"job_id": job_id, "job": job, "parts": parts, "expected_s": expected, "log": job_log_lines(job)}
+
+
+def job_log_lines(job: ProofJob | None, limit: int = LOG_LINES) -> list[tuple[Any, ...]]:
+    """The engines' last lines about the job, oldest first: (pk, at, level, host, partition,
+    message). Read in the page's snapshot, as its rows are."""
+    if job is None:
+        return []
+    newest = list(JobLogLine.objects.filter(job=job).order_by("-pk")
+                  .values_list("pk", "at", "level", "host", "partition", "message")[:limit])
+    # Appended in batches per host: two hosts' lines interleave by when they were logged.
+    return sorted(newest, key=lambda line: (line[1], line[0]))

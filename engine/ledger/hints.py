@@ -23,9 +23,14 @@ def set_event_loop(loop: asyncio.AbstractEventLoop | None) -> None:
 
 
 def publish_hint(**fields: Any) -> None:
-    """Send {"type": "status.changed", host, job, partition, version} to GROUP. Never raises."""
+    """Send {"type": "status.changed", host, job, partition, version} to GROUP. Never raises.
+
+    ``logged`` (job ids) says new log lines of those jobs were recorded (engine.ledger.job_log):
+    only their pages show them, so such a hint names no job of its own to re-read."""
     message = {"type": "status.changed", "host": fields.get("host"), "job": fields.get("job"),
                "partition": fields.get("partition"), "version": fields.get("version")}
+    if fields.get("logged"):
+        message["logged"] = list(fields["logged"])
     try:
         from channels.layers import get_channel_layer
 

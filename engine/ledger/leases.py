@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from engine.ledger.claims import Claim, close_gpu_interval, release_claim
 from engine.ledger.clock import Stamp
+from engine.ledger.job_log import about
 from engine.ledger.settle import error_entry, failures_since_retry, settle_job
 from engine.models import Partition
 from engine.states import PARTITION_LIVE, PartitionState
@@ -74,11 +77,14 @@ def requeue_lapsed_rows(stamp: Stamp, max_attempts: int, rescuer: str, limit: in
             row.finished_at = timezone.now()
         stamp.put(row)
         row.save()
-        log.warning("requeued P%d of %s: %s%s", row.index, row.job.job_id, reason, " — attempts spent, failed" if spent else "")
+        # Said once it is true: a rescue rolled back must not leave "requeued" in the job's log.
+        transaction.on_commit(partial(log.warning, "requeued P%d of %s: %s%s", row.index, row.job.job_id, reason,
+                                      " — attempts spent, failed" if spent else "",
+                                      extra=about(row.job.job_id, row.index, rescuer)))
         hints.append({"job": row.job.job_id, "partition": row.index})
         touched_jobs[row.job.pk] = row.job
     for job in touched_jobs.values():
-        hints += settle_job(job, stamp, max_attempts)
+        hints += settle_job(job, stamp, max_attempts, host=rescuer)
     return hints
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from engine.ledger.callbacks import owe as owe_callback
 from engine.ledger.claims import close_gpu_interval
 from engine.ledger.clock import Stamp
+from engine.ledger.job_log import about
 from engine.models import Partition, ProofJob
 from engine.states import JOB_TERMINAL, PARTITION_TERMINAL, JobState, PartitionState, check_job_transition
 
@@ -41,33 +42,34 @@ def error_entry(attempt: int, host: str, reason: str, **extra: Any) -> dict[str,
     return {"attempt": attempt, "host": host, "at": timezone.now().isoformat(), "reason": reason, **extra}
 
 
-def settle_job(job: ProofJob, stamp: Stamp, max_attempts: int) -> list[dict[str, Any]]:
-    """Derive the job's state from its partitions, in the caller's transaction."""
+def settle_job(job: ProofJob, stamp: Stamp, max_attempts: int, host: str = "") -> list[dict[str, Any]]:
+    """Derive the job's state from its partitions, in the caller's transaction; ``host``, the
+    engine host settling it, is named in the outcome's line of the job log."""
     job = ProofJob.objects.select_for_update().get(pk=job.pk)
     if job.state in JOB_TERMINAL:
         return []
     parts = list(Partition.objects.select_for_update().filter(job=job).order_by("index"))
     failed = [p for p in parts if p.state == P.FAILED]
     if failed:
-        return _fail_job(job, parts, failed[0], stamp)
+        return _fail_job(job, parts, failed[0], stamp, host)
     if all(p.state == P.DONE for p in parts):
-        return _finish_job(job, parts, stamp)
+        return _finish_job(job, parts, stamp, host)
     return []
 
 
-def _finish_job(job: ProofJob, parts: list[Partition], stamp: Stamp) -> list[dict[str, Any]]:
+def _finish_job(job: ProofJob, parts: list[Partition], stamp: Stamp, host: str) -> list[dict[str, Any]]:
     # One job, one verifying key: hosts that made their own keys would hand a client proofs
     # that no single key verifies.
     keys = sorted({p.vk_digest for p in parts})
     if len(keys) > 1:
         named = ", ".join(key[:16] or "(none)" for key in keys)
-        return _close_job(job, J.FAILED, stamp, error=f"its partitions verified under {len(keys)} different "
+        return _close_job(job, J.FAILED, stamp, host, error=f"its partitions verified under {len(keys)} different "
                           f"verifying keys ({named}): the hosts do not share one params directory")
-    return _close_job(job, J.DONE, stamp, proof=[p.proof for p in parts],
+    return _close_job(job, J.DONE, stamp, host, proof=[p.proof for p in parts],
                       public_inputs=[p.public_inputs for p in parts], verified=True, vk_digest=keys[0])
 
 
-def _fail_job(job: ProofJob, parts: list[Partition], bad: Partition, stamp: Stamp) -> list[dict[str, Any]]:
+def _fail_job(job: ProofJob, parts: list[Partition], bad: Partition, stamp: Stamp, host: str) -> list[dict[str, Any]]:
     # The job is lost anyway: stop its other partitions so their memory and GPU time go free.
     now = timezone.now()
     for p in parts:
@@ -77,10 +79,10 @@ def _fail_job(job: ProofJob, parts: list[Partition], bad: Partition, stamp: Stam
             stamp.put(p)
             p.save()
     reasons = "; ".join(f"attempt {e.get('attempt')}: {e.get('reason')}" for e in bad.errors if not e.get("retry"))
-    return _close_job(job, J.FAILED, stamp, error=f"partition {bad.index} failed: {bad.error} (history: {reasons})")
+    return _close_job(job, J.FAILED, stamp, host, error=f"partition {bad.index} failed: {bad.error} (history: {reasons})")
 
 
-def _close_job(job: ProofJob, target: str, stamp: Stamp, **fields: Any) -> list[dict[str, Any]]:
+def _close_job(job: ProofJob, target: str, stamp: Stamp, host: str, **fields: Any) -> list[dict[str, Any]]:
     check_job_transition(job.state, target)
     for name, value in fields.items():
         setattr(job, name, value)
@@ -89,17 +91,19 @@ def _close_job(job: ProofJob, target: str, stamp: Stamp, **fields: Any) -> list[
     stamp.put(job)
     job.save()
     owe_callback(job)
-    _log_summary(job)
+    _log_summary(job, host)
     return [{"job": job.job_id}]
 
 
-def _log_summary(job: ProofJob) -> None:
+def _log_summary(job: ProofJob, host: str) -> None:
     """Logged once the outcome is durable: a write that rolls back (or a host killed before its
     commit, whose job another host then finishes) must not leave a "job done" line behind."""
     queue = _seconds(job.submitted_at, job.started_at)
     total = _seconds(job.submitted_at, job.finished_at)
     args = (job.state, job.kind, job.job_id, job.num_partitions, queue, total, f" — {job.error}" if job.error else "")
-    transaction.on_commit(lambda: log.info("job %s %s %s: %d partition(s), queue %.2fs, total %.2fs%s", *args))
+    fields = about(job.job_id, host=host or None)
+    transaction.on_commit(lambda: log.info("job %s %s %s: %d partition(s), queue %.2fs, total %.2fs%s", *args,
+                                           extra=fields))
 
 
 def _seconds(start: datetime | None, end: datetime | None) -> float:

@@ -29,6 +29,7 @@ from engine.ledger.claims import Claim, claim_partitions, close_gpu_interval, re
 from engine.ledger.clock import Stamp, host_clock, next_stamp
 from engine.ledger.deadlocks import retried
 from engine.ledger.hints import publish_hint
+from engine.ledger.job_log import about
 from engine.ledger.leases import any_lapsed, requeue_lapsed_rows
 from engine.ledger.new_work import announce_new_work
 from engine.ledger.settle import error_entry, failures_since_retry, settle_job
@@ -110,7 +111,7 @@ class StatusWriter:
             self._fence(row, t)
             hints = [self._write_partition(row, t, stamp)]
             if row.state in PARTITION_TERMINAL:  # only an ending partition can end its job
-                hints += settle_job(row.job, stamp, self.max_attempts)
+                hints += settle_job(row.job, stamp, self.max_attempts, host=self.host.name)
             return hints
 
         try:
@@ -123,12 +124,13 @@ class StatusWriter:
         if row.attempt != t.claim.attempt or row.host_id != t.claim.host_id:
             log.warning("refused stale write %s→%s for P%d of %s: claim attempt %d on host %s, row has attempt %d "
                         "on host %s", row.state, t.target, row.index, row.job.job_id, t.claim.attempt,
-                        t.claim.host_id, row.attempt, row.host_id)
+                        t.claim.host_id, row.attempt, row.host_id, extra=about(row.job.job_id, row.index, self.host.name))
             raise Refused(f"stale claim: attempt {t.claim.attempt}, row at {row.attempt}")
         try:
             check_partition_transition(row.state, self._resolved_target(row, t))
         except TransitionError as exc:
-            log.info("refused %s for P%d of %s: %s", t.target, row.index, row.job.job_id, exc)
+            log.info("refused %s for P%d of %s: %s", t.target, row.index, row.job.job_id, exc,
+                     extra=about(row.job.job_id, row.index, self.host.name))
             raise Refused(str(exc)) from None
 
     def _resolved_target(self, row: Partition, t: Transition) -> str:
@@ -154,7 +156,10 @@ class StatusWriter:
         if target in PARTITION_TERMINAL:
             row.finished_at = row.finished_at or timezone.now()
             row.lease_expires_at = None
-        log.debug("v%d P%d of %s %s → %s", stamp.version, row.index, row.job.job_id, row.state, target)
+        if log.isEnabledFor(logging.DEBUG):  # said once committed: the job log must not keep a rolled-back step
+            args, fields = (stamp.version, row.index, row.job.job_id, row.state, target), about(row.job.job_id, row.index,
+                                                                                                 self.host.name)
+            transaction.on_commit(lambda: log.debug("v%d P%d of %s %s → %s", *args, extra=fields))
         row.state = target
         stamp.put(row)
         row.save()
@@ -164,14 +169,18 @@ class StatusWriter:
 
     def claim(self, limit: int = 1, refused: Collection[str] = ()) -> list[Claim]:
         claims: list[Claim] = []
+        claimed: list[tuple[str, int, int]] = []  # (job id, index, attempt), for the log once committed
 
         def work(stamp: Stamp) -> list[dict[str, Any]]:
             rows = claim_partitions(self.host, limit, stamp, refused)
             claims.extend(Claim(r.pk, r.attempt, self.host.pk) for r in rows)
+            claimed[:] = [(r.job.job_id, r.index, r.attempt) for r in rows]  # a deadlock's retry starts over
             return [{"job": r.job.job_id, "partition": r.index} for r in rows]
 
-        if limit > 0:
-            self._commit_if(work)
+        if limit > 0 and self._commit_if(work):
+            for job_id, index, attempt in claimed:
+                log.info("claimed P%d of %s on %s (attempt %d)", index, job_id, self.host.name, attempt,
+                         extra=about(job_id, index, self.host.name))
         return claims
 
     def _commit_if(self, work: Callable[[Stamp], list[dict[str, Any]]]) -> bool:
@@ -206,9 +215,16 @@ class StatusWriter:
             stamp.put(row)
             row.save()
             announce_new_work()  # another host may take it now
+            handed[:] = [(row.job.job_id, row.index)]
             return [{"job": row.job.job_id, "partition": row.index}]
 
-        return self._commit_if(work)
+        handed: list[tuple[str, int]] = []
+        if not self._commit_if(work):
+            return False
+        for job_id, index in handed:
+            log.info("%s handed back P%d of %s: %s", self.host.name, index, job_id, reason,
+                     extra=about(job_id, index, self.host.name))
+        return True
 
     def update_host(self, **fields: Any) -> int:
         def work(stamp: Stamp) -> list[dict[str, Any]]:

@@ -20,6 +20,8 @@ class DeviceUnavailable(ConfigError):
 class Device:
     name: str  # "cuda:0" … or "cpu"
     label: str  # the product name an operator recognises
+    # "0000:3b:00.0": how NVML finds the same device (engine.pipeline.host_figures); "" if unknown.
+    pci_bus_id: str = ""
 
     @property
     def is_gpu(self) -> bool:
@@ -35,11 +37,19 @@ def cuda_devices() -> list[Device]:
         for i in range(count):
             props = cupy.cuda.runtime.getDeviceProperties(i)
             name = props.get("name", b"")
-            found.append(Device(f"cuda:{i}", name.decode() if isinstance(name, bytes) else str(name)))
+            found.append(Device(f"cuda:{i}", name.decode() if isinstance(name, bytes) else str(name), _pci_bus_id(props)))
         return found
     except Exception as exc:  # no CuPy, no driver or no device: the CPU backend serves
         log.debug("no CUDA devices: %s", exc)
         return []
+
+
+def _pci_bus_id(props: dict[str, object]) -> str:
+    try:
+        domain, bus, device = (int(str(props[k])) for k in ("pciDomainID", "pciBusID", "pciDeviceID"))
+    except (KeyError, ValueError):
+        return ""
+    return f"{domain:04x}:{bus:02x}:{device:02x}.0"
 
 
 def discover(setting: str) -> list[Device]:

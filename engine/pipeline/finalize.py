@@ -20,6 +20,7 @@ from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from engine import prover
+from engine.format import fmt_ms
 from engine.pipeline.inflight import InFlight
 from engine.pipeline.work import WorkItem
 from engine.prover import ProofAborted
@@ -28,6 +29,10 @@ from engine.prover.verify import verify
 from engine.states import PartitionState
 
 log = logging.getLogger("engine.finalize")
+
+
+def _ms(seconds: float | None) -> str:
+    return fmt_ms(1000 * seconds if seconds is not None else None)
 P = PartitionState
 
 
@@ -76,13 +81,18 @@ class Finalizers:
             book.drop(item)
             return
         except Exception as exc:  # finishing on the CPU failed; a new attempt starts over
-            log.exception("finishing %s failed", item.label)
+            log.exception("finishing %s failed", item.label, extra=book.about(item))
             book.fail(item, item.public_reason(f"finishing the proof failed: {type(exc).__name__}: {exc}"),
                         retryable=True)
             return
         if not ok:
             book.fail(item, *_unverified(item))
             return
+        # Said before it is recorded, so it comes before the "job done" its record may bring; it
+        # is true either way (a refused record says so in a line of its own).
+        t = item.timings
+        log.info("proved %s: synthesis %s, gpu %s, finishing %s; verified", item.label, _ms(t.get("synth_s")),
+                 _ms(t.get("gpu_s")), _ms(t.get("finish_s")), extra=book.about(item))
         if book.record(item, P.DONE, proof=proof_json(proof), public_inputs=list(publics),
                          vk_digest=vk_digest(vk), finished_at=timezone.now()):
             book.completed(item)

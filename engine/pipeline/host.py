@@ -37,8 +37,10 @@ from engine.ledger.new_work import listen_for_new_work, on_new_work
 from engine.ledger.writer import StatusWriter
 from engine.models import EngineHost, Partition
 from engine.pipeline import devices as devices_mod
+from engine.pipeline import job_log
 from engine.pipeline.claim import Dispatcher
 from engine.pipeline.finalize import Finalizers
+from engine.pipeline.host_figures import HostSampler
 from engine.pipeline.inflight import InFlight, Signals, Stats
 from engine.pipeline.keycache import KeyCache
 from engine.pipeline.keys import farm_checked, held_nbytes, load_proving_key
@@ -110,6 +112,7 @@ class Engine:
         self._stopped = threading.Event()
         self._forget_wake: Callable[[], None] = lambda: None
         self.n_workers = len(self.devices) * self.config.workers_per_device
+        self.figures = HostSampler(self.devices)
         self.host: EngineHost | None = None
         self.writer: StatusWriter
         self.inflight: InFlight
@@ -130,6 +133,8 @@ class Engine:
     def start(self) -> Engine:
         """Register, build the pipeline, start every thread."""
         self.prepare()
+        assert self.host is not None
+        job_log.take(self.host.name)  # the job pages' lines, from the first claim on
         self.synthesis.warm_up()
         self.beat()
         self._spawn("heartbeat", self._heartbeat_forever)
@@ -225,9 +230,11 @@ class Engine:
         self.synthesis.stop()
         self.finalizers.stop()
         self.keycache.clear()
+        self.figures.close()
         self.writer.update_host(stopped_at=timezone.now(), key_cache=[])
         log.info("engine %s stopped: %d partitions proved, %d failed", self.host.name if self.host else "?",
                  self.stats.completed, self.stats.failed)
+        job_log.let_go()  # after every thread that logs about a job has ended: its last lines go too
         connection.close()
 
     def run_until_idle(self, poll: float = 0.1, timeout: float | None = None) -> bool:
@@ -244,9 +251,11 @@ class Engine:
     # -- heartbeat and sweep -------------------------------------------------------------
 
     def host_fields(self) -> dict[str, Any]:
-        """What a heartbeat writes: that the host lives, and its devices' measured memory.
-        Reservations, keys and synthesis are facts of the transitions (engine.status.holdings)."""
-        return {"heartbeat_at": timezone.now(), "devices": devices_mod.device_report(self.devices)}
+        """What a heartbeat writes: that the host lives, its devices' measured memory and the
+        machine's measured figures (engine.pipeline.host_figures). Reservations, keys and
+        synthesis are facts of the transitions (engine.status.holdings)."""
+        return {"heartbeat_at": timezone.now(), "devices": devices_mod.device_report(self.devices),
+                "figures": self.figures.sample().to_json()}
 
     def _report_keys(self) -> None:
         if self.host is not None and hasattr(self, "writer"):
@@ -286,7 +295,8 @@ class Engine:
                 queued = self.proof_queue.remove(pk)
                 if queued is not None:
                     self.inflight.drop(queued)
-                log.info("dropped %s: its record is %s (attempt %d)", item.label, state, attempt)
+                log.info("dropped %s: its record is %s (attempt %d)", item.label, state, attempt,
+                         extra=self.inflight.about(item))
 
     def _sweep_forever(self) -> None:
         while not self._stopped.wait(self.config.sweep_seconds):

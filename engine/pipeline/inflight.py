@@ -16,6 +16,7 @@ from typing import Any
 from django.db import DatabaseError, connection
 
 from engine.ledger.claims import Claim
+from engine.ledger.job_log import about
 from engine.ledger.writer import Refused, StatusWriter, Transition
 from engine.pipeline.keycache import KeyCache
 from engine.pipeline.work import WorkItem
@@ -85,6 +86,10 @@ class InFlight:
     def __bool__(self) -> bool:
         return bool(self._items)
 
+    def about(self, item: WorkItem) -> dict[str, Any]:
+        """A log line's fields for ``item`` (``extra=``): its job's page keeps the line."""
+        return about(item.job_id, item.index, self.writer.host.name)
+
     # -- what a stage reports -----------------------------------------------------------------
 
     def record(self, item: WorkItem, target: str, **fields: Any) -> bool:
@@ -98,21 +103,23 @@ class InFlight:
         except DatabaseError as exc:
             # The database is unreachable or killed our session: drop the work here; its
             # lease lapses and another host (or this one, later) proves it again.
-            log.error("recording %s for %s failed (%s); the lease will requeue it", target, item.label, exc)
+            log.error("recording %s for %s failed (%s); the lease will requeue it", target, item.label, exc,
+                      extra=self.about(item))
             connection.close()
             self.drop(item)
             return False
         return True
 
     def fail(self, item: WorkItem, reason: str, retryable: bool) -> None:
-        log.warning("%s failed: %s", item.label, reason)
+        log.warning("%s failed: %s", item.label, reason, extra=self.about(item))
         try:
             self.writer.apply(Transition(item.claim, P.FAILED, reason=reason, retryable=retryable))
             self.stats.failed += 1
         except Refused:
             pass
         except DatabaseError as exc:
-            log.error("recording the failure of %s failed (%s); the lease will requeue it", item.label, exc)
+            log.error("recording the failure of %s failed (%s); the lease will requeue it", item.label, exc,
+                      extra=self.about(item))
             connection.close()
         self.release(item)
 

@@ -159,7 +159,7 @@ class ProvingWorker:
             book.drop(item)
             return False
         except Exception as exc:  # a kernel or device error: another attempt may succeed
-            log.exception("%s: proving %s failed", self.name, item.label)
+            log.exception("%s: proving %s failed", self.name, item.label, extra=book.about(item))
             # An unsatisfied assignment is the circuit's or the witness's: every attempt fails alike.
             book.fail(item, item.public_reason(f"proving on {self.device} failed: {type(exc).__name__}: {exc}"),
                       retryable=not isinstance(exc, UnsatisfiedConstraint))

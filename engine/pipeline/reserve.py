@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from engine.format import fmt_bytes
 from engine.pipeline.inflight import InFlight
@@ -35,6 +36,7 @@ def _check_fits_with_key(item: WorkItem, key_bytes: int, memory: MemoryManager) 
 def reserve(item: WorkItem, book: InFlight, keycache: KeyCache, memory: MemoryManager,
             stopping: threading.Event) -> bool:
     """Hold the item's key and memory; False (the item failed or dropped, freed) if not."""
+    started = time.monotonic()
     try:
         if item.source.shares_key:
             item.key = keycache.checkout(item.circuit_id, item.key_bytes, item.priority)
@@ -55,12 +57,14 @@ def reserve(item: WorkItem, book: InFlight, keycache: KeyCache, memory: MemoryMa
         book.drop(item, hand_back=stopping.is_set())
         return False
     except KeyRefused as exc:  # another host with the farm's key proves it: hand it back
-        log.error("refusing to prove %s on this host: %s", item.circuit_id, exc)
+        log.error("refusing to prove %s on this host: %s", item.circuit_id, exc, extra=book.about(item))
         keycache.refuse(item.circuit_id, str(exc))
         book.drop(item, hand_back=True, reason=f"handed back: this host refuses {item.circuit_id} ({exc})")
         return False
     except Exception as exc:  # a missing or corrupt key, a failed setup: say which and why
-        log.exception("cannot prepare %s", item.label)
+        log.exception("cannot prepare %s", item.label, extra=book.about(item))
         book.fail(item, item.public_reason(f"preparing {item.circuit_id}: {exc}"), retryable=False)
         return False
+    log.debug("reserved %s: %s of memory and its key %s, after %.3fs", item.label, fmt_bytes(item.partition_bytes),
+              item.circuit_id, time.monotonic() - started, extra=book.about(item))
     return True

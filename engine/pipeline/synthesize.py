@@ -114,6 +114,7 @@ class Synthesis:
             return
         item.publics = public_inputs_of(item.assignment.public_inputs)
         if book.record(item, P.SYNTH_DONE, synth_finished_at=timezone.now()):
+            log.debug("synthesized %s in %.3fs", item.label, item.timings["synth_s"], extra=book.about(item))
             self.outbox.put(item)
 
     def stop(self) -> None:

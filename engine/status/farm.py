@@ -25,7 +25,7 @@ from engine.format import ms_between
 from engine.states import JobState, PartitionState
 from engine.status import records, utilisation
 from engine.status.holdings import Holdings, holdings
-from engine.status.host_report import DeviceReport, devices_of
+from engine.status.host_report import DeviceReport, HostFigures, devices_of
 from engine.status.read import collection_deferred, one_snapshot
 from engine.status.records import HostRow
 
@@ -67,6 +67,23 @@ def _device(report: DeviceReport, backend: str) -> dict[str, Any]:
         "free_bytes": report.memory_free_bytes,
         "used_bytes": report.memory_used_bytes,
         "pool_bytes": report.pool_used_bytes,
+    }
+
+
+def _figures(figures: HostFigures) -> dict[str, Any]:
+    """What the machine measured at its last heartbeat; null figures until measured, and no
+    devices where NVML is absent (``nvml`` false), rather than zeros."""
+    return {
+        "sampled_at": figures.sampled_at.isoformat() if figures.sampled_at else None,
+        "cpu_percent": figures.cpu_percent,
+        "cpu_count": figures.cpu_count,
+        "memory_used_bytes": figures.memory_used_bytes,
+        "memory_total_bytes": figures.memory_total_bytes,
+        "engine_rss_bytes": figures.engine_rss_bytes,
+        "nvml": figures.nvml,
+        "devices": [{"device": d.device, "utilisation_percent": d.utilisation_percent,
+                     "memory_used_bytes": d.memory_used_bytes, "memory_total_bytes": d.memory_total_bytes,
+                     "power_watts": d.power_watts} for d in figures.devices],
     }
 
 
@@ -232,6 +249,7 @@ def _read(now: datetime) -> dict[str, Any]:
             "memory": _memory(held[host.pk].budget, held[host.pk].physical, held[host.pk].by_owner),
             "synthesis": {"max_concurrent": host.synthesis_max, "active": held[host.pk].count(P.SYNTHESIZING)},
             "devices": [_device(d, host.backend) for d in devices_of(host.devices)],
+            "figures": _figures(HostFigures.from_json(host.figures)),
             "pipelines": [p for p in pipelines if host.name in p["hosts"]],
             "gpu_workers": [w for w in gpu_workers if w["host"] == host.name],
             "allocations": _allocations([host], held),

@@ -1,6 +1,6 @@
 """What a host reports about itself in its row's JSON columns, as types.
 
-The engine writes ``EngineHost.devices`` and ``EngineHost.key_cache`` through ``to_json`` and
+The engine writes ``EngineHost.devices``, ``EngineHost.key_cache`` and ``EngineHost.figures`` through ``to_json`` and
 every reader (``/status``, ``/metrics``, the console) parses them through ``from_json``: one
 spelling of each field, written and read by the same code. A row written by an older engine
 or edited by hand parses to what it can; an entry that is not an object is skipped.
@@ -24,6 +24,13 @@ def _datetime_or_none(value: Any) -> datetime | None:
 def _int_or_none(value: Any) -> int | None:
     try:
         return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _float_or_none(value: Any) -> float | None:
+    try:
+        return None if value is None or isinstance(value, bool) else float(value)
     except (TypeError, ValueError):
         return None
 
@@ -73,6 +80,71 @@ class KeyReport:
     def from_json(cls, entry: dict[str, Any]) -> KeyReport:
         return cls(circuit_id=str(entry.get("circuit_id") or "?"), bytes=_int_or_none(entry.get("bytes")) or 0,
                    loaded_at=_datetime_or_none(entry.get("loaded_at")))
+
+
+@dataclass(frozen=True)
+class DeviceFigures:
+    """One CUDA device as NVML measured it at a heartbeat. A figure NVML would not give (power
+    on a board without a sensor) is None, never 0: a zero would read as an idle device."""
+
+    device: str  # cuda:N, as the engine's workers name it
+    utilisation_percent: float | None = None  # of the last sample period NVML kept a kernel running
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    power_watts: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> DeviceFigures:
+        return cls(device=str(entry.get("device") or "?"),
+                   utilisation_percent=_float_or_none(entry.get("utilisation_percent")),
+                   memory_used_bytes=_int_or_none(entry.get("memory_used_bytes")),
+                   memory_total_bytes=_int_or_none(entry.get("memory_total_bytes")),
+                   power_watts=_float_or_none(entry.get("power_watts")))
+
+
+@dataclass(frozen=True)
+class HostFigures:
+    """The machine's own load, sampled every heartbeat beside the reservations the ledger
+    records: what the host's CPUs and RAM are doing, whatever holds them. ``devices`` is empty
+    where NVML is absent or failed (``nvml`` False): no device figures rather than zeros. Every
+    figure is None until measured (the first CPU figure needs two samples)."""
+
+    sampled_at: datetime | None = None
+    cpu_percent: float | None = None  # the whole machine, 0..100 (every core busy: 100)
+    cpu_count: int | None = None
+    memory_used_bytes: int | None = None  # total less what the kernel calls available
+    memory_total_bytes: int | None = None
+    engine_rss_bytes: int | None = None  # the engine process and its children (synthesis pool)
+    nvml: bool = False
+    devices: tuple[DeviceFigures, ...] = ()
+
+    @property
+    def measured(self) -> bool:
+        return self.sampled_at is not None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["sampled_at"] = self.sampled_at.isoformat() if self.sampled_at else None
+        out["devices"] = [d.to_json() for d in self.devices]
+        return out
+
+    @classmethod
+    def from_json(cls, entry: Any) -> HostFigures:
+        if not isinstance(entry, dict):
+            return cls()
+        devices = entry.get("devices")
+        return cls(sampled_at=_datetime_or_none(entry.get("sampled_at")),
+                   cpu_percent=_float_or_none(entry.get("cpu_percent")),
+                   cpu_count=_int_or_none(entry.get("cpu_count")),
+                   memory_used_bytes=_int_or_none(entry.get("memory_used_bytes")),
+                   memory_total_bytes=_int_or_none(entry.get("memory_total_bytes")),
+                   engine_rss_bytes=_int_or_none(entry.get("engine_rss_bytes")),
+                   nvml=entry.get("nvml") is True,
+                   devices=tuple(DeviceFigures.from_json(d) for d in devices or [] if isinstance(d, dict))
+                   if isinstance(devices, list) else ())
 
 
 def devices_of(column: Iterable[Any] | None) -> list[DeviceReport]:

@@ -15,6 +15,7 @@ from engine.api.status import status_schema
 from engine.ledger.jobs import submit_job
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JobState, PartitionState
+from engine.status.host_report import DeviceFigures, HostFigures
 
 pytestmark = pytest.mark.django_db
 
@@ -218,3 +219,50 @@ def test_metrics_declare_the_deadline_families_on_a_farm_without_deadlines(anony
     families = _families(text)
     assert families["provingsite_jobs_at_risk"].samples[0].value == 0
     assert families["provingsite_jobs_late"].samples[0].value == 0
+
+
+@pytest.fixture
+def measured(farm: None) -> None:
+    """gpu-a's last heartbeat measured its H200 through NVML; cpu-b has no NVML (a CPU host)."""
+    now = timezone.now()
+    EngineHost.objects.filter(name="gpu-a").update(figures=HostFigures(
+        sampled_at=now, cpu_percent=37.5, cpu_count=64, memory_used_bytes=90 << 30, memory_total_bytes=128 << 30,
+        engine_rss_bytes=20 << 30, nvml=True,
+        devices=(DeviceFigures("cuda:0", 87.0, 60 << 30, 141 << 30, 412.3),)).to_json())
+    EngineHost.objects.create(name="cpu-b", backend="cpu", started_at=now - timedelta(minutes=1), heartbeat_at=now,
+                              figures=HostFigures(sampled_at=now, cpu_percent=99.0, cpu_count=8,
+                                                  memory_used_bytes=3 << 30, memory_total_bytes=16 << 30,
+                                                  engine_rss_bytes=1 << 30).to_json())
+
+
+def test_status_carries_each_hosts_measured_figures_within_the_schema(measured: None, operator_api: Client) -> None:
+    body = operator_api.get("/status").json()
+    jsonschema.validate(body, status_schema(), format_checker=jsonschema.FormatChecker())
+    hosts = {h["name"]: h["figures"] for h in body["hosts"]}
+    assert hosts["gpu-a"]["cpu_percent"] == 37.5 and hosts["gpu-a"]["memory_used_bytes"] == 90 << 30
+    assert hosts["gpu-a"]["devices"] == [{"device": "cuda:0", "utilisation_percent": 87.0, "memory_used_bytes": 60 << 30,
+                                          "memory_total_bytes": 141 << 30, "power_watts": 412.3}]
+    assert hosts["cpu-b"]["nvml"] is False and hosts["cpu-b"]["devices"] == []
+
+
+def test_metrics_gauge_the_measured_figures_and_no_device_figures_without_nvml(measured: None,
+                                                                                anonymous: Client) -> None:
+    families = _families(anonymous.get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode())
+
+    def by_host(name: str) -> dict[str, float]:
+        return {s.labels["host"]: s.value for s in families[name].samples}
+
+    assert by_host("provingsite_host_cpu_percent") == {"gpu-a": 37.5, "cpu-b": 99.0}
+    assert by_host("provingsite_host_memory_used_bytes") == {"gpu-a": 90 << 30, "cpu-b": 3 << 30}
+    assert by_host("provingsite_host_memory_total_bytes") == {"gpu-a": 128 << 30, "cpu-b": 16 << 30}
+    assert by_host("provingsite_engine_rss_bytes") == {"gpu-a": 20 << 30, "cpu-b": 1 << 30}
+    for name, value in [("provingsite_device_utilisation_percent", 87.0), ("provingsite_device_power_watts", 412.3),
+                        ("provingsite_device_memory_used_bytes", 60 << 30)]:
+        assert [(s.labels, s.value) for s in families[name].samples] == [({"host": "gpu-a", "device": "cuda:0"}, value)]
+    assert "sampled every heartbeat" in families["provingsite_host_cpu_percent"].documentation
+
+
+def test_metrics_leave_out_the_figures_of_a_stale_host(measured: None, anonymous: Client) -> None:
+    EngineHost.objects.filter(name="cpu-b").update(heartbeat_at=timezone.now() - timedelta(minutes=5))
+    families = _families(anonymous.get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode())
+    assert {s.labels["host"] for s in families["provingsite_host_cpu_percent"].samples} == {"gpu-a"}

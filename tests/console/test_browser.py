@@ -305,6 +305,10 @@ def _serve(tmp_path: Path, records: Records) -> Iterator[dict[str, Any]]:
                               env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for_port(port, server)
+        # Read the server's log as it comes: a pipe nobody reads fills up (64 KiB) and then every
+        # engine thread that logs a line blocks on it, the proving with them.
+        assert server.stdout is not None
+        threading.Thread(target=server.stdout.read, name="server-log", daemon=True).start()
         yield {"url": f"http://127.0.0.1:{port}/", "session": login.stdout.strip().splitlines()[-1],
                "records": records, "manage": manage, "env": env}
     finally:
@@ -460,11 +464,15 @@ def seen_enough(samples: list[dict[str, Any]], poller: RecordsPoller) -> bool:
 # and whether the page is still the one first loaded (a reload would drop the marker).
 JOB_PAGE_JS = """() => {
   const head = document.getElementById('job-detail-head');
-  return {state: head ? head.dataset.state : null, links: head ? head.querySelector('.links').innerHTML : '',
+  return {state: head ? head.dataset.state : null, kind: head ? head.querySelector('.kind').textContent : null, links: head ? head.querySelector('.links').innerHTML : '',
           rows: [...document.querySelectorAll('#frag-job .prow[data-partition]')].map(r => r.dataset.state),
           ticks: [...document.querySelectorAll('#frag-job [data-started-at]')].map(t => t.textContent),
+          log: [...document.querySelectorAll('#job-log .log-line .msg')].map(m => m.textContent),
           same_page: window.__firstLoad === true, live: document.body.classList.contains('live')};
 }"""
+
+JOB_DONE_LOGGED_JS = """() => [...document.querySelectorAll('#job-log .log-line .msg')].some(
+    m => m.textContent.startsWith('job done'))"""
 
 # The job the engine will serve last (claim order reversed), so it is still queued when the
 # page, opened after Chromium starts on a loaded machine, first goes live.
@@ -491,6 +499,11 @@ def test_the_job_page_goes_live_and_shows_the_proof_links_when_done_without_a_re
             if samples[-1]["state"] in ("done", "failed"):
                 break
             time.sleep(0.1)
+        # The engine's lines about the job arrive in its log section too, the last ("job done")
+        # a flush of the job log after the job's own record.
+        with contextlib.suppress(Exception):
+            page.wait_for_function(JOB_DONE_LOGGED_JS, timeout=15_000)
+        logged = page.evaluate(JOB_PAGE_JS)["log"]
 
     final = samples[-1]
     assert final["state"] == "done", f"the job page never showed the job done: {final}"
@@ -498,6 +511,9 @@ def test_the_job_page_goes_live_and_shows_the_proof_links_when_done_without_a_re
     assert set(final["rows"]) == {"done"} and "snarkjs.json" in final["links"] and "proofs.json" in final["links"]
     assert any(s["state"] != "done" for s in samples), "the job was never seen before it was done"
     assert "snarkjs.json" not in samples[0]["links"]
+    assert any(line.startswith("claimed P") for line in logged), f"the job page showed no claim in its log: {logged}"
+    assert any(line.startswith("proved P") for line in logged), logged
+    assert logged and logged[-1].startswith(f"job done {final['kind']} {row[0]}"), logged
 
 
 JOBS_ROWS_JS = """() => [...document.querySelectorAll('#frag-jobs [role="row"][id^="job-row-"]')].map(

@@ -14,6 +14,8 @@ from django.test import Client
 from django.utils import timezone
 
 from engine.console import fragments
+from engine.ledger import job_log
+from engine.ledger.job_log import Line
 from engine.models import Partition, ProofJob
 from engine.states import JobState, PartitionState
 from tests.console.conftest import SNAP_ID, Farm, bump_version, move
@@ -124,4 +126,22 @@ def test_the_console_stream_carries_no_job_page_fragment_while_a_job_page_is_ope
             await hint(version, host="gpu-host-a", job=SNAP_ID, partition=4)
             assert "jobpart-4" not in (await console.update())["html"]
             assert sorted((await job_page.update())["ids"]) == ["job-timeline", "jobpart-4"]
+    run(scenario)
+
+
+def test_the_engines_new_log_lines_reach_the_open_job_page_and_no_console_panel(
+        farm: Farm, staff_user: AbstractBaseUser) -> None:
+    said = Line(SNAP_ID, timezone.now(), "WARNING", "P5 of snap-update failed: synthesis failed", "gpu-host-a", 5)
+
+    async def scenario() -> None:
+        async with job_page_stream(staff_user, SNAP_ID) as job_page, connected(staff_user) as console:
+            first = await job_page.update()
+            assert 'id="job-log"' in first["html"] and "No log lines yet." in first["html"]
+            await console.update()
+            await db(job_log.append)([said])  # the ledger's hint names the job's page alone
+            update = await job_page.update()
+            assert update["ids"] == ["job-log"]
+            assert 'data-level="WARNING"' in update["html"] and '<span class="part">P5</span>' in update["html"]
+            assert "P5 of snap-update failed: synthesis failed" in update["html"]
+            assert await console.silent_for(0.5), "a log line moved a console panel"
     run(scenario)
