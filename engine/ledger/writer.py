@@ -173,8 +173,9 @@ class StatusWriter:
 
         def work(stamp: Stamp) -> list[dict[str, Any]]:
             rows = claim_partitions(self.host, limit, stamp, refused)
-            claims.extend(Claim(r.pk, r.attempt, self.host.pk) for r in rows)
-            claimed[:] = [(r.job.job_id, r.index, r.attempt) for r in rows]  # a deadlock's retry starts over
+            # a deadlock's retry runs this again from the start: what it returns replaces, not adds
+            claims[:] = [Claim(r.pk, r.attempt, self.host.pk) for r in rows]
+            claimed[:] = [(r.job.job_id, r.index, r.attempt) for r in rows]
             return [{"job": r.job.job_id, "partition": r.index} for r in rows]
 
         if limit > 0 and self._commit_if(work):
@@ -248,7 +249,7 @@ class StatusWriter:
 
         def work(stamp: Stamp) -> list[dict[str, Any]]:
             hints = requeue_lapsed_rows(stamp, self.max_attempts, self.host.name)
-            count.append(len(hints))
+            count[:] = [len(hints)]  # a deadlock's retry starts over
             if hints:
                 announce_new_work()
             return hints

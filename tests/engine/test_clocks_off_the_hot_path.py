@@ -9,16 +9,20 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import psycopg
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.utils import timezone
 
+from engine.ledger import claims as claims_module
+from engine.ledger import writer as writer_module
 from engine.ledger.claims import Claim
 from engine.ledger.clock import ensure_clock
+from engine.ledger.deadlocks import DEADLOCK_DETECTED
 from engine.ledger.writer import StatusWriter, Transition
-from engine.models import EngineHost, ProofJob
+from engine.models import EngineHost, Partition, ProofJob
 from engine.states import JobState, PartitionState
 from engine.status.records import current_version
 from tests.engine.conftest import walk
@@ -138,3 +142,27 @@ def test_a_transition_that_does_not_end_its_partition_never_waits_for_the_jobs_l
     with another_session_holding("SELECT id FROM engine_proofjob WHERE id = %s FOR UPDATE", [job.pk]):
         assert commits_within(10, lambda: writer.apply(Transition(claim, P.SYNTHESIZING))), \
             "a reserving → synthesizing write waited for its job's lock"
+
+
+class Deadlock(Exception):
+    sqlstate = DEADLOCK_DETECTED  # what psycopg's DeadlockDetected carries
+
+
+def test_a_claim_run_again_after_a_deadlock_hands_out_each_partition_once(
+        make_writer: Callable[[str], StatusWriter], make_job: Callable[..., ProofJob],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = make_writer("host-a")
+    make_job(partitions=2)
+    real, calls = claims_module.claim_partitions, []
+
+    def deadlocked_once(*args: Any, **kwargs: Any) -> list[Partition]:
+        rows = real(*args, **kwargs)
+        calls.append(len(rows))
+        if len(calls) == 1:  # the server rolls the first try back after it claimed
+            raise OperationalError("deadlock detected") from Deadlock()
+        return rows
+
+    monkeypatch.setattr(writer_module, "claim_partitions", deadlocked_once)
+    claims = writer.claim(2)
+    assert calls == [2, 2] and len(claims) == 2 and len({c.partition_id for c in claims}) == 2
+    assert Partition.objects.filter(state=P.RESERVING).count() == 2
