@@ -468,6 +468,9 @@ JOB_PAGE_JS = """() => {
           rows: [...document.querySelectorAll('#frag-job .prow[data-partition]')].map(r => r.dataset.state),
           ticks: [...document.querySelectorAll('#frag-job [data-started-at]')].map(t => t.textContent),
           log: [...document.querySelectorAll('#job-log .log-line .msg')].map(m => m.textContent),
+          bars: document.querySelectorAll('#job-timeline rect').length,
+          buttons: [...document.querySelectorAll('.job-actions form')].filter(f => getComputedStyle(f).display !== 'none')
+            .map(f => f.querySelector('button').textContent),
           same_page: window.__firstLoad === true, live: document.body.classList.contains('live')};
 }"""
 
@@ -510,6 +513,10 @@ def test_the_job_page_goes_live_and_shows_the_proof_links_when_done_without_a_re
     assert final["same_page"] and all(s["live"] for s in samples), "the page reloaded or the stream dropped"
     assert set(final["rows"]) == {"done"} and "snarkjs.json" in final["links"] and "proofs.json" in final["links"]
     assert any(s["state"] != "done" for s in samples), "the job was never seen before it was done"
+    # its buttons follow its state: cancel while it may be stopped, neither once it is proved
+    assert all(s["buttons"] == ["cancel"] for s in samples if s["state"] in ("queued", "running")), samples
+    assert final["buttons"] == [], f"a proved job still offers {final['buttons']}"
+    assert final["bars"] >= len(final["rows"]), f"the timeline drew {final['bars']} bars for {len(final['rows'])} partitions"
     assert "snarkjs.json" not in samples[0]["links"]
     assert any(line.startswith("claimed P") for line in logged), f"the job page showed no claim in its log: {logged}"
     assert any(line.startswith("proved P") for line in logged), logged
