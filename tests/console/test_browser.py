@@ -507,6 +507,7 @@ def test_the_job_page_goes_live_and_shows_the_proof_links_when_done_without_a_re
         with contextlib.suppress(Exception):
             page.wait_for_function(JOB_DONE_LOGGED_JS, timeout=15_000)
         logged = page.evaluate(JOB_PAGE_JS)["log"]
+        shoot(page, "job.png")
 
     final = samples[-1]
     assert final["state"] == "done", f"the job page never showed the job done: {final}"
@@ -531,6 +532,7 @@ def test_the_jobs_page_lists_the_demo_jobs_and_narrows_them_by_kind(embedded_ser
     with signed_in_page(embedded_server, "jobs/") as page:
         every = page.evaluate(JOBS_ROWS_JS)
         assert len({r["kind"] for r in every}) > 1, f"the jobs page did not list the demo jobs of every kind: {every}"
+        page.wait_for_function("document.body.classList.contains('live')", timeout=30_000)
         shoot(page, "jobs.png", full_page=False)
         asked = ask_to_cancel_and_decline(page)
         page.select_option("#jobs-page select[name=kind]", "window-post")
