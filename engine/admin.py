@@ -17,7 +17,7 @@ from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 
-from engine.ledger.hosts import HostInUse, remove_stopped
+from engine.ledger.hosts import HostInUse, remove_stopped, set_cost_per_hour
 from engine.ledger.jobs import delete_finished
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
@@ -148,18 +148,25 @@ class WorkerInline(admin.TabularInline):
     def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # the engine writes its worker slots
+
 
 @admin.register(EngineHost)
 class EngineHostAdmin(admin.ModelAdmin):
-    list_display = ("name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes")
-    readonly_fields = tuple(f.name for f in EngineHost._meta.fields)
+    list_display = ("name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes",
+                    "cost_per_hour")
+    # Engines write their own rows; an operator sets only what the host costs (the cost per proof).
+    fields = ("cost_per_hour", *(f.name for f in EngineHost._meta.fields if f.name not in ("id", "cost_per_hour")))
+    readonly_fields = tuple(f.name for f in EngineHost._meta.fields if f.name != "cost_per_hour")
     inlines = [WorkerInline]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False  # engines write their own rows; the page is a view
+    def save_model(self, request: HttpRequest, obj: EngineHost, form: Any, change: bool) -> None:
+        set_cost_per_hour(obj, form.cleaned_data["cost_per_hour"])
+
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, Any, Any, list[Any]]:
         # A running host, or one whose claimed work is not yet requeued, is listed as protected:

@@ -23,7 +23,8 @@ def register_host(name: str, *, backend: str, memory_budget_bytes: int, memory_t
                   synthesis_max: int, cost_per_hour: float | None = None) -> EngineHost:
     """The host's row as this run starts it: alive now, holding no keys and refusing none yet.
     A start is a change every reader shows (a new card, its workers): it takes a version of
-    the host's own clock."""
+    the host's own clock. A cost per hour given here (PROVINGSITE_HOST_COST_PER_HOUR) replaces
+    the recorded one; without one, what an operator set in the admin stays."""
     host, _ = EngineHost.objects.get_or_create(name=name)
     clock = host_clock(name)
     now = timezone.now()
@@ -32,11 +33,19 @@ def register_host(name: str, *, backend: str, memory_budget_bytes: int, memory_t
         EngineHost.objects.filter(pk=host.pk).update(
             backend=backend, started_at=now, heartbeat_at=now, stopped_at=None,
             memory_budget_bytes=memory_budget_bytes, memory_total_bytes=memory_total_bytes,
-            synthesis_max=synthesis_max, key_cache=[], refused_keys={}, cost_per_hour=cost_per_hour,
-            **stamp.fields())
+            synthesis_max=synthesis_max, key_cache=[], refused_keys={},
+            **({"cost_per_hour": cost_per_hour} if cost_per_hour is not None else {}), **stamp.fields())
     publish_hint(host=name, version=stamp.version)
     host.refresh_from_db()
     return host
+
+
+def set_cost_per_hour(host: EngineHost, cost_per_hour: float | None) -> None:
+    """An operator's cost per hour for ``host`` (the admin), for the cost per proof from now on.
+    Not a transition: no reader's figure moves until a range is read again, so no version."""
+    if cost_per_hour is not None and cost_per_hour < 0:
+        raise ValueError("a cost per hour is not negative")
+    EngineHost.objects.filter(pk=host.pk).update(cost_per_hour=cost_per_hour)
 
 
 def worker_rows(host: EngineHost, devices: list[str], per_device: int) -> list[Worker]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -97,19 +98,40 @@ def test_a_jobs_proof_is_folded_away_until_asked_for(staff: Client, history: Pro
     assert ">Proof</h2>" in folded and "123456789" in folded
 
 
-@pytest.mark.parametrize("model", ["enginehost", "circuit"])
-def test_host_and_circuit_pages_are_views_without_save_buttons(staff: Client, history: ProofJob, model: str) -> None:
+def test_a_circuit_page_is_a_view_without_save_buttons(staff: Client) -> None:
     from engine.models import Circuit
 
-    pk: str | int | None
-    if model == "circuit":
-        pk = Circuit.objects.create(id="ab" * 32, curve="bn128", n_public=1, n_vars=4, domain_size=8,
-                                    zkey_path="/nowhere/circuit.zkey", zkey_bytes=1).pk
-    else:
-        pk = history.host_id
-    response = staff.get(reverse(f"admin:engine_{model}_change", args=[pk]))
+    pk = Circuit.objects.create(id="ab" * 32, curve="bn128", n_public=1, n_vars=4, domain_size=8,
+                                zkey_path="/nowhere/circuit.zkey", zkey_bytes=1).pk
+    response = staff.get(reverse("admin:engine_circuit_change", args=[pk]))
     assert response.status_code == 200
     assert 'name="_save"' not in response.content.decode()
+
+
+def test_a_hosts_cost_per_hour_is_the_one_thing_an_operator_edits_on_its_page(staff: Client, history: ProofJob) -> None:
+    url = reverse("admin:engine_enginehost_change", args=[history.host_id])
+    page = staff.get(url).content.decode()
+    assert 'name="cost_per_hour"' in page and 'name="name"' not in page and 'name="memory_budget_bytes"' not in page
+    # posted as the browser posts the form: its hidden fields (the workers' view) and the cost
+    hidden = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page))
+    response = staff.post(url, {**hidden, "cost_per_hour": "2.75", "_save": "Save"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    host = EngineHost.objects.get(name="gpu-host-a")
+    assert host.cost_per_hour == 2.75
+
+
+def test_a_restart_keeps_the_admins_cost_unless_the_environment_gives_one(history: ProofJob) -> None:
+    from engine.ledger.hosts import register_host, set_cost_per_hour
+
+    host = EngineHost.objects.get(name="gpu-host-a")
+    set_cost_per_hour(host, 2.75)
+
+    def start(cost: float | None = None) -> EngineHost:
+        return register_host(host.name, backend="cpu", memory_budget_bytes=2**30, memory_total_bytes=2**31,
+                             synthesis_max=2, cost_per_hour=cost)
+
+    assert start().cost_per_hour == 2.75
+    assert start(4.0).cost_per_hour == 4.0
 
 
 def test_cancel_still_works_from_the_job_list(staff: Client, history: ProofJob) -> None:
