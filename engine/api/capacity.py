@@ -3,18 +3,15 @@ for operator tokens, as ``/stats`` is."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django.http import HttpRequest
-from django.utils import timezone
 from ninja import Query, Router
 from pydantic import Field
 
-from engine.api.auth import client_of
 from engine.api.errors import ApiError
 from engine.api.schemas import ErrorOut
-from engine.api.stats import Range, _utc
+from engine.api.stats import Range, operator_range
 from engine.status.capacity import (
     MAX_BUDGETS,
     MAX_FARMS,
@@ -47,12 +44,7 @@ def get_capacity(request: HttpRequest, farms: Query[Farms]) -> dict[str, Any]:
     and budgets, with the service times the farm recorded, in a simulation of the engine's
     rules; per farm: p50/p95 wait to first claim and to done, deadlines missed, cost per proof,
     beside the measured waits. The replay is capped (``capped``, ``limits``) to stay quick."""
-    if not client_of(request).sees_every_job:
-        raise ApiError(403, "forbidden", "Authorization", "the farm's figures need an operator token")
-    until = _utc(farms.until, timezone.now())
-    since = _utc(farms.since, until - timedelta(days=1))
-    if since >= until:
-        raise ApiError(400, "invalid", "since", "must be before until")
+    since, until = operator_range(request, farms)
     try:
         hosts = parse_hosts(farms.hosts) if farms.hosts is not None else None
     except ValueError as exc:

@@ -30,6 +30,18 @@ def _utc(value: datetime | None, default: datetime) -> datetime:
     return (value if timezone.is_aware(value) else timezone.make_aware(value, UTC)).astimezone(UTC)
 
 
+def operator_range(request: HttpRequest, span: Range) -> tuple[datetime, datetime]:
+    """The range a farm-wide read covers (default: the day before now), for operator tokens
+    only: a 403 for a client token, a 400 naming ``since`` for an empty range."""
+    if not client_of(request).sees_every_job:
+        raise ApiError(403, "forbidden", "Authorization", "the farm's figures need an operator token")
+    until = _utc(span.until, timezone.now())
+    since = _utc(span.since, until - timedelta(days=1))
+    if since >= until:
+        raise ApiError(400, "invalid", "since", "must be before until")
+    return since, until
+
+
 @router.get("/stats", response={200: dict[str, Any], 400: ErrorOut, 401: ErrorOut, 403: ErrorOut},
             summary="Proofs and partitions per hour, phase durations, device busy and cost per proof")
 def get_stats(request: HttpRequest, span: Query[Range]) -> dict[str, Any]:
@@ -37,10 +49,4 @@ def get_stats(request: HttpRequest, span: Query[Range]) -> dict[str, Any]:
     partitions/hour, mean, p50 and p95 of queue, synthesis, GPU and finalize, the device busy
     fraction and the cost per proof (from each host's PROVINGSITE_HOST_COST_PER_HOUR); and per
     circuit, farm-wide and per host, the p50 and p95 of a job's duration from its first claim."""
-    if not client_of(request).sees_every_job:
-        raise ApiError(403, "forbidden", "Authorization", "the farm's figures need an operator token")
-    until = _utc(span.until, timezone.now())
-    since = _utc(span.since, until - timedelta(days=1))
-    if since >= until:
-        raise ApiError(400, "invalid", "since", "must be before until")
-    return stats(since, until)
+    return stats(*operator_range(request, span))

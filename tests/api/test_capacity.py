@@ -3,15 +3,13 @@ a 4xx naming the field for a bad host count, budget or range."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from urllib.parse import urlencode
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
-from engine.models import EngineHost, Worker
-from tests.api.test_stats import a_proved_job
+from tests.api.test_stats import a_host_that_proved
 
 pytestmark = pytest.mark.django_db
 GiB = 1 << 30
@@ -20,10 +18,7 @@ GiB = 1 << 30
 @pytest.fixture
 def history() -> None:
     """Two proved porep-c2 jobs of two partitions on one host of one worker, in the last hour."""
-    host = EngineHost.objects.create(name="gpu-a", cost_per_hour=3.6, memory_budget_bytes=64 * GiB, synthesis_max=2)
-    worker = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
-    a_proved_job(host, worker, "one", at=timedelta(minutes=30))
-    a_proved_job(host, worker, "two", at=timedelta(minutes=20))
+    a_host_that_proved("one", "two")
 
 
 def test_an_operator_gets_the_current_farm_and_the_replays_beside_it(operator_api: Client, history: None) -> None:

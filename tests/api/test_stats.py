@@ -31,6 +31,16 @@ def a_proved_job(host: EngineHost, worker: Worker, job_id: str, at: timedelta) -
                                  finished_at=s0 + timedelta(milliseconds=1700))
 
 
+def a_host_that_proved(*job_ids: str, minutes_ago: int = 30) -> EngineHost:
+    """A host of one worker, $3.60 an hour, 64 GiB, that proved ``job_ids`` (each as
+    a_proved_job) in the last hour, a minute apart."""
+    host = EngineHost.objects.create(name="gpu-a", cost_per_hour=3.6, memory_budget_bytes=64 << 30, synthesis_max=2)
+    worker = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
+    for n, job_id in enumerate(job_ids):
+        a_proved_job(host, worker, job_id, at=timedelta(minutes=minutes_ago - 10 * n))
+    return host
+
+
 def test_an_hours_figures_per_kind_and_per_host_with_the_cost_per_proof(operator_api: Client) -> None:
     host = EngineHost.objects.create(name="gpu-a", cost_per_hour=3.6)
     worker = Worker.objects.create(host=host, device="cuda:0", ordinal=0)

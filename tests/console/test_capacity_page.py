@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from engine.models import EngineHost, Worker
-from tests.api.test_stats import a_proved_job
+from tests.api.test_stats import a_host_that_proved
 
 pytestmark = pytest.mark.django_db
-GiB = 1 << 30
 
 
 @pytest.fixture
 def history() -> None:
-    host = EngineHost.objects.create(name="gpu-a", cost_per_hour=3.6, memory_budget_bytes=64 * GiB, synthesis_max=2)
-    worker = Worker.objects.create(host=host, device="cuda:0", ordinal=0)
-    a_proved_job(host, worker, "one", at=timedelta(minutes=30))
+    a_host_that_proved("one")
 
 
 def test_the_page_shows_each_fragment_under_its_own_id_and_is_linked_from_the_header(
