@@ -107,12 +107,13 @@ def old_reader() -> dict[str, Any]:
     """The reader before one_snapshot: independent statements, retried while the clock moves."""
     from django.utils import timezone
 
-    from engine.status.farm import _read
+    from engine.status.farm import status_document
+    from engine.status.read_model import read_farm
     from engine.status.records import current_version as _current_version
 
     for _ in range(5):
         before = _current_version()
-        body = _read(timezone.now())
+        body = status_document(read_farm(timezone.now(), exact=False))
         if _current_version() == before:
             return {"version": before, "consistent": True, **body}
     return {"version": before, "consistent": False, **body}

@@ -34,9 +34,9 @@ from engine.api.errors import body
 from engine.api.peer import client_address
 from engine.models import Partition, ProofJob
 from engine.states import JobState
-from engine.status import records
-from engine.status.farm import farm_snapshot
+from engine.status.farm import farm_document, read_now
 from engine.status.read import one_snapshot
+from engine.status.read_model import Farm
 
 PROOF_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
 PHASE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
@@ -125,11 +125,12 @@ class RecordsCollector:
     def collect(self) -> Iterator[Metric]:
         # Every family from one snapshot: a scrape never mixes two moments of the farm.
         with one_snapshot():
-            snap = farm_snapshot()
-            families = [*self._jobs(snap), *self._durations(), *self._hosts(snap), *self._workers(snap)]
+            farm = read_now()
+            snap = farm_document(farm)
+            families = [*self._jobs(snap, farm), *self._durations(), *self._hosts(snap), *self._workers(snap)]
         yield from families
 
-    def _jobs(self, snap: dict[str, Any]) -> Iterable[Metric]:
+    def _jobs(self, snap: dict[str, Any], farm: Farm) -> Iterable[Metric]:
         counters = snap["counters"]
         completed = CounterMetricFamily("provingsite_proofs_completed", "Jobs proved and verified, by kind",
                                         labels=["kind"])
@@ -143,7 +144,7 @@ class RecordsCollector:
             jobs.add_metric([state], n)
         missed = CounterMetricFamily("provingsite_deadline_missed", "Jobs finished after their deadline, by kind",
                                      labels=["kind"])
-        for kind, n in records.missed_deadlines().items():
+        for kind, n in farm.missed_deadlines.items():
             missed.add_metric([kind], n)
         yield completed
         yield failed

@@ -1,6 +1,6 @@
 """The console's fragments: which panels there are, and which record changes affect which.
 
-Every fragment is a read of the records (engine.console.reads) and a build of its markup
+Every fragment is a projection of the pass's Farm (engine.console.reads) and a build of its markup
 (engine.console.markup) under a stable DOM id, so the page, a reload and the SSE stream all
 show the same truth. A hint's scope (a host's own change, a job's, a partition's) says which
 fragments it touches; the stream re-reads only those, and for the pipelines panel only the
@@ -20,15 +20,16 @@ from engine.console.jobs_table import JobsQuery, jobs_units
 from engine.console.jobs_table import read as read_jobs
 from engine.console.markup import pipelines_units, taskstream_units, templated, workers_units
 from engine.console.units import Fragment, Reader, Unit
+from engine.status.read_model import Farm
 
 # The scope of a hint is its most specific field: a partition's transition, a job's, or a
 # host's own change (heartbeat, memory, keys). See scope_of().
 HOST, JOB, PARTITION = "host", "job", "partition"
 
 
-def _plain(context: Callable[[datetime], dict[str, Any]]) -> Reader:
-    def read(now: datetime, jobs: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
-        return context(now)
+def _plain(context: Callable[[Farm], dict[str, Any]]) -> Reader:
+    def read(farm: Farm, jobs: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
+        return context(farm)
     return read
 
 
@@ -46,8 +47,8 @@ def detail_name(job_id: str) -> str:
 
 
 def _detail(job_id: str) -> Fragment:
-    def read(now: datetime, jobs: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
-        return reads.job_detail_context(job_id, now)
+    def read(farm: Farm, jobs: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
+        return reads.job_detail_context(job_id, farm)
     # One per page, so one DOM id; a job's rows and head move with its job and partition hints.
     return Fragment(detail_name(job_id), "frag-job", read, job_detail_units, frozenset({JOB, PARTITION}))
 
@@ -63,8 +64,8 @@ def jobs_name(query: JobsQuery) -> str:
 def _jobs(encoded: str) -> Fragment:
     query = JobsQuery.decode(encoded)
 
-    def read(now: datetime, jobs: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
-        return read_jobs(query, now)
+    def read(farm: Farm, jobs: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
+        return read_jobs(query, farm)
     # A job's submission, transition or end can move it into, out of or along the table.
     return Fragment(jobs_name(query), "frag-jobs", read, jobs_units, frozenset({JOB, PARTITION}))
 

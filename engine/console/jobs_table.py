@@ -41,7 +41,8 @@ from engine.console.units import OOB_ATTR, VERSION_TOKEN, Fragment, Unit, conten
 from engine.format import fmt_ms, ms_between
 from engine.models import ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState, ProofKind
-from engine.status import records
+from engine.status.read_model import Farm
+from engine.status.records import DeadlineRow
 
 PAGE_SIZE = 50
 TEMPLATE = "console/fragments/jobs.html"
@@ -126,7 +127,7 @@ def _date(text: str) -> date | None:
         return None
 
 
-def standing(job: ProofJob, active: dict[int, records.DeadlineRow]) -> str:
+def standing(job: ProofJob, active: Mapping[int, DeadlineRow]) -> str:
     """The row's deadline mark: "at-risk" or "late" for an active job now, "missed" for one that
     finished after its deadline, else none."""
     row = active.get(job.pk)
@@ -154,9 +155,9 @@ def _order(query: JobsQuery, now: datetime) -> list[OrderBy]:
     return [e.desc(nulls_last=True) if query.descending else e.asc(nulls_last=True) for e in exprs]
 
 
-def filtered(query: JobsQuery, active: dict[int, records.DeadlineRow], now: datetime) -> QuerySet[ProofJob]:
+def filtered(query: JobsQuery, active: Mapping[int, DeadlineRow], now: datetime) -> QuerySet[ProofJob]:
     """The jobs the query shows, in its order. ``active``: the active jobs with a deadline
-    against it now (records.active_deadlines)."""
+    against it now (the farm's deadlines)."""
     jobs = ProofJob.objects.select_related("client", "host")
     if query.kind:
         jobs = jobs.filter(kind=query.kind)
@@ -179,9 +180,10 @@ def filtered(query: JobsQuery, active: dict[int, records.DeadlineRow], now: date
     return jobs.order_by(*_order(query, now))
 
 
-def read(query: JobsQuery, now: datetime) -> dict[str, Any]:
-    """The query's page of jobs, evaluated (inside the caller's snapshot)."""
-    active = records.active_deadlines(now)
+def read(query: JobsQuery, farm: Farm) -> dict[str, Any]:
+    """The query's page of jobs, evaluated inside the snapshot ``farm`` was read in, the active
+    ones against their deadlines as the farm has them."""
+    now, active = farm.now, farm.deadlines
     page = Paginator(filtered(query, active, now), PAGE_SIZE).get_page(query.page)
     rows = [{"job": job, "deadline": standing(job, active)} for job in page.object_list]
     return {"query": query, "page": page, "rows": rows, "count": page.paginator.count}

@@ -1,16 +1,15 @@
-"""The console's reads: one function per fragment, from the records to a context.
+"""The console's panels as projections of the farm: one function per fragment, from the pass's
+``Farm`` (engine.status.read_model, read in the render pass's one snapshot) to a context.
 
-Every read runs inside the render pass's one database snapshot (``engine.console.render``),
-so the contexts of one pass describe one moment. The hot fragments' reads (pipelines,
-workers, task stream) return values() rows, not model instances: they run on nearly every
-flush of a busy farm, and instances were most of a pass's cost.
+None of them reads the database: ``/status``, ``/metrics`` and every panel are projections of
+the same ``Farm``, so no two can disagree. A job's own page reads that job's rows (finished
+jobs included) in the same snapshot as the pass's ``Farm``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from engine.console.style import level, owner_colour
@@ -18,24 +17,22 @@ from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
 from engine.ledger.deadlines import expected_seconds
 from engine.ledger.job_log import KEEP as LOG_LINES
-from engine.models import JobLogLine, Partition, ProofJob
+from engine.models import JobLogLine, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
-from engine.status import records, utilisation
+from engine.status import utilisation
 from engine.status.farm import stale_after_seconds
-from engine.status.holdings import Holdings, holdings
 from engine.status.host_report import HostFigures, devices_of
-from engine.status.prepared import Prepared
+from engine.status.read_model import Farm
 
 TASK_STREAM_SECONDS = utilisation.WINDOW_SECONDS
 # The task stream's geometry moves with the clock alone; it is resent when a bar starts or
 # ends, and otherwise once per step of this many seconds.
 TASK_STREAM_STEP_S = 5
-RECENT_FAILURES = 8
 
-def hosts_context(now: datetime) -> dict[str, Any]:
-    stale_s = stale_after_seconds()
+def hosts_context(farm: Farm) -> dict[str, Any]:
+    now, stale_s = farm.now, stale_after_seconds()
     rows = []
-    for host in records.host_rows():
+    for host in farm.hosts:
         age = (now - host.heartbeat_at).total_seconds() if host.heartbeat_at else None
         rows.append({
             "host": host,
@@ -75,11 +72,11 @@ def figures_context(figures: HostFigures) -> dict[str, Any] | None:
             "nvml": figures.nvml, "devices": devices}
 
 
-def memory_context(now: datetime) -> dict[str, Any]:
+def memory_context(farm: Farm) -> dict[str, Any]:
     hosts = []
     farm_used = farm_budget = 0
-    held = holdings_of_live()
-    for host in records.live_hosts():
+    held = farm.held
+    for host in farm.live_hosts:
         budget, owned = held[host.pk].budget, held[host.pk].by_owner
         used = sum(owned.values())
         farm_used += used
@@ -96,9 +93,9 @@ def memory_context(now: datetime) -> dict[str, Any]:
                                      "pct": round(100 * fraction, 1), "level": level(fraction)}}
 
 
-def devices_context(now: datetime) -> dict[str, Any]:
+def devices_context(farm: Farm) -> dict[str, Any]:
     devices = []
-    for host in records.live_hosts():
+    for host in farm.live_hosts:
         for report in devices_of(host.devices):
             total = report.memory_total_bytes
             if not total:  # the CPU backend's slot has no device memory to show
@@ -114,81 +111,62 @@ def devices_context(now: datetime) -> dict[str, Any]:
     return {"devices": devices}
 
 
-def holdings_of_live() -> dict[int, Holdings]:
-    """What every live host holds, derived from this snapshot's rows (engine.status.holdings)."""
-    return holdings(records.live_hosts())
-
-
-def counters_context(now: datetime) -> dict[str, Any]:
+def counters_context(farm: Farm) -> dict[str, Any]:
     table: dict[str, dict[str, int]] = {}
-    for _, kind, state, n in records.JOB_COUNTS.rows():  # summed over the hosts
+    for _, kind, state, n in farm.job_counts:  # summed over the hosts
         table.setdefault(kind, {})[state] = table.get(kind, {}).get(state, 0) + n
     states = [JobState.QUEUED, JobState.RUNNING, JobState.DONE, JobState.FAILED, JobState.CANCELLED]
     rows: list[dict[str, Any]] = [{"kind": kind, "cells": [(str(s), by_state.get(s, 0)) for s in states]}
                                   for kind, by_state in sorted(table.items())]
     totals = [(str(s), sum(r["cells"][i][1] for r in rows)) for i, s in enumerate(states)]
-    pending = records.unclaimed_partitions()
+    pending = farm.unclaimed
     return {"states": [str(s) for s in states], "rows": rows, "totals": totals,
             "queue_depth": table and sum(by.get(JobState.QUEUED, 0) for by in table.values()) or 0,
             "pending_partitions": pending}
 
 
-def keys_context(now: datetime) -> dict[str, Any]:
+def keys_context(farm: Farm) -> dict[str, Any]:
     # A key is in use while a claimed partition of its circuit is on its host, in this snapshot.
-    held = holdings_of_live()
+    held = farm.held
     chips = [{"host": host.name, "circuit": key.circuit_id, "size": fmt_bytes(key.bytes), "users": key.users,
               "state": "in use" if key.users else "evictable"}
-             for host in records.live_hosts() for key in held[host.pk].keys]
+             for host in farm.live_hosts for key in held[host.pk].keys]
     return {"chips": chips}
 
 
-_FAILED_JOBS = Prepared(lambda: ProofJob.objects.filter(state=JobState.FAILED).order_by("-finished_at", "-pk")
-                        .values_list("job_id", "kind", "error")[:RECENT_FAILURES])
-_FAILED_PARTS = Prepared(lambda: Partition.objects.filter(state=PartitionState.FAILED).order_by("-finished_at", "-pk")
-                         .values_list("index", "job__job_id", "attempt", "error")[:RECENT_FAILURES])
-
-
-def failures_context(now: datetime) -> dict[str, Any]:
-    jobs = [{"job_id": job_id, "kind": kind, "error": error} for job_id, kind, error in _FAILED_JOBS.rows()]
+def failures_context(farm: Farm) -> dict[str, Any]:
+    jobs = [{"job_id": job_id, "kind": kind, "error": error} for job_id, kind, error in farm.failed_jobs]
     parts = [{"index": index, "job_id": job_id, "attempt": attempt, "error": error}
-             for index, job_id, attempt, error in _FAILED_PARTS.rows()]
+             for index, job_id, attempt, error in farm.failed_parts]
     return {"jobs": jobs, "parts": parts}
 
 
 # ---- what a pass reads, and what it yields ------------------------------------------------
 
 
-def pipelines_context(now: datetime, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
+def pipelines_context(farm: Farm, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
     """Which jobs are active (the panel's shape), and the rows of the wanted ones: every row
     when the shape moved since the caller's last pass."""
-    jobs = records.ACTIVE_JOBS.rows()
+    jobs = farm.jobs
     shape = digest(repr([(job[0], job[1]) for job in jobs]))
     everything = jobs_wanted is None or known.get("pipelines") != shape
-    chosen = jobs if everything or jobs_wanted is None else [job for job in jobs if job[1] in jobs_wanted]
-    parts: dict[int, list[tuple[Any, ...]]] = {}
-    if chosen:
-        for row in records.ACTIVE_PARTS.rows():
-            parts.setdefault(row[0], []).append(row)
+    chosen = jobs if everything or jobs_wanted is None else tuple(job for job in jobs if job[1] in jobs_wanted)
     # Against their deadlines as /status reads them (one rule: engine.ledger.deadlines).
-    deadlines = records.active_deadlines(now) if chosen else {}
-    return {"jobs": jobs, "shape": shape, "everything": everything, "chosen": chosen, "parts": parts,
-            "deadlines": deadlines}
+    return {"jobs": jobs, "shape": shape, "everything": everything, "chosen": chosen, "parts": farm.parts_by_job,
+            "deadlines": farm.deadlines}
 
 
 
-def workers_context(now: datetime, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
+def workers_context(farm: Farm, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
     # A worker's card is derived from the partitions on the GPU; there is no busy flag.
-    proving: dict[int, list[tuple[Any, ...]]] = {}
-    for row in records.ON_GPU.rows():
-        proving.setdefault(row[0], []).append(row)
-    return {"workers": records.LIVE_WORKERS.rows(), "proving": proving}
+    return {"workers": farm.workers, "proving": farm.on_gpu_by_worker}
 
 
 
-def taskstream_context(now: datetime, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
+def taskstream_context(farm: Farm, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
     """A lane per GPU worker over the last minutes, a bar per partition's GPU phase, so idle
     GPU time shows as gaps; the phases are utilisation's, which /status reads too."""
-    return {"workers": records.LIVE_WORKERS.rows(), "bars": utilisation.phases_by_worker(now)}
+    return {"workers": farm.workers, "bars": farm.phases}
 
 
 # ---- why synthesis is not running more ----------------------------------------------------
@@ -215,15 +193,14 @@ def throttle_reason(host: dict[str, Any], unclaimed: int) -> str:
     return ""
 
 
-def synthesis_reasons_context(now: datetime) -> dict[str, Any]:
+def synthesis_reasons_context(farm: Farm) -> dict[str, Any]:
     """The synthesis panel: each live host's synthesis active and max, the partitions waiting to
     be claimed, and each host's reason for not synthesizing more, all read in the pass's one
     snapshot. "Active" is counted from the partitions in `synthesizing`, the rows the cells
     show: a host's own counter would lag its partitions and contradict the cells."""
-    live = records.live_hosts()
-    held = holdings(live)
-    workers = Counter(row[3] for row in records.LIVE_WORKERS.rows())  # by host name
-    unclaimed = records.unclaimed_partitions()
+    live, held = farm.live_hosts, farm.held
+    workers = Counter(row[3] for row in farm.workers)  # by host name
+    unclaimed = farm.unclaimed
     hosts: list[dict[str, Any]] = []
     for row in live:
         mine = held[row.pk]
@@ -245,7 +222,7 @@ def synthesis_reasons_context(now: datetime) -> dict[str, Any]:
 # ---- one job's page ---------------------------------------------------------------------
 
 
-def job_detail_context(job_id: str, now: datetime) -> dict[str, Any]:
+def job_detail_context(job_id: str, farm: Farm) -> dict[str, Any]:
     """A job and every partition of it, for its own page (/jobs/<id>) and that page's stream."""
     job = ProofJob.objects.select_related("host", "client").filter(job_id=job_id).first()
     parts = list(job.partitions.select_related("worker", "host", "job").order_by("index")) if job else []

@@ -1,4 +1,5 @@
-"""A render pass: the wanted fragments read in one database snapshot, then built.
+"""A render pass: the farm read in one database snapshot (engine.status.read_model), the
+wanted fragments projected from it, then built.
 
 Every writer's status clock is read inside the same snapshot (``engine.status.read.one_snapshot``),
 so the farm version stamped on every unit is exactly the version its content was read at.
@@ -18,7 +19,7 @@ from engine.format import epoch_ms
 from engine.ledger.clock import Reading, written_after
 from engine.models import EngineHost, Partition, ProofJob
 from engine.status.read import collection_deferred, one_snapshot
-from engine.status.records import clocks
+from engine.status.read_model import read_farm
 
 
 @dataclass
@@ -107,17 +108,18 @@ def _render(want: Want | Iterable[str], known: Mapping[str, str] | None, since: 
         want = Want(set(want), None)
     known = known or {}
     with one_snapshot() as snap:
-        reading = clocks()
+        farm = read_farm(timezone.now(), exact=snap.exact)
         if since is not None and not want.full:
             want = changed_since(want, since)
         wanted = [REGISTRY[n] for n in sorted(want.names)]
-        now = timezone.now()
-        contexts = {f.name: f.read(now, want.jobs, known) for f in wanted}
+        # The panels are projections of the farm; a job's page reads its job in this snapshot.
+        contexts = {f.name: f.read(farm, want.jobs, known) for f in wanted}
+    now = farm.now
     units: dict[str, Unit] = {}
     for f in wanted:
         for unit in f.build(f, contexts[f.name], now):
             units[unit.key] = unit
-    return Rendered(reading.version, now, units, [f.name for f in wanted], reading=reading, consistent=snap.exact,
+    return Rendered(farm.version, now, units, [f.name for f in wanted], reading=farm.reading, consistent=farm.exact,
                     full=want.full)
 
 

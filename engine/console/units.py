@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.format import epoch_ms, fmt_ms, ms_between
+from engine.status.read_model import Farm
 
 VERSION_TOKEN = "__PS_VERSION__"
 OOB_ATTR = ' hx-swap-oob="true"'
@@ -97,9 +98,10 @@ def deadline_span(deadline: datetime, state: str, now: datetime, risk_at: dateti
             f"{deadline_text(deadline, state, now)}</span>")
 
 
-# A fragment's read: (the server's now, the jobs whose pipeline rows to read — None for every
-# row —, the root digests the caller holds) → the context its build turns into units.
-Reader = Callable[[datetime, "set[str] | None", Mapping[str, str]], dict[str, Any]]
+# A fragment's read: (the pass's Farm, engine.status.read_model; the jobs whose pipeline rows
+# to build — None for every row —; the root digests the caller holds) → the context its build
+# turns into units.
+Reader = Callable[[Farm, "set[str] | None", Mapping[str, str]], dict[str, Any]]
 
 
 @dataclass(frozen=True)

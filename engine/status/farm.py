@@ -7,14 +7,15 @@ allocations, counters) summed over the live hosts, so a client written for the s
 working; ``hosts`` repeats those fields per host, plus heartbeat age, staleness and GPU memory.
 
 Nothing here trusts an in-memory flag: a worker is "proving" exactly when a partition in
-``gpu`` names it. The whole read, the status clocks included, runs in one database snapshot
-(``engine.status.read.one_snapshot``), so ``version`` names exactly what was read.
+``gpu`` names it. The document is a projection of one ``Farm`` (engine.status.read_model),
+read with the status clocks in one database snapshot, so ``version`` names exactly what was
+read; ``/metrics`` projects the same ``Farm``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -23,11 +24,11 @@ from django.utils import timezone
 
 from engine.format import ms_between
 from engine.states import JobState, PartitionState
-from engine.status import records, utilisation
-from engine.status.holdings import Holdings, holdings
+from engine.status.holdings import Holdings
 from engine.status.host_report import DeviceReport, HostFigures, devices_of
 from engine.status.read import collection_deferred, one_snapshot
-from engine.status.records import HostRow
+from engine.status.read_model import Farm, read_farm
+from engine.status.records import DeadlineRow, HostRow
 
 P = PartitionState
 
@@ -87,7 +88,7 @@ def _figures(figures: HostFigures) -> dict[str, Any]:
     }
 
 
-def _allocations(hosts: Iterable[HostRow], held: dict[int, Holdings]) -> dict[str, list[dict[str, Any]]]:
+def _allocations(hosts: Iterable[HostRow], held: Mapping[int, Holdings]) -> dict[str, list[dict[str, Any]]]:
     srs = [{
         "host": host.name,
         "circuit_id": key.circuit_id,
@@ -102,15 +103,12 @@ def _allocations(hosts: Iterable[HostRow], held: dict[int, Holdings]) -> dict[st
     return {"srs": srs, "pce": []}
 
 
-def _pipelines(now: datetime) -> list[dict[str, Any]]:
-    by_job: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
-    for part in records.ACTIVE_PARTS.rows():
-        by_job[part[0]].append(part)
+def _pipelines(farm: Farm) -> list[dict[str, Any]]:
+    now = farm.now
     synthesizing, gpu, done = PartitionState.SYNTHESIZING, PartitionState.GPU, PartitionState.DONE
-    deadlines = records.active_deadlines(now)
     rows = []
-    for pk, job_id, kind, state, priority, started_at, submitted_at, num_partitions, *_ in records.ACTIVE_JOBS.rows():
-        parts = by_job.get(pk, [])
+    for pk, job_id, kind, state, priority, started_at, submitted_at, num_partitions, *_ in farm.jobs:
+        parts = farm.parts_by_job.get(pk, ())
         cells = []
         for _, index, p_state, synth_started, synth_finished, gpu_started, gpu_finished, host, ordinal, attempt in parts:
             # A phase under way reports its time so far; a finished one its final figure.
@@ -135,12 +133,12 @@ def _pipelines(now: datetime) -> list[dict[str, Any]]:
             "partitions_done": sum(p[2] == done for p in parts),
             "partitions": cells,
             "hosts": sorted({p[7] for p in parts if p[7]}),
-            **_deadline(deadlines.get(pk)),
+            **_deadline(farm.deadlines.get(pk)),
         })
     return rows
 
 
-def _deadline(row: records.DeadlineRow | None) -> dict[str, Any]:
+def _deadline(row: DeadlineRow | None) -> dict[str, Any]:
     """A job against its deadline now (engine.ledger.deadlines): slack in seconds, negative
     when its expected finish passes the deadline; null, and both flags false, without one."""
     if row is None:
@@ -155,18 +153,14 @@ def _gpu_ordinal(device: str) -> int | None:
     return int(tail) if head == "cuda" and tail.isdigit() else None
 
 
-def _workers(workers: list[tuple[Any, ...]], now: datetime) -> list[dict[str, Any]]:
-    on_gpu: dict[int, list[tuple[Any, ...]]] = defaultdict(list)
-    for part in records.ON_GPU.rows():
-        on_gpu[part[0]].append(part)
-    phases = utilisation.phases_by_worker(now)
+def _workers(farm: Farm) -> list[dict[str, Any]]:
     rows = []
-    for pk, ordinal, device, host, _, host_started in workers:
-        parts = on_gpu.get(pk)
+    for worker in farm.workers:
+        pk, ordinal, device, host, _, _ = worker
+        parts = farm.on_gpu_by_worker.get(pk)
         current = parts[0] if parts else None
-        busy_now = _secs(current[4], now) if current else None
-        share = utilisation.utilisation(utilisation.spans_of(phases.get(pk, []), now), utilisation.window_start(now),
-                                        now, host_started)
+        busy_now = _secs(current[4], farm.now) if current else None
+        share = farm.utilisation_of(worker)
         rows.append({
             "worker_id": f"{host}/{device}/W{ordinal}",
             "host": host,
@@ -202,13 +196,12 @@ def _counters(by_kind_state: dict[str, dict[str, int]], pending: int, reserving:
     }
 
 
-def _counts() -> tuple[dict[int | None, dict[str, dict[str, int]]], dict[int | None, int]]:
-    """Jobs by host, kind and state, and pending partitions of active jobs by their job's host:
-    one grouped read each, split here for the farm and for every host."""
+def _counts(farm: Farm) -> dict[int | None, dict[str, dict[str, int]]]:
+    """Jobs by host, kind and state: one grouped read, split here for the farm and every host."""
     jobs: dict[int | None, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
-    for host_id, kind, state, n in records.JOB_COUNTS.rows():
+    for host_id, kind, state, n in farm.job_counts:
         jobs[host_id][kind][state] = n
-    return jobs, dict(records.PENDING.rows())
+    return jobs
 
 
 def _farm_counts(jobs: dict[int | None, dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
@@ -223,16 +216,16 @@ def _farm_counts(jobs: dict[int | None, dict[str, dict[str, int]]]) -> dict[str,
 # ---- the whole picture ---------------------------------------------------------------
 
 
-def _read(now: datetime) -> dict[str, Any]:
-    stale_s = stale_after_seconds()
-    hosts = records.host_rows()
-    live = [h for h in hosts if h.stopped_at is None]
-    pipelines = _pipelines(now)
+def status_document(farm: Farm) -> dict[str, Any]:
+    """``/status``'s body (without version and consistency): a projection of ``farm``."""
+    now, stale_s = farm.now, stale_after_seconds()
+    hosts, live = farm.hosts, farm.live_hosts
+    pipelines = _pipelines(farm)
     # Memory, keys and synthesis are derived from the partition rows in this snapshot, never
     # from a host's own counters.
-    held = holdings(hosts)
-    gpu_workers = _workers(records.LIVE_WORKERS.rows(), now)
-    job_counts, pending = _counts()
+    held = farm.held
+    gpu_workers = _workers(farm)
+    job_counts, pending = _counts(farm), farm.pending_by_host
 
     per_host = []
     for host in hosts:
@@ -278,9 +271,16 @@ def _read(now: datetime) -> dict[str, Any]:
     }
 
 
+def read_now() -> Farm:
+    """The farm now, read in one snapshot of its own (or the caller's, when inside one)."""
+    with collection_deferred(), one_snapshot() as snap:
+        return read_farm(timezone.now(), exact=snap.exact)
+
+
+def farm_document(farm: Farm) -> dict[str, Any]:
+    return {"version": farm.version, "consistent": farm.exact, **status_document(farm)}
+
+
 def farm_snapshot() -> dict[str, Any]:
     """The status of every host, read in one snapshot at one status version."""
-    with collection_deferred(), one_snapshot() as snap:
-        version = records.clocks().version
-        body = _read(timezone.now())
-    return {"version": version, "consistent": snap.exact, **body}
+    return farm_document(read_now())

@@ -15,13 +15,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from django.db.models import Count, Sum
-
-from engine.models import Partition
-from engine.states import PARTITION_HOLDING, PARTITION_LIVE, PartitionState
+from engine.states import PARTITION_HOLDING, PartitionState
 from engine.status.host_report import keys_of
-from engine.status.prepared import Prepared
 from engine.status.records import HostRow
 
 P = PartitionState
@@ -67,15 +64,6 @@ class Holdings:
         return self.claimed.get(state, 0)
 
 
-# Claimed partitions by host, state and job (its kind and circuit name its key), with the bytes
-# they reserved: one grouped read gives the counts, the key users and the memory owners.
-_CLAIMED = Prepared(lambda: Partition.objects.filter(state__in=PARTITION_LIVE, host__isnull=False)
-                    .values("host_id", "state", "job__kind", "job__job_id", "job__circuit_id")
-                    .annotate(n=Count("pk"), reserved=Sum("reserved_bytes"))
-                    .values_list("host_id", "state", "job__kind", "job__job_id", "job__circuit_id", "n", "reserved")
-                    .order_by())
-
-
 def _users(claimed_by_key: dict[str, int], circuit_id: str) -> int:
     """A built-in job names no circuit: its host proves it at the host's one scale, so the
     kind names the key there ("porep-c2" for "porep-c2/tiny")."""
@@ -83,12 +71,13 @@ def _users(claimed_by_key: dict[str, int], circuit_id: str) -> int:
     return claimed_by_key.get(circuit_id, 0) + (claimed_by_key.get(short, 0) if short != circuit_id else 0)
 
 
-def holdings(hosts: Iterable[HostRow]) -> dict[int, Holdings]:
-    """Every host's holdings, from this snapshot's rows."""
+def holdings(hosts: Iterable[HostRow], claimed: Iterable[tuple[Any, ...]]) -> dict[int, Holdings]:
+    """Every host's holdings, from this snapshot's host rows and claimed partitions
+    (engine.status.records.CLAIMED)."""
     owners: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     states: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     by_key: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for host_id, state, kind, job_id, circuit_id, n, reserved in _CLAIMED.rows():
+    for host_id, state, kind, job_id, circuit_id, n, reserved in claimed:
         states[host_id][state] += n
         by_key[host_id][circuit_id or kind] += n
         if state in PARTITION_HOLDING:

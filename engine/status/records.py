@@ -1,8 +1,7 @@
-"""The one set of queries every view of the farm reads: /status and /metrics (status.farm), the
-console's panels (console.reads), with what hosts hold (status.holdings) and GPU utilisation
-(status.utilisation). Each fact has one query and one filter here, so two panels can never
-count it differently; each is compiled once (status.prepared) and, inside one snapshot, run
-once however many projections read it.
+"""The one set of queries the farm is read with (by engine.status.read_model.read_farm, and
+nothing else): each fact has one query and one filter here, so two views can never count it
+differently. GPU phases are utilisation's own query (engine.status.utilisation), beside its
+one definition of busy. Each query is compiled once (engine.status.prepared).
 """
 
 from __future__ import annotations
@@ -10,12 +9,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db.models import Count, F
+from django.db.models import Count, F, Sum
 
 from engine.ledger.clock import Reading
 from engine.ledger.deadlines import Standing, at_risk_from, expected_seconds, standing_of
 from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
-from engine.states import JOB_ACTIVE, PartitionState
+from engine.states import JOB_ACTIVE, PARTITION_LIVE, JobState, PartitionState
 from engine.status.prepared import Prepared
 
 CLOCKS = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("pk", "value"))
@@ -63,6 +62,23 @@ DEADLINES_MISSED = Prepared(lambda: ProofJob.objects.exclude(state__in=JOB_ACTIV
 PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
                    .values("job__host_id").annotate(n=Count("pk")).values_list("job__host_id", "n").order_by())
 
+# Claimed partitions by host, state and job (its kind and circuit name its key), with the bytes
+# they reserved: one grouped read gives the counts, the key users and the memory owners
+# (engine.status.holdings).
+CLAIMED = Prepared(lambda: Partition.objects.filter(state__in=PARTITION_LIVE, host__isnull=False)
+                   .values("host_id", "state", "job__kind", "job__job_id", "job__circuit_id")
+                   .annotate(n=Count("pk"), reserved=Sum("reserved_bytes"))
+                   .values_list("host_id", "state", "job__kind", "job__job_id", "job__circuit_id", "n", "reserved")
+                   .order_by())
+
+# The latest failures, newest first: jobs (job id, kind, error) and partitions (index, job id,
+# attempt, error).
+RECENT_FAILURES = 8
+FAILED_JOBS = Prepared(lambda: ProofJob.objects.filter(state=JobState.FAILED).order_by("-finished_at", "-pk")
+                       .values_list("job_id", "kind", "error")[:RECENT_FAILURES])
+FAILED_PARTS = Prepared(lambda: Partition.objects.filter(state=PartitionState.FAILED).order_by("-finished_at", "-pk")
+                        .values_list("index", "job__job_id", "attempt", "error")[:RECENT_FAILURES])
+
 
 def clocks() -> Reading:
     """Every writer's status clock, read inside the reader's snapshot: what it saw (see
@@ -103,10 +119,6 @@ def missed_deadlines() -> dict[str, int]:
     return dict(DEADLINES_MISSED.rows())
 
 
-def unclaimed_partitions() -> int:
-    return sum(n for _, n in PENDING.rows())
-
-
 class HostRow(NamedTuple):
     """A host's row as the readers show it: plain values, not a model instance (the console's
     templates read ``name`` and ``backend`` as they would a model's). Fields in _HOSTS' order."""
@@ -130,7 +142,3 @@ class HostRow(NamedTuple):
 def host_rows() -> list[HostRow]:
     """Every host, by name."""
     return [HostRow(*row) for row in _HOSTS.rows()]
-
-
-def live_hosts() -> list[HostRow]:
-    return [host for host in host_rows() if host.stopped_at is None]

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.utils import timezone
 
 from engine.circuits.kinds import validate_inputs
 from engine.ledger.demo import demo_inputs
@@ -61,8 +60,9 @@ def test_a_host_whose_key_is_not_the_farms_refuses_the_kind_and_proves_the_rest(
     handed_back = [e["reason"] for p in parts for e in p.errors]
     assert len(handed_back) == 1 and f"refuses {POREP}" in handed_back[0]  # claimed once, then never again
     from engine.console.reads import synthesis_reasons_context
+    from engine.status.farm import read_now
 
-    assert f"refuses {POREP}" in synthesis_reasons_context(timezone.now())["reason"]
+    assert f"refuses {POREP}" in synthesis_reasons_context(read_now())["reason"]
     engine.stop(drain_seconds=5)
 
 

@@ -1,0 +1,55 @@
+"""The read model: one function reads the farm into frozen data, and /status, /metrics and every
+console panel are projections of it that touch no database."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from engine.console import reads
+from engine.console.fragments import ALL, REGISTRY
+from engine.status.farm import farm_document, read_now
+from engine.status.read import one_snapshot
+from engine.status.read_model import read_farm
+from tests.console.conftest import SNAP_ID, Farm, move
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_farm_is_read_once_and_then_cannot_change(farm: Farm) -> None:
+    state = read_now()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        state.jobs = ()  # type: ignore[misc]
+    move(SNAP_ID, 3, "synthesizing", synth_started_at=timezone.now())
+    # What was read stays what was read: a projection of it now says what it said then.
+    assert farm_document(state)["hosts"][0]["synthesis"]["active"] == state.held[farm.host.pk].count("synthesizing")
+    assert read_now().version == state.version + 1
+
+
+def test_status_and_every_console_panel_are_projections_that_read_no_database(farm: Farm) -> None:
+    with one_snapshot():
+        state = read_farm(timezone.now())
+    with CaptureQueriesContext(connection) as queries:
+        document = farm_document(state)
+        contexts = {name: REGISTRY[name].read(state, None, {}) for name in sorted(ALL)}
+    assert [q["sql"] for q in queries.captured_queries] == []
+    assert document["version"] == state.version and set(contexts) == ALL
+
+
+def test_the_panels_and_status_project_one_farm_to_the_same_figures(farm: Farm) -> None:
+    state = read_now()
+    document = farm_document(state)
+    synthesis = reads.synthesis_reasons_context(state)
+    counters = reads.counters_context(state)
+    memory = reads.memory_context(state)
+    assert synthesis["active"] == document["synthesis"]["active"]
+    assert synthesis["pending"] == counters["pending_partitions"] == document["counters"]["pending_partitions"]
+    assert memory["hosts"][0]["used_bytes"] == document["memory"]["used_bytes"]
+    proving = {w["worker_id"] for w in document["gpu_workers"] if w["state"] == "proving"}
+    cards = reads.workers_context(state, None, {})
+    assert {f"{host}/{device}/W{ordinal}" for pk, ordinal, device, host, *_ in cards["workers"]
+            if pk in cards["proving"]} == proving
