@@ -140,6 +140,9 @@ class Row:
 def child_env(pyc_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(pyc_dir)
+    # the console script imports the package where the venv installed it (editable: perhaps
+    # another checkout); this checkout's code is what is measured
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     return env
 
 
