@@ -4,12 +4,18 @@ vs groth16py (PyPI, arkworks; BN254 only) vs a hand-built rapidsnark.
     .venv/bin/python bench/prover.py                  # fixtures + both curves at 2^12 and 2^16
     .venv/bin/python bench/prover.py --sizes 12 --repeat 1 --no-msm
     .venv/bin/python bench/prover.py --rapidsnark ~/rapidsnark/build/prover   # a hand-built one
+    .venv/bin/python bench/prover.py --sizes 18 --curves bn128 --no-fixtures --no-snarkjs --rapidsnark ...
 
 Every tool is run as a zk developer would run it, as a command on the same .zkey + .wtns,
 timed end to end (start-up, reading, proving, writing proof.json/public.json); runs are
 interleaved and the minimum of --repeat is reported, after one untimed warm-up that compiles
 the kernels and the bytecode. Every proof written is verified afterwards. Our commands'
 own self-check (the pairing) is part of their time, as it is in use.
+
+Each run's peak resident set (the kernel's ru_maxrss of the command, from os.wait4 in a small
+launcher: see timed) is kept too, and the largest of the timed runs is shown per tool: what a
+machine must have free to run that command on that circuit. A mapped file's pages count while
+they are mapped and touched, as rapidsnark's mapped zkey does.
 
 The circuits: snarkjs's fixtures (tests/fixtures/snarkjs, 204 signals) and synthetic R1CSs
 (engine.prover.setup.synthetic_circuit) filling a 2^k domain, whose keys come from OUR
@@ -126,6 +132,7 @@ class Circuit:
 class Row:
     circuit: Circuit
     seconds: dict[str, float] = field(default_factory=dict)
+    peak_mb: dict[str, float] = field(default_factory=dict)  # the largest peak RSS of the timed runs
     valid: dict[str, bool] = field(default_factory=dict)
     phases: str = ""  # what our command printed about its own steps
 
@@ -133,16 +140,52 @@ class Row:
 def child_env(pyc_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(pyc_dir)
+    # the console script imports the package where the venv installed it (editable: perhaps
+    # another checkout); this checkout's code is what is measured
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     return env
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
-    started = time.perf_counter()
-    res = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, timeout=1800)
-    seconds = time.perf_counter() - started
-    if res.returncode != 0:
-        raise RuntimeError(f"{argv[:3]} failed ({res.returncode}): {res.stderr[-2000:]}")
-    return seconds, res.stderr
+@dataclass
+class Run:
+    seconds: float
+    stderr: str
+    peak_mb: float  # the command's peak resident set (ru_maxrss), in MB of 10^6 bytes
+
+
+# Each command is started by a small Python of its own (no site: about 6 MB) that forks it,
+# times it and reaps it with os.wait4. Forked from this process instead (numpy, the keys'
+# setup), a command would report this process's resident set as the floor of its own peak:
+# Linux carries the peak from before exec over into the child's ru_maxrss. The launcher's own
+# start-up is outside the time it reports.
+_LAUNCHER = """
+import os, sys, time
+report, argv = sys.argv[1], sys.argv[2:]
+started = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+seconds = time.perf_counter() - started
+with open(report, "w") as f:
+    f.write(f"{seconds} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)}")
+"""
+
+
+def timed(argv: list[str], env: dict[str, str]) -> Run:
+    """One run of a command: its wall time, its stderr and its peak RSS (the launcher's ~6 MB
+    is a floor under the last: a command that never grows past it reads as the floor)."""
+    with tempfile.TemporaryDirectory() as d:
+        report = Path(d) / "run"
+        res = subprocess.run([sys.executable, "-S", "-c", _LAUNCHER, str(report), *argv], capture_output=True,
+                             text=True, cwd=REPO, env=env, timeout=1800)
+        seconds, maxrss_kb, code = report.read_text().split() if report.exists() else ("0", "0", "-1")
+    if res.returncode != 0 or int(code) != 0:
+        raise RuntimeError(f"{argv[:3]} failed ({code}): {res.stderr[-2000:]}")
+    return Run(float(seconds), res.stderr, int(maxrss_kb) * 1024 / 1e6)  # Linux reports kilobytes
 
 
 def fixture_circuits() -> list[Circuit]:
@@ -175,11 +218,12 @@ def bench_circuit(c: Circuit, tools: dict[str, Argv], repeat: int, work: Path, e
         timed(argv(c.zkey, c.wtns, *outs[name]), env)
     for _ in range(repeat):
         for name, argv in tools.items():  # interleaved, so load from the other engineers hits every tool alike
-            seconds, stderr = timed(argv(c.zkey, c.wtns, *outs[name]), env)
-            if seconds < row.seconds.get(name, float("inf")):
-                row.seconds[name] = seconds
+            run = timed(argv(c.zkey, c.wtns, *outs[name]), env)
+            row.peak_mb[name] = max(run.peak_mb, row.peak_mb.get(name, 0.0))
+            if run.seconds < row.seconds.get(name, float("inf")):
+                row.seconds[name] = run.seconds
                 if name == CLI:
-                    found = re.search(r"load .*", stderr)
+                    found = re.search(r"load .*", run.stderr)
                     row.phases = found.group(0) if found else ""
     for name, (proof, public) in outs.items():
         # groth16py writes no public.json: it proves the same witness, so ours is its public
@@ -197,7 +241,7 @@ def startup(repeat: int, env: dict[str, str]) -> dict[str, float]:
     best = {name: float("inf") for name in argvs}
     for _ in range(max(repeat, 3)):
         for name, argv in argvs.items():
-            best[name] = min(best[name], timed(argv, env)[0])
+            best[name] = min(best[name], timed(argv, env).seconds)
     return best
 
 
@@ -205,9 +249,16 @@ def ratio(numerator: float | None, denominator: float | None) -> str:
     return "n/a" if numerator is None or denominator is None else f"{numerator / denominator:.1f}x"
 
 
+def ours_over(r: Row, other: str, figures: dict[str, float]) -> str:
+    """ours / ``other`` (the acceptance's way round: below 1 is ours smaller), to two places."""
+    mine, theirs = figures.get(CLI), figures.get(other)
+    return "n/a" if mine is None or theirs is None else f"{mine / theirs:.2f}"
+
+
 def format_table(rows: list[Row], tools: list[str]) -> str:
     others = [t for t in tools if t != CLI]
     header = ("curve", "circuit", "constraints", *(f"{t} (s)" for t in tools), *(f"{t} / ours" for t in others),
+              *(f"{t} peak RSS (MB)" for t in tools), "ours / rapidsnark: time", "ours / rapidsnark: peak RSS",
               "ours: phases", "proofs verify")
     return markdown_table(
         header,
@@ -218,6 +269,9 @@ def format_table(rows: list[Row], tools: list[str]) -> str:
                 f"{r.circuit.constraints:,}",
                 *(f"{r.seconds[t]:.2f}" if t in r.seconds else "n/a" for t in tools),
                 *(ratio(r.seconds.get(t), r.seconds.get(CLI)) for t in others),
+                *(f"{r.peak_mb[t]:.0f}" if t in r.peak_mb else "n/a" for t in tools),
+                ours_over(r, "rapidsnark", r.seconds),
+                ours_over(r, "rapidsnark", r.peak_mb),
                 r.phases,
                 "all" if all(r.valid.values()) else ", ".join(f"{t} {ok}" for t, ok in r.valid.items()),
             )
@@ -235,12 +289,13 @@ def main() -> None:
     ap.add_argument("--rapidsnark", type=Path, default=None, help="a hand-built rapidsnark `prover` (BN254 only)")
     ap.add_argument("--no-msm", action="store_true", help="skip the kernels' MSM table")
     ap.add_argument("--no-manage", action="store_true", help="skip `manage.py prove` (Django's start-up)")
+    ap.add_argument("--no-snarkjs", action="store_true", help="skip snarkjs (minutes a run at 2^18)")
     args = ap.parse_args()
 
     tools: dict[str, Argv] = {CLI: cli_argv}
     if not args.no_manage:
         tools[MANAGE] = manage_argv
-    if SNARKJS.exists() and shutil.which("node"):
+    if not args.no_snarkjs and SNARKJS.exists() and shutil.which("node"):
         tools["snarkjs"] = snarkjs_argv
     snarkjs = SNARKJS if "snarkjs" in tools else "missing (npm ci --prefix tests/oracle)"
     g16 = groth16py_available()

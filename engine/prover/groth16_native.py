@@ -16,6 +16,8 @@ from engine.prover.datatypes import InvalidProof, Proof
 from engine.prover.formats.errors import FormatError
 
 _ERR_BYTES = 256
+# Machines whose loads take any alignment, so a mapped file's sections are read where they lie.
+_UNALIGNED_OK = frozenset({"x86_64", "AMD64", "aarch64", "arm64"})
 Buffer = Any  # bytes, bytearray or a C-contiguous numpy array of the kernels' layout
 
 
@@ -42,6 +44,17 @@ class _Call:
             self.ffi.memmove(ptr, data, size)
         self.keep.append(ptr)
         return ptr + offset_words
+
+    def in_place(self, data: Buffer) -> Any:
+        """A uint64_t pointer to ``data`` itself, aligned or not: a mapped file's sections lie
+        where the file puts them (4 bytes apart in a zkey), and a copy to align one would be
+        the copy that mapping avoids. The kernels read such a buffer only through plain loads,
+        which x86-64 and AArch64 take at any alignment; elsewhere it is copied (u64)."""
+        if os.uname().machine not in _UNALIGNED_OK:
+            return self.u64(data)
+        ptr = self.ffi.cast("uint64_t *", self.bytes(data))
+        self.keep.append(ptr)
+        return ptr
 
     def bytes(self, data: Buffer) -> Any:
         ptr = self.ffi.from_buffer(data)
@@ -94,17 +107,21 @@ def assemble(curve: CurveParams, msm_a: Buffer, msm_b1: Buffer, msm_b2: Buffer, 
 
 def prove_zkey(curve: CurveParams, witness: Buffer, n_vars: int, n_public: int, domain_size: int, entries: Buffer,
                n_coef: int, header_points: Buffer, sections: dict[int, Buffer], r: int, s: int,
-               threads: int) -> bytes:
+               threads: int, *, mapped: bool = False) -> bytes:
     """A whole proof (pi_a | pi_b | pi_c) from a zkey's sections, its layout already checked
     against its header: header_points, the coefficient entries (section 4 after its count)
-    and the point sections 5 to 9. Raises FormatError naming a bad entry or witness value."""
+    and the point sections 5 to 9. ``mapped``: the entries and point sections are views of a
+    read-only mapping of the file (mmap.ACCESS_READ), read in place and given back a section
+    at a time as the proof is done with each. Raises FormatError naming a bad entry or
+    witness value."""
     k = _Call(curve)
     g1, g2 = point_words(curve)
     proof = k.out(2 * g1 + g2)
+    points = k.in_place if mapped else k.u64
     code = k.fn("groth16_prove_zkey")(
         proof, k.u64(witness), n_vars, n_public, domain_size.bit_length() - 1, k.bytes(entries), n_coef,
-        k.u64(header_points), *(k.u64(sections[sid]) for sid in (5, 6, 7, 8, 9)),
-        k.u64(_limbs(r % curve.r) + _limbs(s % curve.r)), threads, k.err, _ERR_BYTES)
+        k.u64(header_points), *(points(sections[sid]) for sid in (5, 6, 7, 8, 9)),
+        k.u64(_limbs(r % curve.r) + _limbs(s % curve.r)), threads, int(mapped), k.err, _ERR_BYTES)
     if code == 1:
         raise FormatError("zkey", f"the proving key: {k.message()}")
     if code == 2:

@@ -1,11 +1,15 @@
 """Groth16 straight from a snarkjs .zkey and .wtns, the way the command line proves.
 
 The files' headers and layout are checked first (engine.prover.formats.headers), so every
-allocation is what the files really hold; their sections are then read once into memory and
-the kernels do the rest in one call each (kernels/host_groth16.h): the witness checked,
-A·w and B·w from the coefficients, H on the coset, the five MSMs, the randomisation; then the
-key's points, and the proof against them. Only the standard library and the compiled kernels:
-no numpy, so a small circuit's command is over in little more than its proof's time.
+allocation is what the files really hold. The zkey is then mapped, not read: its points are
+the kernels' own layout (affine, Montgomery limbs, all-zero for infinity), so the kernels
+read them where they lie, and give each section's pages back once they are done with it (the
+coefficients after A·w and B·w, a section of points once its MSM has copied the live ones
+into its plan), so the proof never holds the whole key. The kernels do the rest in one call
+each (kernels/host_groth16.h): the witness checked, A·w and B·w from the coefficients, H on
+the coset, the five MSMs, the randomisation; then the key's points, and the proof against
+them. Only the standard library and the compiled kernels: no numpy, so a small circuit's
+command is over in little more than its proof's time.
 
 The engine proves through engine.prover.groth16 instead: split start and finish, GPUs,
 fixed-base tables, cancellation between phases.
@@ -13,6 +17,7 @@ fixed-base tables, cancellation between phases.
 
 from __future__ import annotations
 
+import mmap
 import os
 from pathlib import Path
 from typing import NamedTuple
@@ -34,7 +39,8 @@ class ZkeyInputs(NamedTuple):
     domain_size: int
     n_coef: int
     header_points: bytes  # alpha1 beta1 beta2 gamma2 delta1 delta2
-    sections: dict[int, bytes]  # 3 (IC), 4 (entries, after the count), 5 to 9 (points)
+    ic: bytes  # section 3: the verifying key's IC points
+    sections: dict[int, memoryview]  # 4 (entries, after the count), 5 to 9 (points): views of the mapped zkey
     witness: bytes
 
     @property
@@ -50,16 +56,25 @@ def _pread(fd: int, span: tuple[int, int], field: str, skip: int = 0) -> bytes:
     return data
 
 
+def _views(key: mmap.mmap, table: dict[int, tuple[int, int]]) -> dict[int, memoryview]:
+    """Sections 4 (after its count) to 9 of the mapped key; the layout check has bounded them
+    by the file's size."""
+    whole = memoryview(key)
+    return {sid: whole[table[sid][0] + (4 if sid == 4 else 0) : table[sid][0] + table[sid][1]] for sid in range(4, 10)}
+
+
 def read_inputs(zkey: str | os.PathLike[str], wtns: str | os.PathLike[str]) -> ZkeyInputs:
-    """Both files, checked for what they declare and each other. Raises FormatError (naming the
-    file) for a malformed file, ValueError when the witness does not fit the key."""
+    """Both files, checked for what they declare and each other; the zkey's large sections as
+    views of its read-only mapping (which lives as long as they do). Raises FormatError
+    (naming the file) for a malformed file, ValueError when the witness does not fit the key."""
     zname, wname = Path(zkey).name, Path(wtns).name
     with open(zkey, "rb") as fh:
         try:
             table, head, n_coef = groth16_layout(fh)
             fd = fh.fileno()
             header_points = read_section(fh, table, 2, ZKEY_HEADER_MAX, "zkey")[head.points_offset :]
-            sections = {sid: _pread(fd, table[sid], "zkey", 4 if sid == 4 else 0) for sid in range(3, 10)}
+            ic = _pread(fd, table[3], "zkey")
+            sections = _views(mmap.mmap(fd, 0, access=mmap.ACCESS_READ), table)
         except FormatError as e:
             raise e.naming(zname) from None
     with open(wtns, "rb") as fh:
@@ -70,7 +85,7 @@ def read_inputs(zkey: str | os.PathLike[str], wtns: str | os.PathLike[str]) -> Z
         except FormatError as e:
             raise e.naming(wname) from None
     return ZkeyInputs(curve=get_curve(head.curve), n_vars=head.n_vars, n_public=head.n_public,
-                      domain_size=head.domain_size, n_coef=n_coef, header_points=header_points,
+                      domain_size=head.domain_size, n_coef=n_coef, header_points=header_points, ic=ic,
                       sections=sections, witness=witness)
 
 
@@ -81,7 +96,8 @@ def prove(inputs: ZkeyInputs, *, r: int | None = None, s: int | None = None, thr
     return groth16_native.prove_zkey(
         c, inputs.witness, inputs.n_vars, inputs.n_public, inputs.domain_size, inputs.sections[4], inputs.n_coef,
         inputs.header_points, inputs.sections, groth16_native.random_scalar(c) if r is None else r,
-        groth16_native.random_scalar(c) if s is None else s, native_build.default_threads() if threads is None else threads)
+        groth16_native.random_scalar(c) if s is None else s, native_build.default_threads() if threads is None else threads,
+        mapped=True)
 
 
 def verify(inputs: ZkeyInputs, proof: bytes) -> bool:
@@ -92,7 +108,7 @@ def verify(inputs: ZkeyInputs, proof: bytes) -> bool:
     words = memoryview(inputs.header_points).cast("Q")  # alpha1 beta1 beta2 gamma2 delta1 delta2
     alpha1, beta2 = words[:g1], words[2 * g1 : 2 * g1 + g2]
     gamma2, delta2 = words[2 * g1 + g2 : 2 * g1 + 2 * g2], words[3 * g1 + 2 * g2 :]
-    ic = inputs.sections[3]
+    ic = inputs.ic
     groth16_native.check_key(c, alpha1, beta2, gamma2, delta2, ic, inputs.n_public + 1)
     ab = groth16_native.alpha_beta(c, alpha1, beta2)
     return groth16_native.verify(c, proof, gamma2, delta2, ic, inputs.witness, inputs.n_public, ab,

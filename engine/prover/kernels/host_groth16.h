@@ -111,9 +111,10 @@ static void GN(g16_h)(RT *h, RT *a, RT *b, int log_domain, int threads) {
 }
 
 /* Plan an MSM of the proof over its bases' live rows (a signal absent from A or B has the point
- * at infinity there: half of them in many circuits, and the G2 MSM is the dearest), the GLV
- * split and its digits, then queue its windows as tasks. */
-#define PS_G16_QUEUE(G, job, bases, scalars, n)                                                    \
+ * at infinity there: half of them in many circuits, and the G2 MSM is the dearest): the GLV
+ * split and its digits. The plan holds its own copy of the live points (with their
+ * endomorphism images), so the bases are not read again. */
+#define PS_G16_PLAN(G, job, bases, scalars, n)                                                     \
     do {                                                                                           \
         size_t live_ = 0;                                                                          \
         int64_t *rows_ = (int64_t *)malloc(sizeof(int64_t) * ((n) ? (n) : 1));                    \
@@ -121,22 +122,59 @@ static void GN(g16_h)(RT *h, RT *a, RT *b, int log_domain, int threads) {
             if (!G(affine_is_inf)((const G(affine) *)(bases) + i_)) rows_[live_++] = (int64_t)i_;  \
         G(job_plan)(&(job), (bases), (scalars), rows_, live_, 0, 1, 256, 1);                       \
         free(rows_);                                                                               \
-        for (int w_ = 0; w_ < (job).pip.nwin; w_++) {                                             \
-            _Pragma("omp task firstprivate(w_)") G(pip_window)(&(job).pip, w_);                    \
-        }                                                                                          \
     } while (0)
+
+/* Window tasks queued per MSM before its plan says how many windows it has: a task runs
+ * windows t, t + PS_G16_WINDOWS, ... so none is lost however many there are, and the tasks
+ * past the last window return at once (GLV halves of ~128 bits in windows of at least 3 bits
+ * make at most 44). */
+#define PS_G16_WINDOWS 48
+#define PS_G16_RUN(G, job, t)                                                                      \
+    for (int w_ = (t); w_ < (job).pip.nwin; w_ += PS_G16_WINDOWS) G(pip_window)(&(job).pip, w_)
+
+#ifndef PS_G16_RELEASE_ONCE
+#define PS_G16_RELEASE_ONCE
+#ifdef __linux__
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+/* Gives the whole pages inside [p, p + n) back to the file they map (mapped: the caller's
+ * buffer is a read-only file mapping), so they stop counting in the process's resident set;
+ * read again, they come back from the page cache. A buffer that is not a mapping is left as
+ * it is: dropping an anonymous page would zero it. */
+static void ps_g16_release(const void *p, size_t n, int mapped) {
+#ifdef __linux__
+    long page = sysconf(_SC_PAGESIZE);
+    if (!mapped || page <= 0) return;
+    uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~((uintptr_t)page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+#else
+    (void)p; (void)n; (void)mapped;
+#endif
+}
+#endif
 
 /* A whole proof (pi_a | pi_b | pi_c into proof, Montgomery) from a zkey whose layout the caller
  * has checked against its header: hdr is section 2's points (alpha1 beta1 beta2 gamma2 delta1
  * delta2), entries section 4 after its count, and the point sections 5 to 9. rs: r then s.
- * The five MSMs share the thread team as one pool of window tasks, the G2 MSM's (the largest)
- * queued first; on a few cores H's transforms run as one task among them, on many they run
- * first with every thread. Returns 0; 1 with err for a bad zkey entry, 2 for a bad witness,
- * 3 when the domain's own arrays cannot be allocated. */
+ * mapped: entries and the point sections lie in a read-only mapping of the zkey, given back a
+ * section at a time as each is done with (the coefficients once A w and B w are summed, a
+ * section of points once its MSM's plan has copied the live ones).
+ *
+ * The MSMs share the thread team as a graph of tasks: each one's plan, its window tasks, its
+ * finish (which frees the plan). What the proof holds at its peak is the plans alive at once
+ * (each a GLV copy of its live points and their digits, twice its section), so a plan waits
+ * for the finish of the MSM `live` places before it: the G2 MSM (the largest) first, then H
+ * (so the domain's arrays go early), A, B1, C. Two alive keep two threads busy (one plans
+ * while the other sums windows); more threads get one more. On a few cores H's transforms
+ * run as one task among them, on many they run first with every thread. Returns 0; 1 with err
+ * for a bad zkey entry, 2 for a bad witness, 3 when the domain's own arrays cannot be
+ * allocated. */
 int GN(groth16_prove_zkey)(u64 *proof, const u64 *witness, size_t n_vars, size_t n_public, int log_domain,
                            const unsigned char *entries, size_t n_coef, const u64 *hdr, const u64 *a_pts,
                            const u64 *b1_pts, const u64 *b2_pts, const u64 *c_pts, const u64 *h_pts,
-                           const u64 *rs, int threads, char *err, size_t errlen) {
+                           const u64 *rs, int threads, int mapped, char *err, size_t errlen) {
     if (threads <= 0) threads = 1;
     const RT *w = (const RT *)witness;
     if (!GN(g16_check_witness)(w, n_vars, err, errlen)) return 2;
@@ -149,47 +187,71 @@ int GN(groth16_prove_zkey)(u64 *proof, const u64 *witness, size_t n_vars, size_t
     }
     RT *ab[2] = { a, b };
     int64_t bad = GN(g16_evaluate)(ab, entries, n_coef, w, n_vars, n, threads);
+    ps_g16_release(entries, (size_t)PS_G16_ENTRY * n_coef, mapped);
     if (bad >= 0) {
         free(a); free(b); free(h);
         snprintf(err, errlen, "coefficient entry %lld is out of range or not reduced", (long long)bad);
         return 1;
     }
     int h_first = threads > 4;
-    if (h_first) GN(g16_h)(h, a, b, log_domain, threads);
+    if (h_first) {
+        GN(g16_h)(h, a, b, log_domain, threads);
+        free(a); free(b);
+    }
+    const size_t L1 = sizeof(A1) / sizeof(u64), L2 = sizeof(A2) / sizeof(u64);
     size_t priv = n_vars - n_public - 1;
+    /* the G1 MSMs in their order: H, A, B1, C (the G2 MSM is place 0) */
+    const u64 *g1_bases[4] = { h_pts, a_pts, b1_pts, c_pts };
+    const u64 *g1_scalars[4] = { (const u64 *)h, witness, witness, witness + 4 * (n_public + 1) };
+    const size_t g1_rows[4] = { n, n_vars, n_vars, priv };
+    u64 g1_out[4][sizeof(A1) / sizeof(u64)], mb2[sizeof(A2) / sizeof(u64)];
     P2(msm_job) jb2;
-    P1(msm_job) ja, jb1, jc, jh;
+    P1(msm_job) j1[4];
+    char dep[5];  /* per MSM: its plan writes it, its windows read it, its finish writes it */
+    char first[4];  /* what a plan with nothing to wait for waits for */
+    int live = threads > 4 ? 3 : 2;
     #pragma omp parallel num_threads(threads)
     #pragma omp single
-    #pragma omp taskgroup
     {
-        #pragma omp task
-        PS_G16_QUEUE(P2, jb2, b2_pts, witness, n_vars);
-        #pragma omp task
+        #pragma omp task depend(out: dep[0])
         {
-            if (!h_first) GN(g16_h)(h, a, b, log_domain, 1);
-            PS_G16_QUEUE(P1, jh, h_pts, (const u64 *)h, n);
+            PS_G16_PLAN(P2, jb2, b2_pts, witness, n_vars);
+            ps_g16_release(b2_pts, L2 * 8 * n_vars, mapped);
         }
-        #pragma omp task
-        PS_G16_QUEUE(P1, ja, a_pts, witness, n_vars);
-        #pragma omp task
-        PS_G16_QUEUE(P1, jb1, b1_pts, witness, n_vars);
-        #pragma omp task
-        PS_G16_QUEUE(P1, jc, c_pts, witness + 4 * (n_public + 1), priv);
+        for (int t = 0; t < PS_G16_WINDOWS; t++) {
+            #pragma omp task depend(in: dep[0])
+            PS_G16_RUN(P2, jb2, t);
+        }
+        #pragma omp task depend(inout: dep[0])
+        P2(job_finish)(&jb2, mb2);
+        for (int k = 0; k < 4; k++) {
+            char *after = k + 1 >= live ? &dep[k + 1 - live] : &first[k];  /* the finish this plan waits for */
+            #pragma omp task depend(out: dep[k + 1]) depend(in: after[0])
+            {
+                if (k == 0 && !h_first) {
+                    GN(g16_h)(h, a, b, log_domain, 1);
+                    free(a); free(b);
+                }
+                PS_G16_PLAN(P1, j1[k], g1_bases[k], g1_scalars[k], g1_rows[k]);
+                ps_g16_release(g1_bases[k], L1 * 8 * g1_rows[k], mapped);
+                if (k == 0) free(h);
+            }
+            for (int t = 0; t < PS_G16_WINDOWS; t++) {
+                #pragma omp task depend(in: dep[k + 1])
+                PS_G16_RUN(P1, j1[k], t);
+            }
+            #pragma omp task depend(inout: dep[k + 1])
+            P1(job_finish)(&j1[k], g1_out[k]);
+        }
     }
-    free(a); free(b); free(h);
-    u64 ma[sizeof(A1) / sizeof(u64)], mb1[sizeof(A1) / sizeof(u64)], mc[sizeof(A1) / sizeof(u64)];
-    u64 mh[sizeof(A1) / sizeof(u64)], mb2[sizeof(A2) / sizeof(u64)];
-    P1(job_finish)(&ja, ma); P1(job_finish)(&jb1, mb1); P1(job_finish)(&jc, mc); P1(job_finish)(&jh, mh);
-    P2(job_finish)(&jb2, mb2);
-    X1 ch; P1(from_affine)(&ch, (const A1 *)mc); P1(add_affine)(&ch, &ch, (const A1 *)mh);
-    P1(to_affine)((A1 *)mc, &ch);
+    /* C + H */
+    X1 ch; P1(from_affine)(&ch, (const A1 *)g1_out[3]); P1(add_affine)(&ch, &ch, (const A1 *)g1_out[0]);
+    P1(to_affine)((A1 *)g1_out[3], &ch);
     /* hdr: alpha1 (G1), beta1 (G1), beta2 (G2), gamma2 (G2), delta1 (G1), delta2 (G2) */
-    const size_t L1 = sizeof(A1) / sizeof(u64), L2 = sizeof(A2) / sizeof(u64);
     const u64 *alpha1 = hdr, *beta1 = hdr + L1, *beta2 = hdr + 2 * L1, *delta1 = hdr + 2 * L1 + 2 * L2;
     const u64 *delta2 = delta1 + L1;
-    GN(groth16_assemble)(proof, proof + L1, proof + L1 + L2, ma, mb1, mb2, mc, alpha1, beta1, beta2, delta1,
-                         delta2, rs, rs + 4);
+    GN(groth16_assemble)(proof, proof + L1, proof + L1 + L2, g1_out[1], g1_out[2], mb2, g1_out[3], alpha1, beta1,
+                         beta2, delta1, delta2, rs, rs + 4);
     return 0;
 }
 
@@ -259,7 +321,9 @@ int GN(groth16_verify)(const u64 *proof, const u64 *gamma2, const u64 *delta2, c
     return GN(pairing_check)((const u64 *)g1, (const u64 *)g2, 3, alpha_beta) ? 0 : 1;
 }
 
-#undef PS_G16_QUEUE
+#undef PS_G16_PLAN
+#undef PS_G16_RUN
+#undef PS_G16_WINDOWS
 #undef GN
 #undef R_
 #undef RT
