@@ -58,11 +58,14 @@ def wait_seconds() -> float:
     return float(settings.PROVINGSITE["PLACEMENT_WAIT_S"])
 
 
+def uploaded(kind: str, circuit_id: str) -> bool:
+    """A client's own zkey, uploaded with its job: no other job shares it."""
+    return kind == ProofKind.CUSTOM and not _REGISTERED.match(circuit_id or "")
+
+
 def shared_key(kind: str, circuit_id: str) -> str:
     """The key a job's partitions need, as hosts list it; "" for an uploaded zkey (never shared)."""
-    if kind != ProofKind.CUSTOM or _REGISTERED.match(circuit_id or ""):
-        return circuit_id
-    return ""
+    return "" if uploaded(kind, circuit_id) else circuit_id
 
 
 def tiers_of(key_cache: Iterable[Any] | None) -> dict[str, Tier]:
