@@ -12,7 +12,9 @@ Within the claim's own transaction, a host ranks the partitions first in the cla
 * a partition whose latest start (engine.ledger.deadlines) falls within the wait is taken
   first, wherever its key is: waiting for its key's holder could make it late;
 * then partitions whose key this host holds hot, then warm (a key it is loading for a
-  partition it holds counts as hot: it will be by the time the next one is synthesized);
+  partition it holds counts as hot: it will be by the time the next one is synthesized), each
+  ahead of older work only if its job came within the wait of the oldest's, so no job waits
+  behind an endless stream of another key's;
 * then those it would load cold, unless another live, non-draining host holding that key
   has been free (asked for work with room to spare: ``EngineHost.free_at``) within the wait:
   that one is left for the holder. A holder busy for the whole wait stops asking, its
@@ -84,6 +86,7 @@ class Candidate:
     key: str  # shared_key of its job
     priority: int
     latest_start_at: datetime | None
+    submitted_at: datetime
 
 
 @dataclass(frozen=True)
@@ -128,17 +131,29 @@ def rank(candidates: list[Candidate], farm: Residency, now: datetime, wait: floa
         urgent = [c for c in level if c.latest_start_at is not None and c.latest_start_at <= soon]
         rest = [c for c in level if c not in urgent]
         takeable = [c for c in rest if farm.tier(c.key) < Tier.COLD or c.key not in farm.kept]
-        out += [c.pk for c in urgent] + [c.pk for c in sorted(takeable, key=lambda c: farm.tier(c.key))]
+        out += [c.pk for c in urgent] + [c.pk for c in by_residency(takeable, farm, wait)]
         if len(takeable) < len(rest):  # some wait for their key's holder: nothing of a lower priority first
             break
     return out
 
 
-_FIELDS = ("pk", "job__kind", "job__circuit_id", "job__priority", "job__latest_start_at")
+def by_residency(takeable: list[Candidate], farm: Residency, wait: float) -> list[Candidate]:
+    """Hot keys' partitions first, then warm, then cold, each in claim order; but a partition
+    jumps the first in line only if its job came at most the wait after that one's: a steady
+    stream of one resident key's jobs never starves an older job of another key."""
+    if not takeable:
+        return []
+    horizon = takeable[0].submitted_at + timedelta(seconds=wait)
+    near = [c for c in takeable if c.submitted_at <= horizon]
+    return sorted(near, key=lambda c: farm.tier(c.key)) + [c for c in takeable if c.submitted_at > horizon]
+
+
+_FIELDS = ("pk", "job__kind", "job__circuit_id", "job__priority", "job__latest_start_at", "job__submitted_at")
 
 
 def _candidates(rows: Iterable[tuple[Any, ...]]) -> list[Candidate]:
-    return [Candidate(pk, shared_key(kind, circuit_id), priority, latest) for pk, kind, circuit_id, priority, latest in rows]
+    return [Candidate(pk, shared_key(kind, circuit_id), priority, latest, submitted)
+            for pk, kind, circuit_id, priority, latest, submitted in rows]
 
 
 def candidates(order: QuerySet[Partition], farm: Residency) -> list[Candidate]:

@@ -222,3 +222,11 @@ def test_two_hosts_claiming_at_once_each_take_their_own_key_s_partitions(host, j
 def test_an_engine_with_room_to_spare_marks_its_host_free(start_engine) -> None:
     engine = start_engine()
     wait_until(lambda: EngineHost.objects.get(pk=engine.host.pk).free_at is not None, timeout=30)
+
+
+def test_a_resident_key_s_jobs_jump_an_older_job_only_if_they_came_within_the_wait(host, job) -> None:
+    b = host("host-b", hot=(SNAP,))
+    older = job(PORE)
+    ProofJob.objects.filter(pk=older.pk).update(submitted_at=timezone.now() - timedelta(seconds=2 * WAIT_S))
+    job(SNAP)
+    assert taken(b) == [PORE]
