@@ -12,7 +12,7 @@ key, plus any key evicted and loaded again: counted from the engines' "evicted" 
 bound), proofs/min, and the share of partitions proved on a host that already held the key
 (every partition but the ones that loaded it); then on/off ratios.
 
-    .venv/bin/python bench/farm.py --placement [--engines 2] [--backlog …] [--placement-wait 3]
+    .venv/bin/python bench/farm.py --placement [--engines 2] [--backlog …] [--placement-wait 3] [--placement-budget 5MiB]
 
 Proofs per minute (the default). Each run is a fresh farm (a PostgreSQL database copied from
 one migrated template, its own Redis db number, its own data directories), the same backlog
@@ -295,12 +295,15 @@ def placement_main(args: argparse.Namespace, template_runs: Callable[[Callable[[
     backlog = parse_backlog(args.backlog or PLACEMENT_BACKLOG)
     engines = int(args.engines.split(",")[0])
     print(f"placement by key: {engines} engines, backlog {backlog} at normal priority, interleaved, scale tiny, "
-          f"CPU backend, wait {args.placement_wait:g} s, {os.cpu_count()} CPU(s)", flush=True)
+          f"CPU backend, wait {args.placement_wait:g} s, budget {args.placement_budget or '4GiB'} per engine, "
+          f"{os.cpu_count()} CPU(s)", flush=True)
     runs: dict[str, Run] = {}
 
     def both(template: FarmTemplate, tmp: Path) -> None:
         for label, on in (("-off", "0"), ("-on", "1")):
             env = {"PROVINGSITE_PLACEMENT": on, "PROVINGSITE_PLACEMENT_WAIT_S": str(args.placement_wait)}
+            if args.placement_budget:
+                env["PROVINGSITE_MEMORY_BUDGET"] = args.placement_budget
             started = time.monotonic()
             run = run_once(template, engines, backlog, tmp, args.redis_db, args.timeout, None, label=label, env=env,
                            priority=NORMAL_PRIORITY)
@@ -779,6 +782,9 @@ def main() -> int:
                          help="run placement off then on (2 engines unless --engines), and print the ratios")
     placing.add_argument("--placement-wait", type=float, default=3.0,
                          help="PROVINGSITE_PLACEMENT_WAIT_S for the engines of the 'on' run")
+    placing.add_argument("--placement-budget", default="",
+                         help="each engine's memory budget (e.g. 5MiB: two tiny keys and the partitions in flight, "
+                              "as a production host holds two of its 33-57 GiB keys); default the farm's 4GiB")
     writes = parser.add_argument_group("ledger writes (--writes)")
     writes.add_argument("--writes", action="store_true",
                         help="measure the ledger's write throughput (transitions/s), no proving")
