@@ -4,6 +4,16 @@
     .venv/bin/python bench/farm.py --engines 1,2 --backlog porep-c2=1,winning-post=4
     .venv/bin/python bench/farm.py --writes --engines 1,2,4 --seconds 10 --json farm-writes.json
 
+Placement by key (``--placement``): the same farm twice, ``PROVINGSITE_PLACEMENT=0`` (first
+come, first served) then on, 2 engines by default, a backlog of jobs of 4 circuits (the four
+built-in kinds) all at normal priority and submitted interleaved, so the queue's head changes
+circuit from job to job. Per run: key loads (each host's first partition of a circuit loads its
+key, plus any key evicted and loaded again: counted from the engines' "evicted" lines, an upper
+bound), proofs/min, and the share of partitions proved on a host that already held the key
+(every partition but the ones that loaded it); then on/off ratios.
+
+    .venv/bin/python bench/farm.py --placement [--engines 2] [--backlog …] [--placement-wait 3] [--placement-budget 5MiB]
+
 Proofs per minute (the default). Each run is a fresh farm (a PostgreSQL database copied from
 one migrated template, its own Redis db number, its own data directories), the same backlog
 submitted at once after every engine heartbeats, scale tiny, CPU backend. Times come from the
@@ -93,6 +103,14 @@ class Run:
     per_host: dict[str, int]
     problems: list[str]
     claim_query_ms: list[float]
+    label: str = ""
+    key_loads: int = 0  # first partition of a circuit on a host, plus evictions (each may have reloaded)
+    evictions: int = 0
+    held: int = 0  # partitions proved on a host that already held (or was loading) their key
+
+    @property
+    def held_share(self) -> float:
+        return self.held / self.partitions if self.partitions else float("nan")
 
     @property
     def proofs_per_min(self) -> float:
@@ -154,18 +172,48 @@ def claim_query_durations(path: Path | None, offset: int) -> list[float]:
     return out
 
 
+def interleaved(prefix: str, backlog: dict[str, int]) -> list[tuple[str, str, dict[str, Any]]]:
+    """The backlog's jobs one kind after another (a, b, c, d, a, b, …), not kind by kind."""
+    by_kind: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
+    for job in batch(prefix, backlog):
+        by_kind.setdefault(job[0], []).append(job)
+    out = []
+    for i in range(max(map(len, by_kind.values()), default=0)):
+        out += [jobs[i] for jobs in by_kind.values() if i < len(jobs)]
+    return out
+
+
+EVICTED = re.compile(r"evicted idle proving key")
+
+
+def key_figures(parts: list[dict[str, Any]], circuit_of: dict[str, str], logs: list[str]) -> tuple[int, int, int]:
+    """(key loads, evictions, partitions whose host already held the key): a host's first
+    partition of a circuit, in claim order, is the one that loaded its key."""
+    seen: set[tuple[str, str]] = set()
+    first = 0
+    for p in sorted(parts, key=lambda p: (p["claimed_at"] is None, p["claimed_at"] or 0)):
+        where = (p["host_name"] or "?", circuit_of[p["job_name"]])
+        if where not in seen:
+            seen.add(where)
+            first += 1
+    evictions = sum(len(EVICTED.findall(log)) for log in logs)
+    return first + evictions, evictions, len(parts) - first - evictions
+
+
 def run_once(template: FarmTemplate, engines: int, backlog: dict[str, int], root: Path, redis_db: int,
-             timeout: float, pg_log: Path | None) -> Run:
-    farm = Farm.create(template, root / f"engines-{engines}", redis_db)
+             timeout: float, pg_log: Path | None, label: str = "", env: dict[str, str] | None = None,
+             priority: int | None = None) -> Run:
+    farm = Farm.create(template, root / f"engines-{engines}{label}", redis_db)
     offset = log_size(pg_log)
     try:
         if pg_log is not None:
             with farm.connect() as conn:
                 conn.execute(f'ALTER DATABASE "{farm.database}" SET log_min_duration_statement = 0')
-        hosts = [farm.start_engine(f"bench-{engines}-{i}", wait=False) for i in range(engines)]
+        hosts = [farm.start_engine(f"bench-{engines}-{i}", wait=False, **(env or {})) for i in range(engines)]
         for host in hosts:
             farm.wait_engine_ready(host, timeout=180)
-        jobs = farm.submit(batch(f"bench-{engines}", backlog))
+        backlog_jobs = interleaved(f"bench-{engines}", backlog) if label else batch(f"bench-{engines}", backlog)
+        jobs = farm.submit(backlog_jobs, priority=priority)
         farm.wait_jobs_finished(jobs, timeout=timeout, watch=hosts)
         times = farm.one(
             "SELECT min(j.submitted_at) AS submitted, max(j.finished_at) AS finished, "
@@ -180,6 +228,8 @@ def run_once(template: FarmTemplate, engines: int, backlog: dict[str, int], root
         per_host: dict[str, int] = {}
         for p in parts:
             per_host[p["host_name"] or "?"] = per_host.get(p["host_name"] or "?", 0) + 1
+        circuit_of = {j["job_id"]: j["circuit_id"] for j in farm.jobs(jobs)}
+        loads, evictions, held = key_figures(parts, circuit_of, [h.log() for h in hosts])
         return Run(
             engines=engines, jobs=len(jobs), partitions=len(parts),
             wall_s=(times["finished"] - times["submitted"]).total_seconds(),
@@ -187,6 +237,7 @@ def run_once(template: FarmTemplate, engines: int, backlog: dict[str, int], root
             claim_to_synth_ms=claim_to_synth, queue_ms=queue, per_host=per_host,
             problems=completion_problems(farm, jobs),
             claim_query_ms=claim_query_durations(pg_log, offset),
+            label=label, key_loads=loads, evictions=evictions, held=held,
         )
     finally:
         farm.destroy()
@@ -217,6 +268,61 @@ def report(runs: list[Run]) -> str:
     for label, cell in rows:
         lines.append(f"{label:<{width}}  " + "  ".join(f"{cell(r):>18}" for r in runs))
     return "\n".join(lines)
+
+
+def placement_report(off: Run, on: Run) -> str:
+    """Placement off and on side by side, and on/off ratios (off is the reference)."""
+    rows: list[tuple[str, Callable[[Run], float], str]] = [
+        ("key loads", lambda r: r.key_loads, "{:.0f}"),
+        ("evictions (in the loads)", lambda r: r.evictions, "{:.0f}"),
+        ("partition proofs / min", lambda r: r.proofs_per_min, "{:.1f}"),
+        ("wall (submit → last done) s", lambda r: r.wall_s, "{:.1f}"),
+        ("proved where the key was held", lambda r: r.held_share * 100, "{:.1f} %"),
+        ("queue wait p50 s", lambda r: percentile(r.queue_ms, 50) / 1000, "{:.1f}"),
+        ("queue wait p99 s", lambda r: percentile(r.queue_ms, 99) / 1000, "{:.1f}"),
+    ]
+    table = [("", "placement off", "placement on", "on / off")]
+    for label, figure, fmt in rows:
+        a, b = figure(off), figure(on)
+        table.append((label, fmt.format(a), fmt.format(b), f"{b / a:.2f}×" if a else "—"))
+    table.append(("partitions per host", " ".join(str(n) for _, n in sorted(off.per_host.items())),
+                  " ".join(str(n) for _, n in sorted(on.per_host.items())), ""))
+    table.append(("completion problems", str(len(off.problems)), str(len(on.problems)), ""))
+    return markdown_table(table[0], table[1:])
+
+
+def placement_main(args: argparse.Namespace, template_runs: Callable[[Callable[[FarmTemplate, Path], None]], None]) -> int:
+    backlog = parse_backlog(args.backlog or PLACEMENT_BACKLOG)
+    engines = int(args.engines.split(",")[0])
+    print(f"placement by key: {engines} engines, backlog {backlog} at normal priority, interleaved, scale tiny, "
+          f"CPU backend, wait {args.placement_wait:g} s, budget {args.placement_budget or '4GiB'} per engine, "
+          f"{os.cpu_count()} CPU(s)", flush=True)
+    runs: dict[str, Run] = {}
+
+    def both(template: FarmTemplate, tmp: Path) -> None:
+        for label, on in (("-off", "0"), ("-on", "1")):
+            env = {"PROVINGSITE_PLACEMENT": on, "PROVINGSITE_PLACEMENT_WAIT_S": str(args.placement_wait)}
+            if args.placement_budget:
+                env["PROVINGSITE_MEMORY_BUDGET"] = args.placement_budget
+            started = time.monotonic()
+            run = run_once(template, engines, backlog, tmp, args.redis_db, args.timeout, None, label=label, env=env,
+                           priority=NORMAL_PRIORITY)
+            runs[label] = run
+            print(f"  placement {'on' if on == '1' else 'off'}: {run.partitions} partitions in {run.wall_s:.1f} s "
+                  f"({run.proofs_per_min:.1f}/min), {run.key_loads} key loads, "
+                  f"{run.held_share * 100:.1f} % proved where the key was held "
+                  f"(run took {time.monotonic() - started:.0f} s with start-up)", flush=True)
+            for problem in run.problems:
+                print(f"    problem: {problem}", flush=True)
+
+    template_runs(both)
+    print()
+    print(placement_report(runs["-off"], runs["-on"]))
+    return 1 if any(r.problems for r in runs.values()) else 0
+
+
+PLACEMENT_BACKLOG = "porep-c2=2,snap-update=2,window-post=4,winning-post=4"
+NORMAL_PRIORITY = 2  # engine.states.Priority.NORMAL: every job in one class, so placement may order them
 
 
 # ---- --writes: the ledger's write throughput ------------------------------------------------
@@ -649,6 +755,17 @@ def writes_main(args: argparse.Namespace) -> int:
     return 1 if dry else 0
 
 
+def with_template(body: Callable[[FarmTemplate, Path], None]) -> None:
+    """``body(template, tmp)`` with the keys made, a migrated template and a scratch directory."""
+    ensure_params()
+    template = FarmTemplate(tag="bench").create()
+    try:
+        with tempfile.TemporaryDirectory(prefix="farm-bench-") as tmp:
+            body(template, Path(tmp))
+    finally:
+        template.destroy()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--engines", default="1,2,4", help="engine process counts, comma-separated")
@@ -660,6 +777,14 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=900, help="seconds per run")
     parser.add_argument("--pg-log", default="/var/log/postgresql/postgresql-15-main.log",
                         help="PostgreSQL's server log, to time the claim query ('' to skip)")
+    placing = parser.add_argument_group("placement by key (--placement)")
+    placing.add_argument("--placement", action="store_true",
+                         help="run placement off then on (2 engines unless --engines), and print the ratios")
+    placing.add_argument("--placement-wait", type=float, default=3.0,
+                         help="PROVINGSITE_PLACEMENT_WAIT_S for the engines of the 'on' run")
+    placing.add_argument("--placement-budget", default="",
+                         help="each engine's memory budget (e.g. 5MiB: two tiny keys and the partitions in flight, "
+                              "as a production host holds two of its 33-57 GiB keys); default the farm's 4GiB")
     writes = parser.add_argument_group("ledger writes (--writes)")
     writes.add_argument("--writes", action="store_true",
                         help="measure the ledger's write throughput (transitions/s), no proving")
@@ -679,11 +804,15 @@ def main() -> int:
     stray = [a.split("=")[0] for a in sys.argv[1:] if a.split("=")[0] in writes_only]
     if stray:
         parser.error(f"{', '.join(stray)}: options of --writes (the ledger write bench); add --writes")
-    args.backlog = args.backlog or "porep-c2=2,snap-update=1,window-post=2,winning-post=4"
+    if args.placement and "--engines" not in " ".join(sys.argv):
+        args.engines = "2"
     for available, reason in (postgres_available(), redis_available()):
         if not available:
             print(reason, file=sys.stderr)
             return 2
+    if args.placement:
+        return placement_main(args, with_template)
+    args.backlog = args.backlog or "porep-c2=2,snap-update=1,window-post=2,winning-post=4"
     backlog = parse_backlog(args.backlog)
     pg_log = Path(args.pg_log) if args.pg_log and Path(args.pg_log).is_file() else None
     print(f"backlog: {backlog} at scale tiny, CPU backend", flush=True)

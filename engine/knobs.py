@@ -23,6 +23,8 @@ class Knobs(TypedDict):
     HEARTBEAT_SECONDS: float
     LEASE_SECONDS: float
     MAX_ATTEMPTS: int
+    PLACEMENT: bool
+    PLACEMENT_WAIT_S: float
     DRAIN_SECONDS: float
     WITNESS_SECONDS: float
     DEADLINE_OFFSETS: dict[str, float]

@@ -165,6 +165,11 @@ class EngineHost(models.Model):
     figures = models.JSONField(default=dict, blank=True,
                                help_text="Host CPU and RAM in use, the engine's resident memory and, where NVML is "
                                          "present, each device's utilisation, memory and power: sampled every heartbeat.")
+    # Liveness, like heartbeat_at (no version): the last time the host asked for work with room
+    # to spare. Placement (engine.ledger.placement) leaves a partition to a host holding its key
+    # while that host has been free within PROVINGSITE_PLACEMENT_WAIT_S.
+    free_at = models.DateTimeField(null=True, blank=True,
+                                   help_text="Last time this host asked for work with room to spare (placement by key).")
     clock = models.PositiveIntegerField(default=WEB_CLOCK)
     version = models.BigIntegerField(default=0)
     revision = models.PositiveBigIntegerField(default=0)

@@ -181,6 +181,11 @@ PROVINGSITE: Knobs = {
     "HOST_NAME": env_str("PROVINGSITE_HOST_NAME", ""),
     "HEARTBEAT_SECONDS": env_float("PROVINGSITE_HEARTBEAT_SECONDS", 2.0, minimum=0.1),
     "LEASE_SECONDS": env_float("PROVINGSITE_LEASE_SECONDS", 15.0, minimum=1.0),
+    # Placement by key (engine.ledger.placement): a host prefers partitions whose key it holds,
+    # and leaves one it would load cold to a host holding that key while such a host has been
+    # free within the wait. Off: first come, first served (bench/farm.py --placement's reference).
+    "PLACEMENT": env_bool("PROVINGSITE_PLACEMENT", True),
+    "PLACEMENT_WAIT_S": env_float("PROVINGSITE_PLACEMENT_WAIT_S", 3.0, minimum=0.0),
     "MAX_ATTEMPTS": env_int("PROVINGSITE_MAX_ATTEMPTS", 3, minimum=1, maximum=100),
     "DRAIN_SECONDS": env_float("PROVINGSITE_DRAIN_SECONDS", 30.0, minimum=0.0),
     # A circuit's witness generator (the client's .wasm) runs at most this long per partition.

@@ -49,8 +49,9 @@ def detail_name(job_id: str) -> str:
 def _detail(job_id: str) -> Fragment:
     def read(farm: Farm, jobs: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
         return reads.job_detail_context(job_id, farm)
-    # One per page, so one DOM id; a job's rows and head move with its job and partition hints.
-    return Fragment(detail_name(job_id), "frag-job", read, job_detail_units, frozenset({JOB, PARTITION}))
+    # One per page, so one DOM id; a job's rows and head move with its job and partition hints,
+    # its key line with a host's (a key loaded or evicted is a change of the host's row).
+    return Fragment(detail_name(job_id), "frag-job", read, job_detail_units, frozenset({JOB, PARTITION, HOST}))
 
 
 # The jobs page shows one more, named for its query in canonical form: "jobs:<query>".

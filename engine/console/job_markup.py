@@ -1,7 +1,8 @@
 """One job's live page (/jobs/<id>): its markup as units, so its stream swaps what changed.
 
 The page and its stream (/events/?job=<id>) show one fragment, ``job:<id>``: a head (state,
-times, the proof links once there are proofs), a row per partition and the engines' last log
+times, the proof links once there are proofs), where its key is resident (``job-key-residency``),
+a row per partition and the engines' last log
 lines about the job (``job-log``), each a unit with a stable id. A transition resends one row; the job ending resends the head with its final
 figures and links. Running phases carry their start (data-started-at), so the browser ticks
 them between flushes. The markup is shared by every viewer of the job: nothing in it may
@@ -31,6 +32,7 @@ from engine.format import epoch_ms, fmt_ms, ms_between
 from engine.ledger.deadlines import at_risk_from, standing
 from engine.models import Partition, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
+from engine.status.residency import Resident
 
 # "to synth" is a partition's wait from the job's submission to its synthesis (the queue, then
 # its claim and reservation); the head's "queued" is the job's, until its first claim.
@@ -175,6 +177,22 @@ def _timeline(key: str, job: ProofJob, parts: list[Partition]) -> Unit:
                 f'<p class="axis"><span>submitted</span><span>{fmt_ms(int(total * 1000))}</span></p></div>')
 
 
+def _keys(key: str, job: ProofJob, residency: list[Resident] | None) -> Unit:
+    """Where the job's proving key is resident (engine.status.residency), hot before warm: the
+    hosts placement by key sends its partitions to."""
+    if residency is None:
+        body, hosts = "its own uploaded key, held by no host beforehand", ""
+    elif not residency:
+        body, hosts = '<span class="none">no host</span>', ""
+    else:
+        body = ", ".join(f'<span class="key-chip {r.tier_name}" data-host="{_esc(r.host)}" data-tier="{r.tier_name}">'
+                         f"{_esc(r.host)} ({r.tier_name})</span>" for r in residency)
+        hosts = " ".join(f"{r.host}:{r.tier_name}" for r in residency)
+    return leaf(f"{key}/keys", "job-key-residency",
+                f' class="key-residency" data-circuit="{_esc(job.circuit_id)}" data-hosts="{_esc(hosts)}" '
+                f'data-version="{VERSION_TOKEN}">key resident on: {body}</div>')
+
+
 def _log(key: str, lines: list[tuple[Any, ...]]) -> Unit:
     """The engines' last lines about the job (engine.ledger.job_log), oldest first: time, level,
     host, partition and message, as they were logged."""
@@ -201,12 +219,14 @@ def job_detail_units(fragment: Fragment, context: dict[str, Any], now: datetime)
         return [Unit(key, html, digest(html))]
     parts: list[Partition] = context["parts"]
     head = _head(key, job, parts, now, context.get("expected_s", 0.0))
+    keys = _keys(key, job, context.get("residency"))
     timeline = _timeline(key, job, parts)
     rows = [_row(key, part, now) for part in parts]
     lines = _log(key, context.get("log", []))
     header = "".join(f'<span role="columnheader">{c}</span>' for c in COLUMNS)
-    html = (f'{opening}{head.html}{timeline.html}<div class="partitions" role="table"><div class="prow head" role="row">'
-            f'{header}</div>{"".join(r.html or "" for r in rows)}</div>{lines.html}</section>')
+    html = (f'{opening}{head.html}{keys.html}{timeline.html}<div class="partitions" role="table">'
+            f'<div class="prow head" role="row">{header}</div>{"".join(r.html or "" for r in rows)}</div>{lines.html}'
+            "</section>")
     shape = digest(repr((job.job_id, [p.index for p in parts])))
-    return [Unit(key, html, shape, (head.key, timeline.key, *(r.key for r in rows), lines.key)), head, timeline, *rows,
-            lines]
+    return [Unit(key, html, shape, (head.key, keys.key, timeline.key, *(r.key for r in rows), lines.key)), head, keys,
+            timeline, *rows, lines]

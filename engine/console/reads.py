@@ -23,6 +23,7 @@ from engine.status import utilisation
 from engine.status.farm import stale_after_seconds
 from engine.status.host_report import HostFigures, devices_of
 from engine.status.read_model import Farm
+from engine.status.residency import key_residency
 
 TASK_STREAM_SECONDS = utilisation.WINDOW_SECONDS
 # The task stream's geometry moves with the clock alone; it is resent when a bar starts or
@@ -229,7 +230,8 @@ def job_detail_context(job_id: str, farm: Farm) -> dict[str, Any]:
     # Its circuit's expected duration, which an active job's deadline standing needs.
     expected = (expected_seconds([job.circuit_id])[job.circuit_id]
                 if job and job.deadline is not None and job.state in JOB_ACTIVE else 0.0)
-    return {"job_id": job_id, "job": job, "parts": parts, "expected_s": expected, "log": job_log_lines(job)}
+    return {"job_id": job_id, "job": job, "parts": parts, "expected_s": expected, "log": job_log_lines(job),
+            "residency": key_residency(farm, job.kind, job.circuit_id) if job else None}
 
 
 def job_log_lines(job: ProofJob | None, limit: int = LOG_LINES) -> list[tuple[Any, ...]]:

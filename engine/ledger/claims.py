@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from engine.ledger import placement
 from engine.ledger.clock import Stamp
 from engine.models import EngineHost, Partition, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
@@ -55,9 +56,12 @@ def claim_partitions(host: EngineHost, limit: int, stamp: Stamp, refused: Collec
     """Claim up to ``limit`` partitions for ``host``, none of a circuit in ``refused`` (the host
     has no key for it, or not the farm's); call inside a transaction."""
     order = claim_order().exclude(job__circuit_id__in=list(refused)) if refused else claim_order()
-    # of=("self",): lock the partition rows only, never the job rows other hosts also read.
-    rows = list(order.select_for_update(skip_locked=True, of=("self",)).select_related("job")[:limit])
     now = timezone.now()
+    if placement.enabled():  # by which keys each host holds (engine.ledger.placement)
+        rows = placement.placed(host.pk, order, limit, now)
+    else:  # first come, first served
+        # of=("self",): lock the partition rows only, never the job rows other hosts also read.
+        rows = list(order.select_for_update(skip_locked=True, of=("self",)).select_related("job")[:limit])
     lease = lease_deadline()
     for row in rows:
         row.attempt += 1

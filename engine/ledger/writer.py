@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from engine.ledger import placement
 from engine.ledger.claims import Claim, claim_partitions, close_gpu_interval, release_claim
 from engine.ledger.clock import Stamp, host_clock, next_stamp
 from engine.ledger.deadlocks import retried
@@ -67,6 +68,7 @@ class StatusWriter:
         self.busy_s = 0.0  # seconds spent writing records (the engine's own overhead)
         self.listeners: list[Callable[[Stamp], None]] = []  # called with each committed stamp
         self.clock = host_clock(host.name)
+        self._free_marked = float("-inf")  # when mark_free last wrote (monotonic)
 
     # -- the one path every write takes --------------------------------------------------
 
@@ -233,6 +235,18 @@ class StatusWriter:
             return [{}]
 
         return self._commit(work)
+
+    def mark_free(self) -> None:
+        """The host asked for work with room to spare (engine.ledger.placement): liveness like a
+        heartbeat, no version, and written at most every quarter of the wait (at most 4 a
+        second), so an idle host's polling is not a stream of writes."""
+        if not placement.enabled():
+            return
+        now = time.monotonic()
+        if now - self._free_marked < max(placement.wait_seconds() / 4, 0.25):
+            return
+        EngineHost.objects.filter(pk=self.host.pk).update(free_at=timezone.now())
+        self._free_marked = now
 
     def beat(self, **fields: Any) -> None:
         """The host is alive (``heartbeat_at``) and its devices' samples: liveness, not a

@@ -2,7 +2,8 @@
 
 It claims only while the synthesis pool has a free slot and not too much synthesized work
 already waits for a proving worker (the pacer), so a host never hoards partitions another
-host could be proving. Each claim is loaded with its circuit's memory needs, reserved, and
+host could be proving. Asking with room to spare marks the host free, which placement by key
+reads (engine.ledger.placement): a host holding a key keeps its partitions while it is free. Each claim is loaded with its circuit's memory needs, reserved, and
 handed to synthesis.
 """
 
@@ -44,8 +45,12 @@ class Dispatcher:
                 continue
             if not self.synthesis.has_room(len(self.proof_queue), self.pace_target):
                 continue
+            # Room for more than this claim: the host is free, and says so for placement by key.
+            free = self.synthesis.spare(len(self.proof_queue), self.pace_target) > 1
             try:
                 claims = self.writer.claim(1, refused=self.book.keycache.refused())
+                if free or not claims:
+                    self.writer.mark_free()
             except DatabaseError as exc:  # the database went away: try again shortly
                 log.error("claiming failed: %s", exc)
                 connection.close()

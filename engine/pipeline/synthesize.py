@@ -68,6 +68,11 @@ class Synthesis:
                 return False
         return True
 
+    def spare(self, waiting_for_proof: int, pace_target: int) -> int:
+        """How many more partitions has_room would let in now."""
+        with self._slots:
+            return max(0, min(self.concurrency - self.active, pace_target - self.active - waiting_for_proof))
+
     def start(self, item: WorkItem) -> None:
         if not self.book.record(item, P.SYNTHESIZING, synth_started_at=timezone.now(),
                                 reserved_bytes=item.reservation.nbytes):

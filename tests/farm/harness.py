@@ -448,8 +448,9 @@ class Farm:
 
     # -- jobs --------------------------------------------------------------------------
 
-    def submit(self, jobs: Sequence[tuple[str, str, dict[str, Any]]]) -> list[str]:
-        """Submit (kind, job_id, raw inputs) through validate_inputs + submit_job, in one process."""
+    def submit(self, jobs: Sequence[tuple[str, str, dict[str, Any]]], priority: int | None = None) -> list[str]:
+        """Submit (kind, job_id, raw inputs) through validate_inputs + submit_job, in one process;
+        at ``priority`` if given, else each kind's own."""
         code = (
             "import json, sys\n"
             "from engine.circuits.kinds import validate_inputs\n"
@@ -457,7 +458,7 @@ class Farm:
             f"for kind, job_id, raw in json.loads({json.dumps(json.dumps(list(jobs)))}):\n"
             "    inputs, n = validate_inputs(kind, raw)\n"
             "    job, created = submit_job(kind=kind, job_id=job_id, inputs=inputs, num_partitions=n,\n"
-            "                              circuit_id=f'{kind}/tiny', scale='tiny')\n"
+            f"                              circuit_id=f'{{kind}}/tiny', scale='tiny', priority={priority!r})\n"
             "    print('SUBMITTED', job.job_id, n, created)\n"
         )
         out = self.manage("shell", "-c", code)
