@@ -67,18 +67,12 @@ class Farm:
 
     @cached_property
     def parts_by_job(self) -> Mapping[int, tuple[Row, ...]]:
-        by_job: dict[int, list[Row]] = {}
-        for part in self.parts:
-            by_job.setdefault(part[0], []).append(part)
-        return MappingProxyType({pk: tuple(rows) for pk, rows in by_job.items()})
+        return _by_first_column(self.parts)
 
     @cached_property
     def on_gpu_by_worker(self) -> Mapping[int, tuple[Row, ...]]:
         """A worker is proving exactly when a partition in ``gpu`` names it."""
-        by_worker: dict[int, list[Row]] = {}
-        for part in self.on_gpu:
-            by_worker.setdefault(part[0], []).append(part)
-        return MappingProxyType({pk: tuple(rows) for pk, rows in by_worker.items()})
+        return _by_first_column(self.on_gpu)
 
     @cached_property
     def unclaimed(self) -> int:
@@ -91,6 +85,13 @@ class Farm:
         pk, host_started = worker[0], worker[5]
         spans = utilisation.spans_of(self.phases.get(pk, ()), self.now)
         return utilisation.utilisation(spans, utilisation.window_start(self.now), self.now, host_started)
+
+
+def _by_first_column(rows: tuple[Row, ...]) -> Mapping[int, tuple[Row, ...]]:
+    grouped: dict[int, list[Row]] = {}
+    for row in rows:
+        grouped.setdefault(row[0], []).append(row)
+    return MappingProxyType({key: tuple(group) for key, group in grouped.items()})
 
 
 def read_farm(now: datetime, *, exact: bool = True) -> Farm:
