@@ -6,6 +6,7 @@ row and its folder come and go together, in the transaction that writes the row.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,13 @@ from django.db.models import QuerySet
 
 from engine.models import Circuit, ProofJob
 from engine.states import JOB_ACTIVE
+
+# A registered circuit's id: ``circom/<sha256 of its zkey>`` (the engine finds its key by it).
+REGISTERED_ID = re.compile(r"^circom/([0-9a-f]{64})$")
+
+
+def is_registered(circuit_id: str) -> bool:
+    return REGISTERED_ID.match(circuit_id or "") is not None
 
 
 class CircuitInUse(Exception):

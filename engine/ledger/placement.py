@@ -28,7 +28,6 @@ re-checked as still unclaimed, so two hosts choosing the same row never wait for
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -37,11 +36,11 @@ from typing import Any
 from django.conf import settings
 from django.db.models import QuerySet
 
+from engine.ledger.circuits import is_registered
 from engine.models import EngineHost, Partition
 from engine.states import JOB_ACTIVE, PARTITION_LIVE, PartitionState, ProofKind
 
 WINDOW = 64  # partitions read from the head of the claim order per claim
-_REGISTERED = re.compile(r"^circom/[0-9a-f]{64}$")  # engine.pipeline.keys: a registered circuit's id
 
 
 class Tier(enum.IntEnum):
@@ -62,7 +61,7 @@ def wait_seconds() -> float:
 
 def uploaded(kind: str, circuit_id: str) -> bool:
     """A client's own zkey, uploaded with its job: no other job shares it."""
-    return kind == ProofKind.CUSTOM and not _REGISTERED.match(circuit_id or "")
+    return kind == ProofKind.CUSTOM and not is_registered(circuit_id)
 
 
 def shared_key(kind: str, circuit_id: str) -> str:

@@ -11,7 +11,6 @@ kinds' keys are. Every key loaded is checked against the farm's record of its ci
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from engine.format import fmt_bytes
+from engine.ledger.circuits import REGISTERED_ID, is_registered
 from engine.ledger.keys import KeyMismatch, adopt_key
 from engine.prover.snarkjs_json import vk_digest
 
@@ -29,16 +29,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("engine")
 
 PREFIX = "circom/"
-_ID = re.compile(r"^circom/([0-9a-f]{64})$")
 ZKEY_NAME = "circuit.zkey"
 
 
-def is_registered(circuit_id: str) -> bool:
-    return _ID.match(circuit_id or "") is not None
-
-
 def zkey_path(circuit_id: str) -> Path:
-    found = _ID.match(circuit_id)
+    found = REGISTERED_ID.match(circuit_id)
     if found is None:
         raise ValueError(f"{circuit_id!r} is not a registered circuit's id (circom/<sha256>)")
     return Path(settings.DATA_DIR) / "circuits" / found.group(1) / ZKEY_NAME
