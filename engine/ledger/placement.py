@@ -71,10 +71,10 @@ def shared_key(kind: str, circuit_id: str) -> str:
 
 def tiers_of(key_cache: Iterable[Any] | None) -> dict[str, Tier]:
     """A host's ``key_cache`` column as circuit id → tier; an entry naming no tier is hot (the
-    one tier the cache had before tiers)."""
+    one tier the cache had before tiers), one naming cold is not held."""
     out: dict[str, Tier] = {}
     for entry in key_cache or []:
-        if isinstance(entry, dict) and entry.get("circuit_id"):
+        if isinstance(entry, dict) and entry.get("circuit_id") and entry.get("tier") != "cold":
             out[str(entry["circuit_id"])] = Tier.WARM if entry.get("tier") == "warm" else Tier.HOT
     return out
 

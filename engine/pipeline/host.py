@@ -16,7 +16,9 @@ marks the host stopped.
 from __future__ import annotations
 
 import logging
+import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -43,6 +45,7 @@ from engine.pipeline.finalize import Finalizers
 from engine.pipeline.host_figures import HostSampler
 from engine.pipeline.inflight import InFlight, Signals, Stats
 from engine.pipeline.keycache import KeyCache
+from engine.pipeline.keymap import map_key
 from engine.pipeline.keys import farm_checked, held_nbytes, load_proving_key
 from engine.pipeline.memory import MemoryManager, budget_bytes, total_ram
 from engine.pipeline.notify import notify_forever
@@ -96,6 +99,12 @@ def bound_idle_transactions(sender: Any, connection: Any, **_: Any) -> None:
         cursor.execute(f"SET idle_in_transaction_session_timeout = {int(seconds * 1000)}")
 
 
+def _key_image_root() -> Path:
+    root = Path(settings.DATA_DIR) / "keymaps"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
 class Engine:
     def __init__(self, config: EngineConfig | None = None, key_loader: Callable[[str], Any] = load_proving_key) -> None:
         self.config = config or EngineConfig.from_settings()
@@ -103,8 +112,11 @@ class Engine:
         self.backend = devices_mod.backend_of(self.devices)
         self.memory = MemoryManager(budget_bytes(self.config.budget, self.config.margin))
         # Each key a host loads is checked against the farm's record of the circuit's key.
+        # Warm keys' images live in this engine's own directory, removed when it stops.
+        self.key_images = Path(tempfile.mkdtemp(prefix="keymaps-", dir=_key_image_root()))
         self.keycache = KeyCache(self.memory, farm_checked(key_loader, lambda: self._name()),
-                                 on_change=self._report_keys, sizer=held_nbytes)
+                                 on_change=self._report_keys, sizer=held_nbytes,
+                                 mapper=lambda key, circuit_id: map_key(key, self.key_images, circuit_id))
         self.proof_queue = ProofQueue()
         self.signals = Signals()
         self.threads: list[threading.Thread] = []
@@ -230,6 +242,7 @@ class Engine:
         self.synthesis.stop()
         self.finalizers.stop()
         self.keycache.clear()
+        shutil.rmtree(self.key_images, ignore_errors=True)
         self.figures.close()
         self.writer.update_host(stopped_at=timezone.now(), key_cache=[])
         log.info("engine %s stopped: %d partitions proved, %d failed", self.host.name if self.host else "?",

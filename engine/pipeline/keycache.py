@@ -10,6 +10,7 @@ parameter cache behaves the same).
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 import time
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.format import fmt_bytes
+from engine.pipeline.keymap import MappedKey
 from engine.pipeline.memory import MemoryManager, Reservation
 from engine.status.holdings import key_owner
 from engine.status.host_report import KeyReport
@@ -25,6 +28,23 @@ from engine.status.host_report import KeyReport
 log = logging.getLogger("engine.keycache")
 
 Loader = Callable[[str], Any]  # circuit id → proving key
+Mapper = Callable[[Any, str], MappedKey]  # a hot key, its circuit id → the key memory-mapped (warm)
+
+
+class KeyTier(enum.StrEnum):
+    """Where a host holds a key: in memory (its arrays and fixed-base tables), memory-mapped
+    from its on-disk image, or on disk only (not in the cache's list)."""
+
+    HOT = "hot"
+    WARM = "warm"
+    COLD = "cold"
+
+
+RANK = {KeyTier.HOT: 0, KeyTier.WARM: 1, KeyTier.COLD: 2}  # best first, as placement ranks them
+
+
+class KeyControlRefused(Exception):
+    """An operator's preload or evict this host will not carry out now; the message says why."""
 
 
 @dataclass
@@ -35,28 +55,43 @@ class _Entry:
     users: int = 0
     last_used: float = 0.0
     loaded_at: datetime | None = None
+    tier: KeyTier = KeyTier.HOT
+    last_used_at: datetime | None = None
+    load_seconds: float | None = None  # the last load from disk (cold → hot)
+    mapped_bytes: int = 0  # warm: the image's mapped size (page cache, not charged)
+
+    def touch(self) -> None:
+        self.last_used = time.monotonic()
+        self.last_used_at = datetime.now(UTC)
 
 
 class KeyCache:
-    """``on_change`` runs after a key is loaded or evicted, outside the cache's locks: the engine
-    writes the new list to its host row then, so that by the time a partition proves with a key,
-    every reader already sees that key loaded (a heartbeat would be up to a beat late)."""
+    """``on_change`` runs after a key is loaded, demoted or evicted, outside the cache's locks:
+    the engine writes the new list to its host row then, so that by the time a partition proves
+    with a key, every reader already sees that key loaded (a heartbeat would be up to a beat late).
+
+    Under memory pressure idle keys are demoted a tier at a time, least recently used first
+    within a tier: every idle hot key becomes warm (``mapper``) before any warm key is dropped
+    to cold. Without a mapper a hot key goes straight to cold."""
 
     def __init__(self, memory: MemoryManager, loader: Loader, on_change: Callable[[], None] | None = None,
-                 sizer: Callable[[Any], int] | None = None) -> None:
+                 sizer: Callable[[Any], int] | None = None, mapper: Mapper | None = None) -> None:
         self.memory = memory
         self.loader = loader
         self.on_change = on_change
         self.sizer = sizer  # a loaded key's real bytes: its reservation is trued up to them
+        self.mapper = mapper
         self._entries: dict[str, _Entry] = {}
         self._refused: dict[str, str] = {}  # circuit id → why this host will not prove it
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self.evictions = 0
+        self.demotions: list[tuple[str, KeyTier, KeyTier]] = []  # (circuit, from, to), oldest first
         self._loading = threading.Lock()  # one load at a time: two misses never load twice
         memory.add_evictor(self.evict)
 
     def checkout(self, circuit_id: str, nbytes: int, priority: int = 2) -> Any:
-        """The key, loaded if needed (its bytes reserved first); pinned until check_in."""
+        """The key, loaded if needed (its bytes reserved first); pinned until check_in. A warm
+        key is proved from its map as it is (not promoted: see keymap)."""
         key, loaded = self._checkout(circuit_id, nbytes, priority)
         if loaded:
             self._changed()
@@ -76,20 +111,28 @@ class KeyCache:
                 entry = self._entries.get(circuit_id)
                 if entry is not None:
                     entry.users += 1
-                    entry.last_used = time.monotonic()
+                    entry.touch()
                     return entry.key, False
-            reservation = self.memory.acquire(key_owner(circuit_id), nbytes, priority)
-            try:
-                key = self.loader(circuit_id)
-                if self.sizer is not None:
-                    self._true_up(reservation, self.sizer(key), priority)
-            except BaseException:
-                reservation.release()
-                raise
-            with self._lock:
-                self._entries[circuit_id] = _Entry(circuit_id, key, reservation, 1, time.monotonic(),
-                                                   datetime.now(UTC))
-            return key, True
+            self._load(circuit_id, nbytes, priority, users=1)
+            return self._entries[circuit_id].key, True
+
+    def _load(self, circuit_id: str, nbytes: int, priority: int, users: int) -> None:
+        """Cold → hot: reserve the estimate, read the key, true the reservation up to it."""
+        reservation = self.memory.acquire(key_owner(circuit_id), nbytes, priority)
+        started = time.monotonic()
+        try:
+            key = self.loader(circuit_id)
+            if self.sizer is not None:
+                self._true_up(reservation, self.sizer(key), priority)
+        except BaseException:
+            reservation.release()
+            raise
+        took = time.monotonic() - started
+        log.info("loaded proving key %s hot: %s in %.2f s", circuit_id, fmt_bytes(reservation.nbytes), took)
+        with self._lock:
+            entry = _Entry(circuit_id, key, reservation, users, loaded_at=datetime.now(UTC), load_seconds=took)
+            entry.touch()
+            self._entries[circuit_id] = entry
 
     def _true_up(self, reservation: Reservation, actual: int, priority: int) -> None:
         """The estimate reserved before loading becomes what the key really holds: less gives
@@ -105,32 +148,106 @@ class KeyCache:
             entry = self._entries.get(circuit_id)
             return entry.reservation.nbytes if entry is not None else 0
 
+    def tier(self, circuit_id: str) -> KeyTier:
+        with self._lock:
+            entry = self._entries.get(circuit_id)
+            return entry.tier if entry is not None else KeyTier.COLD
+
     def check_in(self, circuit_id: str) -> None:
         with self._lock:
             entry = self._entries.get(circuit_id)
             if entry is not None and entry.users > 0:
                 entry.users -= 1
-                entry.last_used = time.monotonic()
+                entry.touch()
 
     def evict(self, needed: int) -> int:
-        """Drop idle keys, oldest first, until ``needed`` bytes are freed; returns bytes freed."""
-        freed = 0
-        dropped: list[_Entry] = []
+        """Demote idle keys until ``needed`` bytes are freed: hot ones to warm first, then warm
+        ones to cold, least recently used first within each tier; returns bytes freed."""
+        freed, demoted = 0, False
         with self._lock:
-            for entry in sorted(self._entries.values(), key=lambda e: e.last_used):
-                if freed >= needed:
-                    break
-                if entry.users == 0:
-                    del self._entries[entry.circuit_id]
-                    self.evictions += 1
-                    freed += entry.reservation.nbytes
-                    dropped.append(entry)
-        for entry in dropped:  # release outside our lock: the manager notifies its waiters
-            log.info("evicted idle proving key %s (%d bytes)", entry.circuit_id, entry.reservation.nbytes)
-            entry.reservation.release()
-        if dropped:
+            for tier in (KeyTier.HOT, KeyTier.WARM):
+                for entry in sorted(self._entries.values(), key=lambda e: e.last_used):
+                    if freed >= needed:
+                        break
+                    if entry.users == 0 and entry.tier is tier:
+                        freed += self._demote(entry, self._below(tier))
+                        demoted = True
+        if demoted:
             self._changed()
         return freed
+
+    def _below(self, tier: KeyTier) -> KeyTier:
+        return KeyTier.WARM if tier is KeyTier.HOT and self.mapper is not None else KeyTier.COLD
+
+    def _demote(self, entry: _Entry, to: KeyTier) -> int:
+        """One idle key a tier (or two) down, under our lock; returns the bytes its reservation
+        gave back. (Releasing under our lock is safe: the manager never calls an evictor while
+        it holds its own lock.)"""
+        was, held = entry.tier, entry.reservation.nbytes
+        if to is KeyTier.WARM:
+            assert self.mapper is not None
+            mapped = self.mapper(entry.key, entry.circuit_id)
+            entry.key, entry.tier, entry.mapped_bytes = mapped.key, KeyTier.WARM, mapped.mapped_bytes
+            give = max(held - mapped.resident_bytes, 0)
+        else:
+            del self._entries[entry.circuit_id]
+            give = held
+        entry.reservation.release_part(give)
+        self.evictions += 1
+        self.demotions.append((entry.circuit_id, was, to))
+        log.info("demoted idle proving key %s %s → %s: %s freed", entry.circuit_id, was, to, fmt_bytes(give))
+        return give
+
+    # -- operator control ----------------------------------------------------------------
+
+    def preload(self, circuit_id: str, tier: KeyTier, nbytes: int) -> None:
+        """Make ``circuit_id`` resident at ``tier`` (hot or warm), ``nbytes`` its estimate. A
+        preload never evicts another key: one that would not fit the free budget is refused."""
+        if tier is KeyTier.COLD:
+            raise KeyControlRefused("a preload is to hot or warm")
+        with self._loading:
+            with self._lock:
+                entry = self._entries.get(circuit_id)
+                if entry is not None and (entry.tier is tier or entry.tier is KeyTier.HOT):
+                    if entry.tier is KeyTier.HOT and tier is KeyTier.WARM:
+                        self._demote_now(entry, KeyTier.WARM)
+                    return
+                if entry is not None and entry.users:
+                    raise KeyControlRefused(f"{circuit_id} is in use warm by {entry.users} partition(s)")
+            free = self.memory.budget - self.memory.used + self.reserved_bytes(circuit_id)
+            if nbytes > free:
+                raise KeyControlRefused(f"{circuit_id} needs {fmt_bytes(nbytes)} ({nbytes} bytes) but "
+                                        f"{fmt_bytes(free)} ({free} bytes) of the budget is free")
+            self._drop(circuit_id)
+            self._load(circuit_id, nbytes, 0, users=0)
+            if tier is KeyTier.WARM:
+                with self._lock:
+                    self._demote_now(self._entries[circuit_id], KeyTier.WARM)
+        self._changed()
+
+    def demote(self, circuit_id: str, tier: KeyTier) -> None:
+        """An operator's evict: ``circuit_id`` down to ``tier`` (warm or cold) if it is idle."""
+        if tier is KeyTier.HOT:
+            raise KeyControlRefused("an evict is to warm or cold")
+        with self._lock:
+            entry = self._entries.get(circuit_id)
+            if entry is None or RANK[entry.tier] >= RANK[tier]:
+                return  # already there or below: nothing to do
+            if entry.users:
+                raise KeyControlRefused(f"{circuit_id} is in use by {entry.users} partition(s)")
+            if tier is KeyTier.WARM and self.mapper is None:
+                raise KeyControlRefused("this cache has no warm tier")
+            self._demote_now(entry, tier)
+        self._changed()
+
+    def _demote_now(self, entry: _Entry, to: KeyTier) -> None:
+        self._demote(entry, to)
+
+    def _drop(self, circuit_id: str) -> None:
+        with self._lock:
+            entry = self._entries.pop(circuit_id, None)
+        if entry is not None:
+            entry.reservation.release()
 
     def clear(self) -> None:
         with self._lock:
@@ -153,5 +270,7 @@ class KeyCache:
     def snapshot(self) -> list[dict[str, Any]]:
         """The resident keys, as written to the host row when one is loaded or evicted."""
         with self._lock:
-            return [KeyReport(e.circuit_id, e.reservation.nbytes, e.loaded_at).to_json()
+            return [KeyReport(e.circuit_id, e.reservation.nbytes, e.loaded_at, tier=str(e.tier),
+                              last_used_at=e.last_used_at, load_seconds=e.load_seconds,
+                              mapped_bytes=e.mapped_bytes).to_json()
                     for e in sorted(self._entries.values(), key=lambda e: e.circuit_id)]

@@ -69,17 +69,28 @@ class KeyReport:
     it from the partitions claimed in the same snapshot (engine.status.holdings)."""
 
     circuit_id: str
-    bytes: int = 0
+    bytes: int = 0  # what the key holds in the host's memory budget at its tier
     loaded_at: datetime | None = None
+    tier: str = "hot"  # hot (in memory) or warm (its points memory-mapped); a cold key is not listed
+    last_used_at: datetime | None = None
+    load_seconds: float | None = None  # its last load from disk
+    mapped_bytes: int = 0  # warm: the mapped image's size, read on demand, not in ``bytes``
 
     def to_json(self) -> dict[str, Any]:
         return {"circuit_id": self.circuit_id, "bytes": self.bytes,
-                "loaded_at": self.loaded_at.isoformat() if self.loaded_at else None}
+                "loaded_at": self.loaded_at.isoformat() if self.loaded_at else None, "tier": self.tier,
+                "last_used_at": self.last_used_at.isoformat() if self.last_used_at else None,
+                "load_seconds": self.load_seconds, "mapped_bytes": self.mapped_bytes}
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> KeyReport:
+        tier = entry.get("tier")
         return cls(circuit_id=str(entry.get("circuit_id") or "?"), bytes=_int_or_none(entry.get("bytes")) or 0,
-                   loaded_at=_datetime_or_none(entry.get("loaded_at")))
+                   loaded_at=_datetime_or_none(entry.get("loaded_at")),
+                   tier=tier if tier in ("hot", "warm", "cold") else "hot",
+                   last_used_at=_datetime_or_none(entry.get("last_used_at")),
+                   load_seconds=_float_or_none(entry.get("load_seconds")),
+                   mapped_bytes=_int_or_none(entry.get("mapped_bytes")) or 0)
 
 
 @dataclass(frozen=True)
