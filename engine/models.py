@@ -333,3 +333,37 @@ class JobLogLine(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%H:%M:%S} {self.level} {self.message[:60]}"
+
+
+class KeyRequest(models.Model):
+    """An operator's request that one host preload a proving key to a tier, or demote it
+    (engine.ledger.key_requests): written by the web side, carried out by the host's engine at
+    its next heartbeat, which records the outcome on the row."""
+
+    class Action(models.TextChoices):
+        PRELOAD = "preload"
+        EVICT = "evict"
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        DONE = "done"
+        REFUSED = "refused"  # the engine would not: the key does not fit, or is in use
+        FAILED = "failed"  # the engine tried and could not (no key for the circuit, …)
+
+    circuit_id = models.CharField(max_length=200)
+    host = models.ForeignKey(EngineHost, on_delete=models.CASCADE, related_name="key_requests")
+    action = models.CharField(max_length=8, choices=Action.choices)
+    tier = models.CharField(max_length=8, help_text="preload: hot or warm; evict: warm or cold.")
+    needed_bytes = models.BigIntegerField(default=0, help_text="The key's estimated bytes, when it was asked.")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
+    reason = models.TextField(blank=True, help_text="Why it was refused or failed; what was done.")
+    requested_by = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["host", "state"], name="keyrequest_host_state")]
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.circuit_id} to {self.tier} on {self.host_id}: {self.state}"

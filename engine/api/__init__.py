@@ -11,6 +11,7 @@ from engine.api.auth import TokenAuth
 from engine.api.capacity import router as capacity_router
 from engine.api.circuits import router as circuits_router
 from engine.api.jobs import router as jobs_router
+from engine.api.key_control import router as key_control_router
 from engine.api.kinds import router as kinds_router
 from engine.api.stats import router as stats_router
 from engine.api.verification_keys import router as keys_router
@@ -31,3 +32,4 @@ api.add_router("/", keys_router)
 api.add_router("/", kinds_router)
 api.add_router("/", stats_router)
 api.add_router("/", capacity_router)
+api.add_router("/", key_control_router)

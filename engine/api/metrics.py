@@ -187,6 +187,10 @@ class RecordsCollector:
             ("gpu_memory_total_bytes", "Device memory", ["host", "device"]),
             ("gpu_memory_free_bytes", "Device memory free", ["host", "device"]),
             ("key_cache_bytes", "Proving keys held in memory", ["host", "circuit_id"]),
+            ("key_bytes", "Proving keys' bytes charged to the host's budget, by residency tier (hot: in memory; "
+             "warm: memory-mapped, its mapped pages not counted)", ["host", "circuit", "tier"]),
+            ("key_mapped_bytes", "Warm proving keys' memory-mapped image size (page cache, read on demand)",
+             ["host", "circuit"]),
             # Measured, not reserved: what the machine itself is doing, whoever holds it.
             ("host_cpu_percent", "The host's CPU use, every CPU busy = 100 (psutil, sampled every heartbeat)", ["host"]),
             ("host_cpu_count", "The host's logical CPUs (sampled every heartbeat)", ["host"]),
@@ -220,6 +224,9 @@ class RecordsCollector:
                     g["gpu_memory_free_bytes"].add_metric([name, device["device"]], device["free_bytes"])
             for entry in host["allocations"]["srs"] + host["allocations"]["pce"]:
                 g["key_cache_bytes"].add_metric([name, entry["circuit_id"]], entry["bytes"])
+                g["key_bytes"].add_metric([name, entry["circuit_id"], entry.get("tier", "hot")], entry["bytes"])
+                if entry.get("tier") == "warm":
+                    g["key_mapped_bytes"].add_metric([name, entry["circuit_id"]], entry.get("mapped_bytes", 0))
             if not host["stale"]:  # an old sample is no measurement of now
                 self._figures(g, name, host["figures"])
         yield from g.values()

@@ -37,13 +37,14 @@ from engine.ledger.hosts import register_host, worker_rows
 from engine.ledger.leases import orphaned_by_previous_run, renew_leases
 from engine.ledger.new_work import listen_for_new_work, on_new_work
 from engine.ledger.writer import StatusWriter
-from engine.models import EngineHost, Partition
+from engine.models import EngineHost, KeyRequest, Partition
 from engine.pipeline import devices as devices_mod
 from engine.pipeline import job_log
 from engine.pipeline.claim import Dispatcher
 from engine.pipeline.finalize import Finalizers
 from engine.pipeline.host_figures import HostSampler
 from engine.pipeline.inflight import InFlight, Signals, Stats
+from engine.pipeline.key_control import carry_out
 from engine.pipeline.keycache import KeyCache
 from engine.pipeline.keymap import map_key
 from engine.pipeline.keys import farm_checked, held_nbytes, load_proving_key
@@ -123,6 +124,7 @@ class Engine:
         self.workers: list[ProvingWorker] = []
         self._stopped = threading.Event()
         self._forget_wake: Callable[[], None] = lambda: None
+        self._key_control: threading.Thread | None = None
         self.n_workers = len(self.devices) * self.config.workers_per_device
         self.figures = HostSampler(self.devices)
         self.host: EngineHost | None = None
@@ -274,12 +276,31 @@ class Engine:
         if self.host is not None and hasattr(self, "writer"):
             self.writer.update_host(key_cache=self.keycache.snapshot(), refused_keys=self.keycache.refused())
 
+    def _carry_out_key_requests(self) -> None:
+        """Operators' preloads and evicts (engine.ledger.key_requests), on a thread of their own:
+        a key's load may take longer than a beat, and the beat renews the leases."""
+        if self._key_control is not None and self._key_control.is_alive():
+            return
+        host_id = self.host.pk if self.host is not None else None
+        if host_id is None or not KeyRequest.objects.filter(host_id=host_id, state=KeyRequest.State.PENDING).exists():
+            return
+
+        def run() -> None:
+            try:
+                carry_out(host_id, self.keycache)
+            finally:
+                connection.close()
+
+        self._key_control = threading.Thread(target=run, name="key-control", daemon=True)
+        self._key_control.start()
+
     def beat(self) -> None:
         assert self.host is not None
         claims = self.inflight.claims()
         with self.writer.lock:
             renew_leases(self.host.pk, claims)
         self.writer.beat(**self.host_fields())
+        self._carry_out_key_requests()
         draining = self.signals.draining
         if EngineHost.objects.filter(pk=self.host.pk, draining=True).exists() != draining.is_set():
             (draining.clear if draining.is_set() else draining.set)()

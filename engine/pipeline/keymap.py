@@ -40,7 +40,7 @@ def map_key(pk: Any, root: Path, circuit_id: str) -> MappedKey:
         if not path.exists():  # written to a temporary name first: a half-written image never maps
             tmp = path.with_suffix(".part")
             with open(tmp, "wb") as out:
-                np.save(out, np.ascontiguousarray(getattr(pk, name)))
+                np.lib.format.write_array(out, np.ascontiguousarray(getattr(pk, name)))
             tmp.rename(path)
         mapped[name] = np.load(path, mmap_mode="r")
     warm = dataclasses.replace(pk, extra={}, **mapped)  # no fixed-base tables: those are the hot tier's

@@ -88,15 +88,19 @@ def _figures(figures: HostFigures) -> dict[str, Any]:
     }
 
 
-def _allocations(hosts: Iterable[HostRow], held: Mapping[int, Holdings]) -> dict[str, list[dict[str, Any]]]:
+def _allocations(hosts: Iterable[HostRow], held: Mapping[int, Holdings],
+                 now: datetime | None = None) -> dict[str, list[dict[str, Any]]]:
     srs = [{
         "host": host.name,
         "circuit_id": key.circuit_id,
         "bytes": key.bytes,
-        # Use is derived from the claims in this snapshot; when it last ended is not recorded.
-        "last_used_secs_ago": 0.0 if key.users else None,
+        # In use is derived from the claims in this snapshot; the last use is the engine's record.
+        "last_used_secs_ago": 0.0 if key.users else (_secs(key.last_used_at, now) if now else None),
         "in_use": key.users,
         "evictable": key.evictable,
+        "tier": key.tier,
+        "mapped_bytes": key.mapped_bytes,
+        "load_secs": key.load_seconds,
     } for host in hosts for key in held[host.pk].keys]
     # Proving keys are each circuit's SRS; the seed's pre-compiled circuits ("pce") have no
     # counterpart here, and the list stays for clients written against the seed's schema.
@@ -245,7 +249,7 @@ def status_document(farm: Farm) -> dict[str, Any]:
             "figures": _figures(HostFigures.from_json(host.figures)),
             "pipelines": [p for p in pipelines if host.name in p["hosts"]],
             "gpu_workers": [w for w in gpu_workers if w["host"] == host.name],
-            "allocations": _allocations([host], held),
+            "allocations": _allocations([host], held, now),
             "counters": _counters(job_counts.get(host.pk, {}), pending.get(host.pk, 0), held[host.pk].count(P.RESERVING)),
             "refused_keys": dict(host.refused_keys or {}),
         })
@@ -264,7 +268,7 @@ def status_document(farm: Farm) -> dict[str, Any]:
                       "active": sum(held[h.pk].count(P.SYNTHESIZING) for h in live)},
         "pipelines": pipelines,
         "gpu_workers": gpu_workers,
-        "allocations": _allocations(live, held),
+        "allocations": _allocations(live, held, now),
         "counters": _counters(_farm_counts(job_counts), sum(pending.values()),
                               sum(held[h.pk].count(P.RESERVING) for h in hosts)),
         "hosts": per_host,

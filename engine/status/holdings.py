@@ -41,6 +41,10 @@ class HeldKey:
     bytes: int
     users: int  # claimed partitions of this key's circuit on the host, in this snapshot
     loaded_at: datetime | None = None
+    tier: str = "hot"  # hot or warm, as the engine recorded it (engine.status.host_report.KeyReport)
+    last_used_at: datetime | None = None
+    load_seconds: float | None = None
+    mapped_bytes: int = 0
 
     @property
     def evictable(self) -> bool:
@@ -84,7 +88,8 @@ def holdings(hosts: Iterable[HostRow], claimed: Iterable[tuple[Any, ...]]) -> di
             owners[host_id][partition_owner(kind, job_id)] += int(reserved or 0)
     result = {}
     for host in hosts:
-        keys = tuple(HeldKey(k.circuit_id, k.bytes, _users(by_key[host.pk], k.circuit_id), k.loaded_at)
+        keys = tuple(HeldKey(k.circuit_id, k.bytes, _users(by_key[host.pk], k.circuit_id), k.loaded_at, k.tier,
+                             k.last_used_at, k.load_seconds, k.mapped_bytes)
                      for k in keys_of(host.key_cache))
         by_owner = dict(owners.get(host.pk, {}))
         by_owner.update({key_owner(k.circuit_id): k.bytes for k in keys})

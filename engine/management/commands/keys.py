@@ -1,0 +1,83 @@
+"""keys list | preload <circuit> | evict <circuit>: operators' key control from the shell.
+
+``list`` shows every running host's resident keys (tier, bytes, in use, last use, load time) as
+/status does, from one snapshot of the records. ``preload`` and ``evict`` write the same requests
+as the API's POST /keys/{circuit}/preload and /evict (engine.ledger.key_requests); each host's
+engine carries them out at its next heartbeat. ``--wait`` waits for the outcome.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from engine.format import fmt_bytes
+from engine.ledger.key_requests import DoesNotFit, KeyRequestInvalid, ask
+from engine.models import KeyRequest
+from engine.status.read import one_snapshot
+from engine.status.read_model import read_farm
+
+
+class Command(BaseCommand):
+    help = ("Proving keys on the engine hosts: list them with their tier (hot: in memory, warm: memory-mapped), "
+            "preload one to a tier, or evict one to warm or cold.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True, metavar="{list,preload,evict}")
+        sub.add_parser("list", help="every running host's resident keys: tier, bytes, in use, last use, load time")
+        for action, tiers, default, what in (("preload", ("hot", "warm"), "hot", "load a circuit's key to a tier"),
+                                             ("evict", ("warm", "cold"), "cold", "demote a circuit's key")):
+            p = sub.add_parser(action, help=what)
+            p.add_argument("circuit", help="the circuit id: <kind>/<scale> or circom/<sha256>")
+            p.add_argument("--tier", choices=tiers, default=default, help=f"the tier (default {default})")
+            p.add_argument("--host", default=None, help="one engine host by name (default: every running host)")
+            p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                           help="wait up to this long for the hosts to carry it out and print the outcome")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        if opts["action"] == "list":
+            self._list()
+            return
+        try:
+            rows = ask(opts["circuit"], opts["action"], opts["tier"], opts["host"], requested_by="manage.py keys")
+        except KeyRequestInvalid as exc:
+            raise CommandError(f"{exc.field}: {exc.detail}") from None
+        except DoesNotFit as exc:
+            raise CommandError(f"refused: {exc}") from None
+        for row in rows:
+            self.stdout.write(f"asked {row.host.name} to {row.action} {row.circuit_id} to {row.tier} "
+                              f"({fmt_bytes(row.needed_bytes)}): request {row.pk}")
+        if opts["wait"] > 0:
+            self._wait([r.pk for r in rows], opts["wait"])
+
+    def _wait(self, ids: list[int], seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if not KeyRequest.objects.filter(pk__in=ids, state=KeyRequest.State.PENDING).exists():
+                break
+            time.sleep(0.2)  # polling a row the engine writes: the command has nothing else to do
+        failed = []
+        for row in KeyRequest.objects.filter(pk__in=ids).select_related("host"):
+            self.stdout.write(f"{row.host.name}: {row.state}{': ' + row.reason if row.reason else ''}")
+            if row.state in (KeyRequest.State.REFUSED, KeyRequest.State.FAILED):
+                failed.append(row.host.name)
+        if failed:
+            raise CommandError(f"not carried out on {', '.join(failed)}")
+
+    def _list(self) -> None:
+        with one_snapshot():
+            farm = read_farm(timezone.now())
+        lines = 0
+        for host in farm.live_hosts:
+            for key in farm.held[host.pk].keys:
+                load = f"{key.load_seconds:.2f} s" if key.load_seconds is not None else "?"
+                last = key.last_used_at.strftime("%H:%M:%S") if key.last_used_at else "-"
+                mapped = f", {fmt_bytes(key.mapped_bytes)} mapped" if key.tier == "warm" else ""
+                self.stdout.write(f"{host.name}  {key.circuit_id}  {key.tier}  {fmt_bytes(key.bytes)}{mapped}  "
+                                  f"in use by {key.users}  last used {last}  loaded in {load}")
+                lines += 1
+        if not lines:
+            self.stdout.write("no proving key is resident on a running host")
