@@ -11,8 +11,6 @@ manager, and records the outcome with ``finish``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Sum
@@ -34,13 +32,12 @@ class KeyRequestInvalid(Exception):
         self.status, self.field, self.detail = status, field, detail
 
 
-@dataclass(frozen=True)
 class DoesNotFit(Exception):
     """A preload the host's free budget cannot hold (409)."""
 
-    host: str
-    free_bytes: int
-    needed_bytes: int
+    def __init__(self, host: str, free_bytes: int, needed_bytes: int) -> None:
+        super().__init__(host, free_bytes, needed_bytes)
+        self.host, self.free_bytes, self.needed_bytes = host, free_bytes, needed_bytes
 
     def __str__(self) -> str:
         return (f"{self.host} has {fmt_bytes(self.free_bytes)} ({self.free_bytes} bytes) of its memory budget free; "

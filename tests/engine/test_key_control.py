@@ -1,0 +1,79 @@
+"""Operators' key control carried out by a real engine: a request written through the API or
+``manage.py keys`` is carried out at the engine's next heartbeat, recorded on the request and
+on the host row; one the engine's own budget cannot hold is refused there and recorded."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from engine.ledger.key_requests import ask
+from engine.ledger.tokens import issue_token
+from engine.models import EngineHost, KeyRequest
+from tests.engine.conftest import wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+KEY = "winning-post/tiny"
+
+
+def tiers_on(engine) -> dict[str, str]:
+    row = EngineHost.objects.get(pk=engine.host.pk)
+    return {k["circuit_id"]: k["tier"] for k in row.key_cache}
+
+
+def finished(ids: list[int]) -> bool:
+    return not KeyRequest.objects.filter(pk__in=ids, state=KeyRequest.State.PENDING).exists()
+
+
+def test_a_preload_and_an_evict_through_the_api_move_the_key_on_the_engine(start_engine) -> None:
+    engine = start_engine(synthesis=1, workers_per_device=1)
+    _, raw = issue_token("ops", scope="operator")
+    operator = Client(headers={"Authorization": f"Bearer {raw}"})
+
+    response = operator.post(f"/api/v1/keys/{KEY}/preload", {"tier": "warm"}, content_type="application/json")
+    assert response.status_code == 202
+    ids = [r["id"] for r in response.json()["requests"]]
+    wait_until(lambda: finished(ids))
+    assert KeyRequest.objects.get(pk=ids[0]).state == "done" and tiers_on(engine) == {KEY: "warm"}
+
+    response = operator.post(f"/api/v1/keys/{KEY}/preload", {"tier": "hot"}, content_type="application/json")
+    wait_until(lambda: finished([r["id"] for r in response.json()["requests"]]))
+    assert tiers_on(engine) == {KEY: "hot"}
+
+    response = operator.post(f"/api/v1/keys/{KEY}/evict", {"tier": "cold"}, content_type="application/json")
+    wait_until(lambda: finished([r["id"] for r in response.json()["requests"]]))
+    assert tiers_on(engine) == {} and engine.memory.used == 0
+
+
+def test_the_engine_refuses_a_preload_its_own_budget_cannot_hold_and_records_why(start_engine) -> None:
+    engine = start_engine(synthesis=1, workers_per_device=1, budget="1MiB")
+    # the records said it fitted (an older budget, say): the engine re-checks against its own
+    EngineHost.objects.filter(pk=engine.host.pk).update(memory_budget_bytes=1 << 40)
+    (request,) = ask(KEY, "preload", "hot", engine.host.name)
+    KeyRequest.objects.filter(pk=request.pk).update(needed_bytes=2 << 20)
+    wait_until(lambda: finished([request.pk]))
+    request.refresh_from_db()
+    assert request.state == "refused" and "of the budget is free" in request.reason
+    assert tiers_on(engine) == {}
+
+
+def test_manage_py_keys_preloads_lists_and_evicts_and_refuses_what_does_not_fit(start_engine) -> None:
+    engine = start_engine(synthesis=1, workers_per_device=1, budget="64MiB")
+    out = io.StringIO()
+    call_command("keys", "preload", KEY, "--tier", "warm", "--wait", "20", stdout=out)
+    assert f"asked {engine.host.name} to preload {KEY} to warm" in out.getvalue()
+    assert f"{engine.host.name}: done: now warm" in out.getvalue()
+
+    out = io.StringIO()
+    call_command("keys", "list", stdout=out)
+    assert f"{engine.host.name}  {KEY}  warm" in out.getvalue()
+
+    call_command("keys", "evict", KEY, "--tier", "cold", "--wait", "20", stdout=io.StringIO())
+    assert tiers_on(engine) == {}
+
+    EngineHost.objects.filter(pk=engine.host.pk).update(memory_budget_bytes=1024)
+    with pytest.raises(CommandError, match=r"refused: .* \(1024 bytes\) of its memory budget free; the key needs"):
+        call_command("keys", "preload", KEY, stdout=io.StringIO())
