@@ -5,7 +5,7 @@ from django.urls import path
 from engine.api import api
 from engine.api.metrics import metrics
 from engine.api.status import status
-from engine.console import capacity_page, drain, history, jobs_page
+from engine.console import capacity_page, drain, history, jobs_page, key_actions
 from engine.console import views as console
 
 urlpatterns = [
@@ -27,4 +27,5 @@ urlpatterns = [
     path("jobs/<path:job_id>", console.job_detail, name="console-job"),
     path("hosts/<path:name>/drain", drain.drain, name="console-host-drain"),
     path("hosts/<path:name>/resume", drain.resume, name="console-host-resume"),
+    path("keys/action", key_actions.key_action, name="console-key-action"),
 ]

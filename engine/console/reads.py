@@ -126,11 +126,18 @@ def counters_context(farm: Farm) -> dict[str, Any]:
             "pending_partitions": pending}
 
 
+# What a key chip offers, by the key's tier: the other tiers it can be moved to.
+KEY_ACTIONS = {"hot": [("evict", "warm"), ("evict", "cold")],
+               "warm": [("preload", "hot"), ("evict", "cold")]}
+
+
 def keys_context(farm: Farm) -> dict[str, Any]:
     # A key is in use while a claimed partition of its circuit is on its host, in this snapshot.
     held = farm.held
     chips = [{"host": host.name, "circuit": key.circuit_id, "size": fmt_bytes(key.bytes), "users": key.users,
-              "state": "in use" if key.users else "evictable"}
+              "state": "in use" if key.users else "evictable", "tier": key.tier,
+              "mapped": fmt_bytes(key.mapped_bytes) if key.tier == "warm" else "",
+              "actions": KEY_ACTIONS.get(key.tier, [])}
              for host in farm.live_hosts for key in held[host.pk].keys]
     return {"chips": chips}
 

@@ -1,0 +1,79 @@
+"""The console's key chips show each key's tier and carry its actions: buttons that post, after
+a confirmation, the same request as the API (engine.ledger.key_requests), with the page's CSRF
+token; a preload the host's budget cannot hold is refused naming the free bytes."""
+
+from __future__ import annotations
+
+import html as htmllib
+import json
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
+from django.test import Client
+
+from engine.models import EngineHost, KeyRequest
+from engine.status.host_report import KeyReport
+from tests.console.conftest import Farm, bump_version
+
+pytestmark = pytest.mark.django_db
+ACTION = "/keys/action"
+
+
+def strict(user: User) -> Client:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    return client
+
+
+def page_token(html: str) -> str:
+    match = re.search(r"hx-headers='([^']+)'", html)
+    assert match, "the console sends its CSRF token with its htmx requests"
+    return json.loads(htmllib.unescape(match.group(1)))["X-CSRFToken"]
+
+
+def chip(html: str, circuit: str) -> str:
+    return html.split(f'data-circuit="{circuit}"', 1)[1].split("</span>", 1)[0]
+
+
+def test_each_chip_shows_its_tier_and_the_confirmed_actions_to_the_other_tiers(staff: Client, farm: Farm) -> None:
+    EngineHost.objects.filter(pk=farm.host.pk).update(key_cache=[
+        KeyReport("snap-update/tiny", 4 * 2**30).to_json(),
+        KeyReport("porep-c2/tiny", 2**20, tier="warm", mapped_bytes=2**30).to_json()])
+    bump_version()
+    html = staff.get("/").content.decode()
+    hot, warm = chip(html, "snap-update/tiny"), chip(html, "porep-c2/tiny")
+    assert 'data-tier="hot"' in hot and 'data-tier="warm"' in warm
+    assert 'data-action="evict" data-to="warm"' in hot and 'hx-confirm="evict snap-update/tiny to warm on gpu-host-a?"' in hot
+    assert 'data-action="preload" data-to="hot"' in warm and 'data-to="warm"' not in warm
+
+
+def test_an_operator_evicts_a_key_from_its_chip(operator_user: User, farm: Farm) -> None:
+    client = strict(operator_user)
+    token = page_token(client.get("/").content.decode())
+    response = client.post(ACTION, {"circuit": "porep-c2/tiny", "host": "gpu-host-a", "action": "evict",
+                                    "tier": "cold"}, HTTP_X_CSRFTOKEN=token)
+    assert response.status_code == 202 and b"asked gpu-host-a to evict porep-c2/tiny to cold" in response.content
+    assert KeyRequest.objects.get().state == "pending"
+
+
+def test_a_preload_from_a_chip_that_does_not_fit_is_refused_naming_the_free_bytes(operator_user: User,
+                                                                                    farm: Farm) -> None:
+    EngineHost.objects.filter(pk=farm.host.pk).update(memory_budget_bytes=41 * 2**30)  # 5 GiB keys, 36 GiB claimed
+    client = strict(operator_user)
+    token = page_token(client.get("/").content.decode())
+    response = client.post(ACTION, {"circuit": "winning-post/tiny", "host": "gpu-host-a", "action": "preload",
+                                    "tier": "hot"}, HTTP_X_CSRFTOKEN=token)
+    assert response.status_code == 409
+    assert b"gpu-host-a has 0 B (0 bytes) of its memory budget free; the key needs" in response.content
+    assert not KeyRequest.objects.exists()
+
+
+def test_a_chip_action_without_the_token_or_by_a_non_operator_is_refused(operator_user: User, farm: Farm) -> None:
+    form = {"circuit": "porep-c2/tiny", "host": "gpu-host-a", "action": "evict", "tier": "cold"}
+    assert strict(operator_user).post(ACTION, form).status_code == 403
+    someone = Client()
+    someone.force_login(get_user_model().objects.create_user("visitor", password="pw-for-tests-only"))
+    assert someone.post(ACTION, form).status_code == 403
+    assert not KeyRequest.objects.exists()
