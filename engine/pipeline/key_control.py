@@ -33,6 +33,10 @@ def carry_out(host_id: int, keycache: KeyCache) -> int:
             log.warning("could not %s %s to %s: %s", request.action, request.circuit_id, tier, exc)
             finish(request, KeyRequest.State.FAILED, f"{type(exc).__name__}: {exc}")
         else:
-            log.info("operator's %s of %s: now %s", request.action, request.circuit_id, keycache.tier(request.circuit_id))
-            finish(request, KeyRequest.State.DONE, f"now {keycache.tier(request.circuit_id)}")
+            now = keycache.tier(request.circuit_id)
+            if request.action == KeyRequest.Action.PRELOAD and now is not tier and now is not KeyTier.HOT:
+                finish(request, KeyRequest.State.FAILED, f"now {now}: see the engine's log")  # its image failed
+                continue
+            log.info("operator's %s of %s: now %s", request.action, request.circuit_id, now)
+            finish(request, KeyRequest.State.DONE, f"now {now}")
     return len(requests)

@@ -184,12 +184,12 @@ class KeyCache:
         gave back. (Releasing under our lock is safe: the manager never calls an evictor while
         it holds its own lock.)"""
         was, held = entry.tier, entry.reservation.nbytes
-        if to is KeyTier.WARM:
-            assert self.mapper is not None
-            mapped = self.mapper(entry.key, entry.circuit_id)
+        mapped = self._mapped(entry) if to is KeyTier.WARM else None
+        if mapped is not None:
             entry.key, entry.tier, entry.mapped_bytes = mapped.key, KeyTier.WARM, mapped.mapped_bytes
             give = max(held - mapped.resident_bytes, 0)
         else:
+            to = KeyTier.COLD
             del self._entries[entry.circuit_id]
             give = held
         entry.reservation.release_part(give)
@@ -197,6 +197,16 @@ class KeyCache:
         self.demotions.append((entry.circuit_id, was, to))
         log.info("demoted idle proving key %s %s → %s: %s freed", entry.circuit_id, was, to, fmt_bytes(give))
         return give
+
+    def _mapped(self, entry: _Entry) -> MappedKey | None:
+        """The key's warm form; None (the key goes cold instead) when its image cannot be
+        written or mapped: a full disk must not fail the reservation that asked for room."""
+        assert self.mapper is not None
+        try:
+            return self.mapper(entry.key, entry.circuit_id)
+        except Exception:
+            log.exception("could not map proving key %s: dropping it to cold instead", entry.circuit_id)
+            return None
 
     # -- operator control ----------------------------------------------------------------
 

@@ -46,3 +46,15 @@ def test_a_key_that_outgrows_the_whole_budget_fails_its_checkout_and_holds_nothi
     with pytest.raises(MemoryBudgetError, match="whole memory budget"):
         keys.checkout("porep-c2/tiny", 100)
     assert memory.used == 0 and keys.snapshot() == []
+
+
+def test_a_key_whose_image_cannot_be_mapped_goes_cold_under_pressure_instead_of_failing_the_request() -> None:
+    def full_disk(key: object, circuit_id: str):
+        raise OSError(28, "No space left on device")
+
+    memory = MemoryManager(1000)
+    keys = KeyCache(memory, loader=lambda circuit_id: "key", mapper=full_disk)
+    keys.checkout("porep-c2/tiny", 600)
+    keys.check_in("porep-c2/tiny")
+    with memory.acquire("partition", 700):  # room made by dropping the key, not an exception
+        assert keys.snapshot() == [] and keys.demotions[-1][2] == "cold"
