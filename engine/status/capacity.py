@@ -159,7 +159,8 @@ def _key_sizes() -> dict[str, int]:
     sizes: dict[str, int] = {}
     for column in EngineHost.objects.exclude(key_cache=[]).values_list("key_cache", flat=True):
         for key in keys_of(column):
-            sizes[key.circuit_id] = max(sizes.get(key.circuit_id, 0), key.bytes)
+            if key.tier == "hot":  # a warm key's bytes leave out its mapped points: not the key's size
+                sizes[key.circuit_id] = max(sizes.get(key.circuit_id, 0), key.bytes)
     return sizes
 
 
