@@ -211,17 +211,16 @@ class KeyCache:
     # -- operator control ----------------------------------------------------------------
 
     def preload(self, circuit_id: str, tier: KeyTier, nbytes: int) -> None:
-        """Make ``circuit_id`` resident at ``tier`` (hot or warm), ``nbytes`` its estimate. A
-        preload never evicts another key: one that would not fit the free budget is refused."""
+        """Make ``circuit_id`` resident at ``tier`` (hot or warm) or above, ``nbytes`` its
+        estimate. A preload never evicts another key: one that would not fit the free budget is
+        refused. A warm key preloaded hot is read again from disk (its tables are rebuilt)."""
         if tier is KeyTier.COLD:
             raise KeyControlRefused("a preload is to hot or warm")
         with self._loading:
             with self._lock:
                 entry = self._entries.get(circuit_id)
                 if entry is not None and (entry.tier is tier or entry.tier is KeyTier.HOT):
-                    if entry.tier is KeyTier.HOT and tier is KeyTier.WARM:
-                        self._demote_now(entry, KeyTier.WARM)
-                    return
+                    return  # there already, or above: a preload never demotes (that is an evict)
                 if entry is not None and entry.users:
                     raise KeyControlRefused(f"{circuit_id} is in use warm by {entry.users} partition(s)")
             free = self.memory.budget - self.memory.used + self.reserved_bytes(circuit_id)

@@ -115,3 +115,10 @@ def test_a_warm_key_proves_a_job_whose_proofs_verify_and_the_host_row_shows_it_w
     job.refresh_from_db()
     assert job.state == JobState.DONE and job.verified, job.error
     assert engine.keycache.tier(circuit_id) is KeyTier.WARM  # proved from the map, not reloaded
+
+
+def test_a_preload_to_warm_leaves_a_hot_key_hot(engine_params, tmp_path) -> None:
+    cache = real_cache(1 << 30, tmp_path)
+    load_and_idle(cache, "winning-post/tiny")
+    cache.preload("winning-post/tiny", KeyTier.WARM, estimate("winning-post/tiny"))
+    assert cache.tier("winning-post/tiny") is KeyTier.HOT and cache.demotions == []
