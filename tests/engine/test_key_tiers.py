@@ -122,3 +122,30 @@ def test_a_preload_to_warm_leaves_a_hot_key_hot(engine_params, tmp_path) -> None
     load_and_idle(cache, "winning-post/tiny")
     cache.preload("winning-post/tiny", KeyTier.WARM, estimate("winning-post/tiny"))
     assert cache.tier("winning-post/tiny") is KeyTier.HOT and cache.demotions == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_engine_short_of_memory_demotes_its_idle_key_to_warm_and_its_row_says_so(start_engine) -> None:
+    from engine.circuits.kinds import demo_inputs, validate_inputs
+    from engine.ledger.submission import Submission, submit
+    from engine.models import EngineHost
+    from engine.states import JobState
+
+    idle, wanted = "winning-post/tiny", "window-post/tiny"
+    hot = keys.held_nbytes(keys.load_proving_key(idle))
+    needs = circuit_for("window-post", "tiny").memory
+    partition = int(needs.witness_bytes + needs.abc_bytes)
+    # room for the wanted key hot and one partition beside the idle key warm, not beside it hot
+    budget = keys.held_nbytes(keys.load_proving_key(wanted)) + partition + hot // 2
+    engine = start_engine(synthesis=1, workers_per_device=1, budget=str(budget))
+    engine.keycache.preload(idle, KeyTier.HOT, estimate(idle))
+
+    inputs, n = validate_inputs("window-post", demo_inputs("window-post"))
+    job, _ = submit(Submission(kind="window-post", job_id="pressure-1", inputs=inputs, num_partitions=1,
+                               circuit_id=wanted, scale="tiny"))
+    assert engine.run_until_idle(timeout=120)
+    job.refresh_from_db()
+    assert job.state == JobState.DONE and job.verified, job.error
+    assert (idle, KeyTier.HOT, KeyTier.WARM) in engine.keycache.demotions
+    row = EngineHost.objects.get(pk=engine.host.pk)
+    assert {k["circuit_id"]: k["tier"] for k in row.key_cache}[idle] == "warm"
