@@ -72,13 +72,14 @@ class RunResult(TypedDict):
     gpu_window: tuple[str, str] | None
 
 
-def run(scale: str, split: bool, jobs: int, args: argparse.Namespace) -> RunResult:
-    tag = f"{scale}-{'split' if split else 'nosplit'}"
+def run(scale: str, split: bool, jobs: int, args: argparse.Namespace, batch: int = 1) -> RunResult:
+    tag = f"{scale}-{'split' if split else 'nosplit'}" + (f"-batch{batch}" if batch > 1 else "")
     ProofJob.objects.all().delete()
     backlog(scale, jobs, tag)
     config = EngineConfig.from_settings(scale=scale, split=split, devices=args.devices, budget=args.budget,
                                         synthesis=args.synthesis, workers_per_device=args.workers,
-                                        host_name=f"bench-{tag}")
+                                        host_name=f"bench-{tag}", batch_max=batch,
+                                        batch_wait_ms=args.batch_wait_ms)
     engine = Engine(config)
     # Keys loaded before the clock starts: a one-time cost, not the steady state measured.
     from engine.circuits.kinds import circuit_for
@@ -155,6 +156,10 @@ def main() -> None:
     parser.add_argument("--latency-jobs", type=int, default=20,
                         help="winning-post jobs for the submission-to-claim latency (0: skip)")
     parser.add_argument("--latency-only", action="store_true", help="only the latency comparison")
+    parser.add_argument("--batch", type=int, nargs="+", default=None, metavar="K",
+                        help="batched proving instead: one split run per batch size (1 = off, the reference), "
+                             "proofs/min and the ratio against off, e.g. --batch 1 2 4 8")
+    parser.add_argument("--batch-wait-ms", type=float, default=50.0, help="PROVINGSITE_BATCH_WAIT_MS for --batch")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     if args.latency_jobs:
@@ -169,6 +174,9 @@ def main() -> None:
         print(f"  claim p50 ratio poll/woken: {off['claim_p50'] / max(on['claim_p50'], 1e-3):.1f}x", flush=True)
     if args.latency_only:
         return
+    if args.batch:
+        batch_runs(args)
+        return
     print(f"{'scale':6} {'split':5} {'parts':>5} {'wall s':>7} {'proofs/min':>10} {'overhead ms':>11} "
           f"{'synth ms':>8} {'gpu ms':>7} {'finish ms':>9} {'device busy':>11}  worker busy")
     for scale in args.scales.split(","):
@@ -182,6 +190,21 @@ def main() -> None:
                   flush=True)
             if r["gpu_window"]:  # for lining up with an outside sampler of the device (gpu_check.sh)
                 print(f"  gpu window {scale} split {'on' if split else 'off'}: {r['gpu_window'][0]} {r['gpu_window'][1]}")
+
+
+def batch_runs(args: argparse.Namespace) -> None:
+    """Batching off (1) and on at each size, same process, split proving; ratios against off."""
+    sizes = sorted(set(args.batch) | {1})
+    print(f"{'scale':6} {'batch':>5} {'parts':>5} {'wall s':>7} {'proofs/min':>10} {'vs off':>6} {'gpu ms':>7} "
+          f"{'device busy':>11}")
+    for scale in args.scales.split(","):
+        off = 0.0
+        for k in sizes:
+            r = run(scale, True, args.jobs, args, batch=k)
+            off = off or r["proofs_per_min"]
+            print(f"{scale:6} {k if k > 1 else 'off':>5} {r['partitions']:>5} {r['wall_s']:>7.1f} "
+                  f"{r['proofs_per_min']:>10.1f} {r['proofs_per_min'] / off if off else 0.0:>6.2f} {r['gpu_ms']:>7.0f} "
+                  f"{r['device_busy']:>11.3f}{'  FAILED ' + str(r['failed']) if r['failed'] else ''}", flush=True)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ class Knobs(TypedDict):
     MAX_ATTEMPTS: int
     PLACEMENT: bool
     PLACEMENT_WAIT_S: float
+    BATCH_MAX: int
+    BATCH_WAIT_MS: float
     DRAIN_SECONDS: float
     WITNESS_SECONDS: float
     DEADLINE_OFFSETS: dict[str, float]

@@ -95,6 +95,8 @@ class Partition(models.Model):
     clock = models.PositiveIntegerField(default=WEB_CLOCK)
     version = models.BigIntegerField(default=0)
     revision = models.PositiveBigIntegerField(default=0)
+    batch = models.CharField(max_length=36, blank=True, default="",
+                             help_text="The proving batch it went onto the GPU with (its first member's id); '' alone.")
 
     class Meta:
         constraints = [
@@ -102,7 +104,10 @@ class Partition(models.Model):
             # The status truth, kept by the database itself so no writer bug can break it: a
             # partition on the GPU names its worker, and a worker proves one partition at a time.
             models.CheckConstraint(condition=~Q(state="gpu") | Q(worker__isnull=False), name="gpu_partition_has_worker"),
-            models.UniqueConstraint(fields=["worker"], condition=Q(state="gpu"), name="one_gpu_partition_per_worker"),
+            # ... or the members of one batch (engine.pipeline.prove), which go onto it together;
+            # that a worker holds one batch at a time is the ledger's (apply_batch), not this index.
+            models.UniqueConstraint(fields=["worker"], condition=Q(state="gpu", batch=""),
+                                    name="one_gpu_partition_per_worker"),
             # Pending means unclaimed and nothing else; every state between a claim and an end
             # names the host that holds it.
             models.CheckConstraint(condition=~Q(state="pending") | Q(host__isnull=True), name="pending_is_unclaimed"),

@@ -186,6 +186,12 @@ PROVINGSITE: Knobs = {
     # free within the wait. Off: first come, first served (bench/farm.py --placement's reference).
     "PLACEMENT": env_bool("PROVINGSITE_PLACEMENT", True),
     "PLACEMENT_WAIT_S": env_float("PROVINGSITE_PLACEMENT_WAIT_S", 3.0, minimum=0.0),
+    # Batched proving (engine.pipeline.prove): a worker proves up to BATCH_MAX synthesized
+    # partitions of one key together (one pass over the key's bases per MSM window), waiting at
+    # most BATCH_WAIT_MS for more once it holds one. 1 = off: on the CPU backend a batch does not
+    # beat one proof at a time (bench/batch.py: 1.00-1.08 per proof at tiny to medium scale).
+    "BATCH_MAX": env_int("PROVINGSITE_BATCH_MAX", 1, minimum=1, maximum=64),
+    "BATCH_WAIT_MS": env_float("PROVINGSITE_BATCH_WAIT_MS", 20.0, minimum=0.0),
     "MAX_ATTEMPTS": env_int("PROVINGSITE_MAX_ATTEMPTS", 3, minimum=1, maximum=100),
     "DRAIN_SECONDS": env_float("PROVINGSITE_DRAIN_SECONDS", 30.0, minimum=0.0),
     # A circuit's witness generator (the client's .wasm) runs at most this long per partition.

@@ -26,8 +26,10 @@ def status_contradictions(snap: dict[str, Any]) -> list[str]:
         found.append(f"v{snap['version']}: not read in one snapshot")
     on_gpu = {(p["host"], p["worker"], pipe["job_id"], p["index"])
               for pipe in snap["pipelines"] for p in pipe["partitions"] if p["state"] == "gpu"}
-    shown = {(w["host"], w["label"], w["current_job"], w["current_partition"])
-             for w in snap["gpu_workers"] if w["state"] == "proving"}
+    # a worker proving a batch shows every member (current_partitions); alone, its one partition
+    shown = {(w["host"], w["label"], job, index)
+             for w in snap["gpu_workers"] if w["state"] == "proving"
+             for job, index in (w.get("current_partitions") or [(w["current_job"], w["current_partition"])])}
     for host, label, job, index in sorted(on_gpu - shown, key=str):
         found.append(f"v{snap['version']}: partition ({job}, {index}) in gpu but {host}/{label} does not show it")
     for host, label, job, index in sorted(shown - on_gpu, key=str):
@@ -90,7 +92,9 @@ def page_contradictions(html: str) -> list[str]:
     stamps = {v for *_, v in _CELL.findall(html)} | {v for *_, v in _CARD.findall(html)}
     if any(v.endswith("+") for v in stamps):
         found.append(f"an inexact stamp among {sorted(stamps)}")
-    proving = {partition: worker for worker, state, partition, _ in _CARD.findall(html) if state == "proving"}
+    # a card proving a batch names every member, space-separated
+    proving = {partition: worker for worker, state, partitions, _ in _CARD.findall(html) if state == "proving"
+               for partition in partitions.split()}
     for partition, worker in proving.items():
         if cells.get(partition) != "gpu":
             found.append(f"card {worker} proving {partition}, whose cell says {cells.get(partition)}")

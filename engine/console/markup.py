@@ -119,6 +119,8 @@ def _make_cell(job_pk: int, job_id: str, part: tuple[Any, ...], now: datetime) -
     """One partition cell: finished phases with the server's final figures, the running phase
     with its authoritative start so the browser can tick it."""
     _, index, state, synth_started, synth_finished, gpu_started, gpu_finished = part[:7]
+    batch = part[10] if len(part) > 10 else ""
+    batch_attr = f' data-batch="{_esc(batch)}"' if batch else ""
     lines: list[str] = []
     ticking: tuple[datetime, str, str] | None = None
     for started, finished, live_state, suffix in (
@@ -133,7 +135,7 @@ def _make_cell(job_pk: int, job_id: str, part: tuple[Any, ...], now: datetime) -
         lines.append(f"<span>{state}</span>")
     return _made(f"pipelines/{job_pk}/{index}", f"cell-{job_pk}-{index}",
                  f' class="cell {state}" data-partition="{_esc(job_id)}#{index}" data-state="{state}" '
-                 f'data-version="{VERSION_TOKEN}" title="P{index} {state}"><b>P{index}</b>{"".join(lines)}</div>',
+                 f'data-version="{VERSION_TOKEN}"{batch_attr} title="P{index} {state}"><b>P{index}</b>{"".join(lines)}</div>',
                  ticking, now)
 
 
@@ -194,21 +196,46 @@ def pipelines_units(fragment: Fragment, context: dict[str, Any], now: datetime) 
 # ---- GPU workers: panel → card per worker -----------------------------------------------
 
 
+def _batches(parts: Any) -> list[list[Any]]:
+    """A worker's partitions on the GPU, one group per batch (a partition alone is its own)."""
+    groups: dict[Any, list[Any]] = {}
+    for part in parts:
+        batch = part[5] if len(part) > 5 and part[5] else ("alone", part[2], part[1])
+        groups.setdefault(batch, []).append(part)
+    return list(groups.values())
+
+
+def _doing(group: list[Any], now: datetime) -> str:
+    """"proving P3 of <job>", or for a batch of one job "proving P3–P6 of <job>" (its indices
+    listed when they are not a run)."""
+    jobs = sorted({part[2] for part in group})
+    kinds = " ".join(sorted({part[3] for part in group}))
+    started = min(part[4] for part in group)
+    what = []
+    for job_id in jobs:
+        idx = sorted(part[1] for part in group if part[2] == job_id)
+        run = len(idx) > 1 and idx == list(range(idx[0], idx[-1] + 1))
+        label = f"P{idx[0]}\u2013P{idx[-1]}" if run else ", ".join(f"P{i}" for i in idx)
+        what.append(f'{label} of <span class="job-id">{_esc(job_id)}</span>')
+    return (f'<div class="doing">proving {" and ".join(what)} <span class="kind">{_esc(kinds)}</span></div>'
+            f'<div class="busy">busy {tick(started, now)}</div>')
+
+
 def workers_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
     cards: list[Unit] = []
     for pk, ordinal, device, host, backend, _ in context["workers"]:
         parts = context["proving"].get(pk, [])
         state = "proving" if parts else "idle"
-        doing = "".join(
-            f'<div class="doing">proving P{index} of <span class="job-id">{_esc(job_id)}</span> '
-            f'<span class="kind">{_esc(kind)}</span></div><div class="busy">busy {tick(started, now)}</div>'
-            for _, index, job_id, kind, started in parts) or '<div class="doing">idle</div>'
-        attr = _esc(" ".join(f"{job_id}#{index}" for _, index, job_id, _, _ in parts))
-        kinds = _esc(" ".join(sorted({kind for _, _, _, kind, _ in parts})))
+        doing = "".join(_doing(group, now) for group in _batches(parts)) or '<div class="doing">idle</div>'
+        attr = _esc(" ".join(f"{part[2]}#{part[1]}" for part in parts))
+        kinds = _esc(" ".join(sorted({part[3] for part in parts})))
+        batches = " ".join(sorted({part[5] for part in parts if len(part) > 5 and part[5]}))
+        batch_attr = f' data-batch="{_esc(batches)}"' if batches else ""
         cards.append(leaf(
             f"workers/{pk}", f"worker-{pk}",
             f' class="card {state}" data-worker="{_esc(f"{host}/{device}/W{ordinal}")}" data-state="{state}" '
-            f'data-partition="{attr}" data-version="{VERSION_TOKEN}" data-kinds="{kinds}" data-host="{_esc(host)}">'
+            f'data-partition="{attr}" data-version="{VERSION_TOKEN}" data-kinds="{kinds}" data-host="{_esc(host)}"'
+            f"{batch_attr}>"
             f'<div class="card-head"><strong>W{ordinal}</strong> '
             f'<span class="device">{_esc(device_slot(device, backend))}</span> <span class="host">{_esc(host)}</span>'
             f"</div>{doing}</div>"))

@@ -122,6 +122,36 @@ class StatusWriter:
             self.refused += 1
             raise
 
+    def apply_batch(self, ts: list[Transition]) -> list[bool]:
+        """Apply several non-terminal transitions in one transaction (a proving batch onto the
+        GPU: all its members with one ``batch`` marker); a fenced or illegal member is left
+        out (False) and the others written. Rows are locked in id order, as claims lock them."""
+        if any(t.target in PARTITION_TERMINAL for t in ts):
+            raise ValueError("apply_batch is for non-terminal transitions only")
+        ok = [False] * len(ts)
+
+        def work(stamp: Stamp) -> list[dict[str, Any]]:
+            ok[:] = [False] * len(ts)  # a deadlock's retry starts again
+            ids = sorted({t.claim.partition_id for t in ts})
+            rows = {r.pk: r for r in Partition.objects.select_for_update(of=("self",)).select_related("job")
+                    .filter(pk__in=ids).order_by("pk")}
+            hints = []
+            for i, t in enumerate(ts):
+                row = rows.get(t.claim.partition_id)
+                if row is None:
+                    continue
+                try:
+                    self._fence(row, t)
+                except Refused:
+                    self.refused += 1
+                    continue
+                hints.append(self._write_partition(row, t, stamp))
+                ok[i] = True
+            return hints
+
+        self._commit(work)
+        return ok
+
     def _fence(self, row: Partition, t: Transition) -> None:
         if row.attempt != t.claim.attempt or row.host_id != t.claim.host_id:
             log.warning("refused stale write %s→%s for P%d of %s: claim attempt %d on host %s, row has attempt %d "
@@ -146,6 +176,7 @@ class StatusWriter:
         target = self._resolved_target(row, t)
         if target == P.GPU:
             row.gpu_finished_at = None  # a new attempt's interval: the last one's end is not its
+            row.batch = ""  # alone unless this transition names its batch
         for name, value in t.fields.items():
             setattr(row, name, value)
         if target != P.GPU:

@@ -75,6 +75,10 @@ class EngineConfig:
     # New work wakes the claim loop at once (engine.ledger.new_work); off, it is found by the
     # loop's idle poll alone (bench/engine.py's reference for the submission-to-claim latency).
     wake_on_new_work: bool = True
+    # Batched proving: up to batch_max partitions of one key per launch (1: off), waiting at
+    # most batch_wait_ms for more once a worker holds one.
+    batch_max: int = 1
+    batch_wait_ms: float = 20.0
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> EngineConfig:
@@ -82,7 +86,8 @@ class EngineConfig:
         base = cls(budget=str(s["MEMORY_BUDGET"]), margin=str(s["MEMORY_SAFETY_MARGIN"]),
                    synthesis=int(s["SYNTHESIS_CONCURRENCY"]), workers_per_device=int(s["WORKERS_PER_DEVICE"]),
                    devices=str(s["DEVICES"]), scale=str(s["SCALE"]), host_name=str(s["HOST_NAME"]),
-                   heartbeat_seconds=float(s["HEARTBEAT_SECONDS"]))
+                   heartbeat_seconds=float(s["HEARTBEAT_SECONDS"]), batch_max=int(s["BATCH_MAX"]),
+                   batch_wait_ms=float(s["BATCH_WAIT_MS"]))
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -188,7 +193,8 @@ class Engine:
         locks = {d.name: threading.Lock() for d in self.devices}
         for row in worker_rows(self.host, [d.name for d in self.devices], self.config.workers_per_device):
             self.workers.append(ProvingWorker(self.inflight, self.proof_queue, self.finalizers, row,
-                                              locks[row.device], self.config.split))
+                                              locks[row.device], self.config.split,
+                                              batch=(self.config.batch_max, self.config.batch_wait_ms / 1000)))
         return self
 
     def _name(self) -> str:

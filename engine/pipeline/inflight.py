@@ -110,6 +110,25 @@ class InFlight:
             return False
         return True
 
+    def record_batch(self, items: list[WorkItem], target: str, **fields: Any) -> list[WorkItem]:
+        """One transition for each of ``items`` in ONE transaction (a batch going onto the GPU
+        together, so the records never show part of it there); the members whose write the
+        records refuse are dropped here. Returns the members written."""
+        try:
+            ok = self.writer.apply_batch([Transition(item.claim, target, fields) for item in items])
+        except DatabaseError as exc:
+            log.error("recording %s for a batch of %d failed (%s); the leases will requeue them", target, len(items),
+                      exc)
+            connection.close()
+            ok = [False] * len(items)
+        written = []
+        for item, accepted in zip(items, ok, strict=True):
+            if accepted:
+                written.append(item)
+            else:
+                self.drop(item)
+        return written
+
     def fail(self, item: WorkItem, reason: str, retryable: bool) -> None:
         log.warning("%s failed: %s", item.label, reason, extra=self.about(item))
         try:

@@ -61,6 +61,27 @@ class ProofQueue:
                 return None
             return heapq.heappop(self._heap)[2]
 
+    def take_batch(self, first: WorkItem, limit: int, wait_s: float) -> list[WorkItem]:
+        """``first`` and up to limit - 1 more waiting items of its key (the same key object:
+        the key cache's, shared by every job of the circuit), in claim order; waits at most
+        ``wait_s`` for the batch to fill. Items of other keys stay where they are."""
+        batch = [first]
+        deadline = time.monotonic() + wait_s
+        with self._cond:
+            while True:
+                for entry in sorted(self._heap):
+                    if len(batch) >= limit:
+                        break
+                    item = entry[2]
+                    if item.key is not None and item.key is first.key and not item.dropped:
+                        self._heap.remove(entry)
+                        batch.append(item)
+                heapq.heapify(self._heap)
+                left = deadline - time.monotonic()
+                if len(batch) >= limit or left <= 0 or self.closed:
+                    return batch
+                self._cond.wait(left)
+
     def remove(self, partition_id: int) -> WorkItem | None:
         with self._cond:
             for i, (_, _, item) in enumerate(self._heap):
@@ -98,7 +119,7 @@ class ProvingWorker:
     """One worker slot (W0, W1 … on a device); ``run`` is its thread's loop."""
 
     def __init__(self, book: InFlight, inbox: ProofQueue, finalizers: Finishing, row: Worker,
-                 device_lock: threading.Lock, split: bool) -> None:
+                 device_lock: threading.Lock, split: bool, batch: tuple[int, float] = (1, 0.0)) -> None:
         self.book = book
         self.inbox = inbox
         self.finalizers = finalizers
@@ -109,6 +130,7 @@ class ProvingWorker:
         self.busy_s = 0.0  # seconds spent inside the prover (kernel submission, or the whole proof)
         self.started = time.perf_counter()
         self.current: WorkItem | None = None
+        self.batch_max, self.batch_wait_s = batch
 
     @property
     def name(self) -> str:
@@ -121,7 +143,10 @@ class ProvingWorker:
                 if self.inbox.closed:
                     return
                 continue
-            self.prove(item)
+            if self.batch_max > 1 and item.key is not None and not item.dropped:
+                self.prove_batch(self.inbox.take_batch(item, self.batch_max, self.batch_wait_s))
+            else:
+                self.prove(item)
 
     def prove(self, item: WorkItem) -> None:
         """Occupy, launch, hand over: in split mode returns as soon as the kernels are launched."""
@@ -172,6 +197,95 @@ class ProvingWorker:
         item.assignment = None
         if not self.split:
             self.finalizers.finish(item)
+        return True
+
+    # -- batches: several partitions of one key in one launch ----------------------------------
+
+    def prove_batch(self, items: list[WorkItem]) -> None:
+        """Occupy all (one ledger transaction, one batch marker), launch them together, then
+        each member leaves gpu and is finished on its own: one member's failure is its own."""
+        if len(items) == 1:
+            self.prove(items[0])
+            return
+        self.current = items[0]
+        try:
+            members = self.occupy_batch(items)
+            for item in self.launch_batch(members):
+                if self.split:
+                    self.finalizers.submit(item)
+                else:
+                    self.finalizers.finish(item)
+        finally:
+            self.current = None
+
+    def occupy_batch(self, items: list[WorkItem]) -> list[WorkItem]:
+        live = []
+        for item in items:
+            if item.dropped:
+                self.book.drop(item)
+            else:
+                live.append(item)
+        if not live:
+            return []
+        # the marker: the first member's partition id, the same on every member's row
+        return self.book.record_batch(live, P.GPU, worker=self.row, gpu_started_at=timezone.now(),
+                                      batch=str(live[0].claim.partition_id))
+
+    def launch_batch(self, items: list[WorkItem]) -> list[WorkItem]:
+        """The batch's proofs launched (and finished, without split) together; returns the
+        members now in finalizing. A batch-wide error is retried member by member, so a member
+        whose witness is bad fails alone with its own reason and the others still prove."""
+        if not items:
+            return []
+        book, api = self.book, prover
+
+        def abandoned() -> bool:
+            return all(item.abandoned() for item in items)
+
+        try:
+            with self.lock:
+                t0 = time.perf_counter()
+                try:
+                    pendings = api.gpu_prove_start_batch(items[0].key, [item.assignment for item in items],
+                                                         self.device, abort=abandoned)
+                    for item, pending in zip(items, pendings, strict=True):
+                        item.pending = pending
+                        if not self.split:
+                            item.proof = api.gpu_prove_finish(pending)
+                finally:
+                    elapsed = time.perf_counter() - t0
+                    self.busy_s += elapsed
+                    for item in items:
+                        item.timings["gpu_s"] = elapsed / len(items)
+        except ProofAborted:
+            for item in items:
+                book.drop(item)
+            return []
+        except Exception as exc:  # one member's assignment (or the device): each alone finds out which
+            log.warning("%s: a batch of %d failed (%s: %s); proving its members one by one", self.name, len(items),
+                        type(exc).__name__, exc)
+            return [item for item in items if self._launch_member_alone(item)]
+        done = []
+        for item in items:
+            if item.abandoned():
+                book.drop(item)
+            elif self._leave_gpu(item):
+                done.append(item)
+        return done
+
+    def _launch_member_alone(self, item: WorkItem) -> bool:
+        split, self.split = self.split, True  # the batch's caller finishes it
+        try:
+            return self.launch(item)
+        finally:
+            self.split = split
+
+    def _leave_gpu(self, item: WorkItem) -> bool:
+        if not self.book.record(item, P.FINALIZING, gpu_finished_at=timezone.now()):
+            return False
+        if item.reservation is not None:
+            item.reservation.release_part(item.abc_bytes)
+        item.assignment = None
         return True
 
     def utilisation(self) -> float:

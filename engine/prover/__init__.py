@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         assignment_from_witness,
         gpu_prove_finish,
         gpu_prove_start,
+        gpu_prove_start_batch,
         prove,
     )
     from engine.prover.keys import ProvingKey, VerifyingKey
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 _HOMES = {
     **dict.fromkeys(
         ("PendingProof", "Proof", "ProofAborted", "assignment_from_r1cs",
-         "assignment_from_witness", "gpu_prove_finish", "gpu_prove_start", "prove"),
+         "assignment_from_witness", "gpu_prove_finish", "gpu_prove_start", "gpu_prove_start_batch", "prove"),
         "engine.prover.groth16",
     ),
     "UnsatisfiedConstraint": "engine.prover.datatypes",
@@ -104,6 +105,7 @@ __all__ = [
     "assignment_from_witness",
     "gpu_prove_finish",
     "gpu_prove_start",
+    "gpu_prove_start_batch",
     "prove",
     "read_r1cs",
     "read_wtns",

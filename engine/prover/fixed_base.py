@@ -123,3 +123,22 @@ def msm(pk: ProvingKey, name: str, scalars: np.ndarray) -> np.ndarray:
     plain = native.msm_g1 if group == "g1" else native.msm_g2
     return plain(pk.curve, getattr(pk, name), scalars, rows=rows)
 
+
+
+def msm_batch(pk: ProvingKey, name: str, scalars: list[np.ndarray]) -> list[np.ndarray]:
+    """msm for several scalar vectors over the same section in one pass over its points (the
+    batch kernels): result v is msm(pk, name, scalars[v]), the same affine point."""
+    if len(scalars) == 1:
+        return [msm(pk, name, scalars[0])]
+    group = SECTIONS[name]
+    stack = np.stack([np.ascontiguousarray(s, dtype=np.uint64) for s in scalars])
+    tab = _tables(pk).get(name)
+    if tab is not None:
+        run = native.msm_g1_copies_batch if group == "g1" else native.msm_g2_copies_batch
+        live = stack if tab.rows is None else np.ascontiguousarray(stack[:, tab.rows])
+        return list(run(pk.curve, tab.table, live, tab.copies, tab.shift))
+    rows = live_rows(pk, name)
+    if rows is not None and rows.shape[0] == 0:
+        return [np.zeros(getattr(pk, name).shape[1], np.uint64) for _ in scalars]
+    plain = native.msm_g1_batch if group == "g1" else native.msm_g2_batch
+    return list(plain(pk.curve, getattr(pk, name), stack, rows=rows))

@@ -249,12 +249,70 @@ def gpu_prove_finish(pending: PendingProof, *, abort: Abort = None) -> Proof:
         pending.handle = None
     else:
         g1 = pending.g1
-        pb2 = fixed_base.msm(pk, "b2_points", w)
+        # a batch start (gpu_prove_start_batch) made the G2 MSM with the others
+        pb2 = g1["b2"] if "b2" in g1 else fixed_base.msm(pk, "b2_points", w)
     pending.finished = True
     raw = groth16_native.assemble(get_curve(curve), g1["a"], g1["b1"], pb2, g1["c"], pk.alpha1, pk.beta1, pk.beta2,
                                   pk.delta1, pk.delta2, pending.r, pending.s)
     pending.g1 = {}
     return groth16_native.proof_from_bytes(get_curve(curve), raw)
+
+
+def gpu_prove_start_batch(
+    pk: ProvingKey, assignments: list[Assignment], device: str = "cpu", *,
+    randomness: list[tuple[int | None, int | None]] | None = None, abort: Abort = None,
+) -> list[PendingProof]:
+    """Launch k proofs of the same key at once: one pending proof per assignment, each then
+    finished alone by gpu_prove_finish (and byte-identical to gpu_prove_start's proof of the
+    same assignment and r, s). On "cpu" each of the five MSMs (the G2 one included, so finish
+    only assembles) is one pass over the key's bases for the k scalar vectors
+    (fixed_base.msm_batch); on a device the proofs are launched one after the other on its
+    stream. ``randomness``: an (r, s) per assignment, None for fresh ones."""
+    rs = randomness if randomness is not None else [(None, None)] * len(assignments)
+    if len(rs) != len(assignments):
+        raise ValueError(f"{len(assignments)} assignments but {len(rs)} (r, s) pairs")
+    if device != "cpu" or len(assignments) == 1:
+        return [gpu_prove_start(pk, asg, device, r=r, s=s, abort=abort) for asg, (r, s) in zip(assignments, rs, strict=True)]
+    cp = get_curve(pk.curve)
+    pendings: list[PendingProof] = []
+    for asg, (r, s) in zip(assignments, rs, strict=True):
+        _validate(pk, asg)
+        pendings.append(PendingProof(
+            pk=pk, device=device, witness=asg.witness,
+            r=groth16_native.random_scalar(cp) if r is None else int(r) % cp.r,
+            s=groth16_native.random_scalar(cp) if s is None else int(s) % cp.r,
+            abc_nbytes=int(asg.a.nbytes + asg.b.nbytes + asg.c.nbytes),
+        ))
+    _check(abort, "the H polynomials")
+    hs = []
+    for asg in assignments:
+        a, b, c = _domain_evals(pk, asg)
+        hs.append(native.h_coset(pk.curve, a, b, c))
+        del a, b, c
+    ws = [asg.witness for asg in assignments]
+    _check(abort, "the A MSMs")
+    pa = fixed_base.msm_batch(pk, "a_points", ws)
+    _check(abort, "the B1 MSMs")
+    pb1 = fixed_base.msm_batch(pk, "b1_points", ws)
+    _check(abort, "the C MSMs")
+    privs = [w[pk.n_public + 1 :] for w in ws]
+    pc = fixed_base.msm_batch(pk, "c_points", privs) if pk.n_private else [np.zeros_like(x) for x in pa]
+    _check(abort, "the H MSMs")
+    ph = fixed_base.msm_batch(pk, "h_points", hs)
+    del hs
+    _check(abort, "the B2 MSMs")
+    pb2 = fixed_base.msm_batch(pk, "b2_points", ws)
+    for i, p in enumerate(pendings):
+        p.g1 = {"a": pa[i], "b1": pb1[i], "c": native.g1_add_affine(pk.curve, pc[i], ph[i]), "b2": pb2[i]}
+        p.abc_released = True
+    return pendings
+
+
+def prove_batch(
+    pk: ProvingKey, assignments: list[Assignment], *, device: str = "cpu",
+    randomness: list[tuple[int | None, int | None]] | None = None,
+) -> list[Proof]:
+    return [gpu_prove_finish(p) for p in gpu_prove_start_batch(pk, assignments, device, randomness=randomness)]
 
 
 def prove(

@@ -67,9 +67,13 @@ __all__ = [  # this module's API and the build's names it re-exports
     "h_coset",
     "h_shift",
     "msm_g1",
+    "msm_g1_batch",
     "msm_g1_copies",
+    "msm_g1_copies_batch",
     "msm_g2",
+    "msm_g2_batch",
     "msm_g2_copies",
+    "msm_g2_copies_batch",
     "msm_window",
     "ntt",
     "params_prelude",
@@ -335,6 +339,39 @@ class _Group:
                                       _threads(threads))
         return out
 
+    def msm_copies_batch(self, curve: str, table: np.ndarray, scalars: np.ndarray, copies: int, shift: int, *,
+                         rows: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """msm_copies for k scalar vectors at once, scalars of shape (k, n, 4) -> (k, width):
+        one pass over the table's points per window, k bucket sets (a batch of proofs of one
+        key); row v is exactly msm_copies(..., scalars[v], ...)."""
+        from engine.prover.glv_params import glv_params
+
+        c = get_curve(curve)
+        w = self.width(c)
+        t = _u64(table, w, "table")
+        if copies < 1 or t.shape[0] % copies:
+            raise ValueError(f"table: {t.shape[0]} rows is not {copies} copies")
+        if copies * shift < glv_params(curve, self.name).bits:
+            raise ValueError(f"{copies} slices of {shift} bits do not cover the GLV halves")
+        stride = t.shape[0] // copies
+        s = np.ascontiguousarray(scalars)
+        if s.dtype != np.uint64 or s.ndim != 3 or s.shape[1] != stride or s.shape[2] != 4:
+            raise ValueError(f"scalars: expected uint64 array of shape (k, {stride}, 4), got {s.dtype} {s.shape}")
+        k = s.shape[0]
+        out = np.zeros((k, w), dtype=np.uint64)
+        if k == 0:
+            return out
+        n, rows_ptr = self._rows(rows, stride)
+        self._kernel(c, "msm_copies_batch")(_ptr(out), _ptr(t), _ptr(s), stride, k, rows_ptr, n, stride, copies,
+                                            shift, _threads(threads))
+        return out
+
+    def msm_batch(self, curve: str, bases: np.ndarray, scalars: np.ndarray, *, rows: np.ndarray | None = None,
+                  threads: int | None = None) -> np.ndarray:
+        """msm for k scalar vectors (k, n, 4) over the same bases -> (k, width): the bases
+        themselves as a one-copy table (as msm does)."""
+        return self.msm_copies_batch(curve, bases, scalars, 1, 256, rows=rows, threads=threads)
+
     def _rows(self, rows: np.ndarray | None, n: int) -> tuple[int, Any]:
         """(count, pointer) of the row indices a kernel reads (all n rows for None)."""
         if rows is None:
@@ -406,6 +443,8 @@ _G1, _G2 = _Group("g1"), _Group("g2")
 msm_g1, msm_g2 = _G1.msm, _G2.msm
 g1_shifted_copies, g2_shifted_copies = _G1.shifted_copies, _G2.shifted_copies
 msm_g1_copies, msm_g2_copies = _G1.msm_copies, _G2.msm_copies
+msm_g1_copies_batch, msm_g2_copies_batch = _G1.msm_copies_batch, _G2.msm_copies_batch
+msm_g1_batch, msm_g2_batch = _G1.msm_batch, _G2.msm_batch
 g1_mul_generator_batch, g2_mul_generator_batch = _G1.mul_generator_batch, _G2.mul_generator_batch
 g1_add_affine, g2_add_affine = _G1.add_affine, _G2.add_affine
 g1_add_projective, g2_add_projective = _G1.add_projective, _G2.add_projective

@@ -114,7 +114,8 @@ def _pipelines(farm: Farm) -> list[dict[str, Any]]:
     for pk, job_id, kind, state, priority, started_at, submitted_at, num_partitions, *_ in farm.jobs:
         parts = farm.parts_by_job.get(pk, ())
         cells = []
-        for _, index, p_state, synth_started, synth_finished, gpu_started, gpu_finished, host, ordinal, attempt in parts:
+        for _, index, p_state, synth_started, synth_finished, gpu_started, gpu_finished, host, ordinal, attempt, batch \
+                in parts:
             # A phase under way reports its time so far; a finished one its final figure.
             synth_end = synth_finished or (now if p_state == synthesizing else None)
             gpu_end = gpu_finished or (now if p_state == gpu else None)
@@ -126,6 +127,7 @@ def _pipelines(farm: Farm) -> list[dict[str, Any]]:
                 "host": host,
                 "worker": f"W{ordinal}" if ordinal is not None else None,
                 "attempt": attempt,
+                "batch": batch or None,  # the proving batch it went onto the GPU with (its first member's id)
             })
         rows.append({
             "job_id": job_id,
@@ -176,6 +178,9 @@ def _workers(farm: Farm) -> list[dict[str, Any]]:
             "current_job": current[2] if current else None,
             "current_kind": current[3] if current else None,
             "current_partition": current[1] if current else None,
+            # a batch (engine.pipeline.prove) has several partitions on the GPU with this worker
+            "current_partitions": [[p[2], p[1]] for p in parts] if parts else [],
+            "current_batch": (current[5] or None) if current else None,
             "busy_secs": busy_now or 0.0,
             "utilisation": round(share, 4),
         })

@@ -32,7 +32,7 @@ LIVE_WORKERS = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=T
 # gpu started), for the workers of running hosts.
 ON_GPU = Prepared(lambda: Partition.objects.filter(state=PartitionState.GPU, worker__host__stopped_at__isnull=True)
                   .order_by("gpu_started_at", "pk")
-                  .values_list("worker_id", "index", "job__job_id", "job__kind", "gpu_started_at"))
+                  .values_list("worker_id", "index", "job__job_id", "job__kind", "gpu_started_at", "batch"))
 
 # Active jobs in the order they are served: (pk, job id, kind, state, priority, started,
 # submitted, partitions, deadline, circuit id).
@@ -46,7 +46,8 @@ ACTIVE_JOBS = Prepared(lambda: ProofJob.objects.filter(state__in=JOB_ACTIVE)
 # name, worker ordinal, attempt).
 ACTIVE_PARTS = Prepared(lambda: Partition.objects.filter(job__state__in=JOB_ACTIVE).order_by("job_id", "index")
                         .values_list("job_id", "index", "state", "synth_started_at", "synth_finished_at",
-                                     "gpu_started_at", "gpu_finished_at", "host__name", "worker__ordinal", "attempt"))
+                                     "gpu_started_at", "gpu_finished_at", "host__name", "worker__ordinal", "attempt",
+                                     "batch"))
 
 # Jobs by host, kind and state: (host pk, kind, state, n).
 JOB_COUNTS = Prepared(lambda: ProofJob.objects.values("host_id", "kind", "state").annotate(n=Count("pk"))

@@ -1,6 +1,7 @@
 """Under real load, every read of the farm is the truth: /status and the console's render
 passes, sampled every 20 ms while the engine proves a backlog of every kind and priority,
-never show a worker idle on a partition in gpu (or the reverse), counters that disagree with
+never show a worker idle on a partition in gpu (or the reverse; with batching on, for every
+member of a batch), counters that disagree with
 the pipelines, or memory that disagrees with the reservations shown."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from engine.circuits.kinds import KINDS
 from engine.console.render import render
 from engine.ledger.demo import demo_inputs
 from engine.ledger.tokens import issue_token
-from engine.models import ProofJob
+from engine.models import Partition, ProofJob
 from engine.states import JOB_ACTIVE, JobState, Priority
 from tests.truth import page_contradictions, status_contradictions
 
@@ -72,7 +73,10 @@ def read_page() -> list[str]:
     return page_contradictions("".join(rendered.html(root) for root in rendered.roots))
 
 
-def test_every_status_read_and_render_pass_under_load_is_the_truth(start_engine) -> None:
+@pytest.mark.parametrize("batch_max", [1, 4], ids=["alone", "batched"])
+def test_every_status_read_and_render_pass_under_load_is_the_truth(start_engine, batch_max: int) -> None:
+    """Batched: a worker holds up to 4 partitions of one key on the GPU at once, and its card
+    and /status entry show every one of them."""
     _, raw = issue_token("truth-operator", scope="operator")
     api = Client(headers={"Authorization": f"Bearer {raw}"})
     submit_backlog(api)
@@ -80,7 +84,8 @@ def test_every_status_read_and_render_pass_under_load_is_the_truth(start_engine)
     samplers = [Sampler(lambda: read_status(api)), Sampler(read_page)]
     for sampler in samplers:
         sampler.start()
-    engine = start_engine(budget="2GiB", synthesis=2, workers_per_device=3)
+    engine = start_engine(budget="2GiB", synthesis=4 if batch_max > 1 else 2, workers_per_device=3,
+                          batch_max=batch_max, batch_wait_ms=50)
     finished = engine.run_until_idle(timeout=240)
     for sampler in samplers:
         sampler.done.set()
@@ -88,6 +93,8 @@ def test_every_status_read_and_render_pass_under_load_is_the_truth(start_engine)
 
     assert finished and not ProofJob.objects.filter(state__in=JOB_ACTIVE).exists()
     assert set(ProofJob.objects.values_list("state", flat=True)) == {JobState.DONE}
+    if batch_max > 1:  # the samplers saw batches on the GPU, not only partitions alone
+        assert Partition.objects.exclude(batch="").exists()
     for sampler in samplers:
         assert not sampler.errors, sampler.errors
         assert sampler.samples > 30, "too few samples to mean anything"
