@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('engine', '0016_host_free_at'),
+        ('engine', '0017_keyrequest'),
     ]
 
     operations = [
