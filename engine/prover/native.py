@@ -318,10 +318,9 @@ class _Group:
         self._kernel(c, "shifted_copies")(_ptr(out), _ptr(b), b.shape[0], copies, shift, _threads(threads))
         return out
 
-    def msm_copies(self, curve: str, table: np.ndarray, scalars: np.ndarray, copies: int, shift: int, *,
-                   rows: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
-        """The msm of scalars over the bases whose shifted copies ``table`` holds; ``shift``
-        must be the table's, and ``copies`` slices of it must cover the scalars' GLV halves."""
+    def _copies_table(self, curve: str, table: np.ndarray, copies: int,
+                      shift: int) -> tuple[Any, int, np.ndarray, int]:
+        """A table of shifted copies, checked: (curve, point width, rows, rows per copy)."""
         from engine.prover.glv_params import glv_params
 
         c = get_curve(curve)
@@ -331,7 +330,13 @@ class _Group:
             raise ValueError(f"table: {t.shape[0]} rows is not {copies} copies")
         if copies * shift < glv_params(curve, self.name).bits:
             raise ValueError(f"{copies} slices of {shift} bits do not cover the GLV halves")
-        stride = t.shape[0] // copies
+        return c, w, t, t.shape[0] // copies
+
+    def msm_copies(self, curve: str, table: np.ndarray, scalars: np.ndarray, copies: int, shift: int, *,
+                   rows: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+        """The msm of scalars over the bases whose shifted copies ``table`` holds; ``shift``
+        must be the table's, and ``copies`` slices of it must cover the scalars' GLV halves."""
+        c, w, t, stride = self._copies_table(curve, table, copies, shift)
         s = _u64(scalars, 4, "scalars", stride)
         out = np.zeros(w, dtype=np.uint64)
         n, rows_ptr = self._rows(rows, stride)
@@ -344,16 +349,7 @@ class _Group:
         """msm_copies for k scalar vectors at once, scalars of shape (k, n, 4) -> (k, width):
         one pass over the table's points per window, k bucket sets (a batch of proofs of one
         key); row v is exactly msm_copies(..., scalars[v], ...)."""
-        from engine.prover.glv_params import glv_params
-
-        c = get_curve(curve)
-        w = self.width(c)
-        t = _u64(table, w, "table")
-        if copies < 1 or t.shape[0] % copies:
-            raise ValueError(f"table: {t.shape[0]} rows is not {copies} copies")
-        if copies * shift < glv_params(curve, self.name).bits:
-            raise ValueError(f"{copies} slices of {shift} bits do not cover the GLV halves")
-        stride = t.shape[0] // copies
+        c, w, t, stride = self._copies_table(curve, table, copies, shift)
         s = np.ascontiguousarray(scalars)
         if s.dtype != np.uint64 or s.ndim != 3 or s.shape[1] != stride or s.shape[2] != 4:
             raise ValueError(f"scalars: expected uint64 array of shape (k, {stride}, 4), got {s.dtype} {s.shape}")
