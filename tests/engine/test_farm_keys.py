@@ -53,7 +53,9 @@ def test_a_host_whose_key_is_not_the_farms_refuses_the_kind_and_proves_the_rest(
     wait_until(lambda: ProofJob.objects.get(pk=window.pk).state == JobState.DONE)
     assert "digest" in refused_by("test-host-0")[POREP] and "host-with-the-real-keys" in refused_by("test-host-0")[POREP]
     assert f"refusing to prove {POREP} on this host" in caplog.text
-    # Handed back, not failed: a host with the farm's key can still prove it.
+    # Handed back, not failed: a host with the farm's key can still prove it. The refusal is
+    # recorded on the host row a moment before the partition is handed back, so wait for that too.
+    wait_until(lambda: not Partition.objects.filter(job=porep).exclude(state=PartitionState.PENDING).exists())
     parts = Partition.objects.filter(job=porep)
     assert {(p.state, p.host_id) for p in parts} == {(PartitionState.PENDING, None)}
     assert ProofJob.objects.get(pk=porep.pk).state != JobState.FAILED
