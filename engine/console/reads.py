@@ -159,8 +159,9 @@ def pipelines_context(farm: Farm, jobs_wanted: set[str] | None, known: Mapping[s
     shape = digest(repr([(job[0], job[1]) for job in jobs]))
     everything = jobs_wanted is None or known.get("pipelines") != shape
     chosen = jobs if everything or jobs_wanted is None else tuple(job for job in jobs if job[1] in jobs_wanted)
+    parts = farm.parts_by_job if everything else farm.parts_of([job[0] for job in chosen])
     # Against their deadlines as /status reads them (one rule: engine.ledger.deadlines).
-    return {"jobs": jobs, "shape": shape, "everything": everything, "chosen": chosen, "parts": farm.parts_by_job,
+    return {"jobs": jobs, "shape": shape, "everything": everything, "chosen": chosen, "parts": parts,
             "deadlines": farm.deadlines}
 
 

@@ -1,5 +1,5 @@
-"""A render pass: the farm read in one database snapshot (engine.status.read_model), the
-wanted fragments projected from it, then built.
+"""A render pass: the wanted fragments projected from the farm as one database snapshot holds
+it (engine.status.read_model, reading only what they use), then built.
 
 Every writer's status clock is read inside the same snapshot (``engine.status.read.one_snapshot``),
 so the farm version stamped on every unit is exactly the version its content was read at.
@@ -19,7 +19,7 @@ from engine.format import epoch_ms
 from engine.ledger.clock import Reading, written_after
 from engine.models import EngineHost, Partition, ProofJob
 from engine.status.read import collection_deferred, one_snapshot
-from engine.status.read_model import read_farm
+from engine.status.read_model import open_farm
 
 
 @dataclass
@@ -108,12 +108,16 @@ def _render(want: Want | Iterable[str], known: Mapping[str, str] | None, since: 
         want = Want(set(want), None)
     known = known or {}
     with one_snapshot() as snap:
-        farm = read_farm(timezone.now(), exact=snap.exact)
-        if since is not None and not want.full:
-            want = changed_since(want, since)
-        wanted = [REGISTRY[n] for n in sorted(want.names)]
-        # The panels are projections of the farm; a job's page reads its job in this snapshot.
-        contexts = {f.name: f.read(farm, want.jobs, known) for f in wanted}
+        farm = open_farm(timezone.now(), exact=snap.exact)
+        try:
+            if since is not None and not want.full:
+                want = changed_since(want, since)
+            wanted = [REGISTRY[n] for n in sorted(want.names)]
+            # The panels are projections of the farm, which reads in this snapshot what they
+            # use and nothing else; a job's page reads its job in it too.
+            contexts = {f.name: f.read(farm, want.jobs, known) for f in wanted}
+        finally:
+            farm.close()
     now = farm.now
     units: dict[str, Unit] = {}
     for f in wanted:

@@ -6,6 +6,7 @@ one definition of busy. Each query is compiled once (engine.status.prepared).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -44,10 +45,13 @@ ACTIVE_JOBS = Prepared(lambda: ProofJob.objects.filter(state__in=JOB_ACTIVE)
 # Every partition of the active jobs, as plain rows (model instances were most of a read's
 # cost): (job pk, index, state, synth started, synth finished, gpu started, gpu finished, host
 # name, worker ordinal, attempt).
+_PART_COLUMNS = ("job_id", "index", "state", "synth_started_at", "synth_finished_at", "gpu_started_at",
+                 "gpu_finished_at", "host__name", "worker__ordinal", "attempt", "batch")
 ACTIVE_PARTS = Prepared(lambda: Partition.objects.filter(job__state__in=JOB_ACTIVE).order_by("job_id", "index")
-                        .values_list("job_id", "index", "state", "synth_started_at", "synth_finished_at",
-                                     "gpu_started_at", "gpu_finished_at", "host__name", "worker__ordinal", "attempt",
-                                     "batch"))
+                        .values_list(*_PART_COLUMNS))
+# The same rows for some of those jobs only (by pk): a pass re-drawing a few jobs' cells.
+ACTIVE_PARTS_OF = Prepared(lambda pks: Partition.objects.filter(job__state__in=JOB_ACTIVE, job_id__in=pks)
+                           .order_by("job_id", "index").values_list(*_PART_COLUMNS))
 
 # Jobs by host, kind and state: (host pk, kind, state, n).
 JOB_COUNTS = Prepared(lambda: ProofJob.objects.values("host_id", "kind", "state").annotate(n=Count("pk"))
@@ -99,11 +103,12 @@ class DeadlineRow(NamedTuple):
     at_risk_from: datetime | None
 
 
-def active_deadlines(now: datetime) -> dict[int, DeadlineRow]:
-    """Every active job with a deadline, by pk, against it at ``now``: its circuit's expected
-    duration is read once per call for the circuits of those jobs (they are few)."""
+def active_deadlines(now: datetime, active_jobs: Iterable[tuple[Any, ...]]) -> dict[int, DeadlineRow]:
+    """Every active job with a deadline, by pk, against it at ``now``, from ACTIVE_JOBS rows:
+    its circuit's expected duration is read once per call for the circuits of those jobs (they
+    are few)."""
     jobs = [(pk, state, started, deadline, circuit_id)
-            for pk, _, _, state, _, started, _, _, deadline, circuit_id in ACTIVE_JOBS.rows() if deadline is not None]
+            for pk, _, _, state, _, started, _, _, deadline, circuit_id in active_jobs if deadline is not None]
     if not jobs:
         return {}
     expected = expected_seconds(job[4] for job in jobs)

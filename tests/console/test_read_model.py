@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 def test_the_farm_is_read_once_and_then_cannot_change(farm: Farm) -> None:
     state = read_now()
     with pytest.raises(dataclasses.FrozenInstanceError):
-        state.jobs = ()  # type: ignore[misc]
+        state.jobs = ()
     move(SNAP_ID, 3, "synthesizing", synth_started_at=timezone.now())
     # What was read stays what was read: a projection of it now says what it said then.
     assert farm_document(state)["hosts"][0]["synthesis"]["active"] == state.held[farm.host.pk].count("synthesizing")
@@ -53,3 +53,41 @@ def test_the_panels_and_status_project_one_farm_to_the_same_figures(farm: Farm) 
     cards = reads.workers_context(state, None, {})
     assert {f"{host}/{device}/W{ordinal}" for pk, ordinal, device, host, *_ in cards["workers"]
             if pk in cards["proving"]} == proving
+
+
+def _partition_reads(queries: CaptureQueriesContext) -> list[str]:
+    return [q["sql"] for q in queries.captured_queries if 'FROM "engine_partition"' in q["sql"]]
+
+
+def test_a_pass_for_a_hosts_heartbeat_reads_no_partition_of_the_farm(farm: Farm) -> None:
+    from engine.console.render import render
+
+    with CaptureQueriesContext(connection) as queries:
+        rendered = render({"hosts", "devices"})
+    assert _partition_reads(queries) == [] and set(rendered.roots) == {"hosts", "devices"}
+
+
+def test_a_pass_redrawing_one_jobs_row_reads_only_that_jobs_cells(farm: Farm) -> None:
+    from engine.console.fragments import Want
+    from engine.console.render import render
+
+    first = render({"pipelines"})
+    with CaptureQueriesContext(connection) as queries:
+        rendered = render(Want({"pipelines"}, {SNAP_ID}), known={"pipelines": first.digest("pipelines")})
+    (cells,) = _partition_reads(queries)
+    assert " IN (" in cells and not rendered.full
+    # The row it drew is the row a full pass draws (digests leave out the ticking durations).
+    rows = [key for key, unit in rendered.units.items() if key != "pipelines" and unit.html is not None]
+    assert rows and all(rendered.digest(key) == first.digest(key) for key in rows)
+
+
+def test_a_farm_read_in_part_refuses_what_it_did_not_read_once_its_snapshot_ended(farm: Farm) -> None:
+    from engine.status.read_model import NotRead, open_farm
+
+    with one_snapshot():
+        state = open_farm(timezone.now())
+        hosts = state.hosts
+        state.close()
+    assert state.hosts is hosts  # what was read stays readable
+    with pytest.raises(NotRead, match="parts"):
+        _ = state.parts
