@@ -50,6 +50,7 @@ class Farm:
     phases: Mapping[int, tuple[Row, ...]]  # utilisation.GPU_PHASES of the window, by worker pk
     failed_jobs: tuple[Row, ...]  # records.FAILED_JOBS
     failed_parts: tuple[Row, ...]  # records.FAILED_PARTS
+    farm_keys: tuple[str, ...]  # records.FARM_KEYS: circuits the farm has a key for
 
     @property
     def version(self) -> int:
@@ -114,4 +115,5 @@ def read_farm(now: datetime, *, exact: bool = True) -> Farm:
         phases=MappingProxyType({pk: tuple(rows) for pk, rows in utilisation.phases_by_worker(now).items()}),
         failed_jobs=tuple(records.FAILED_JOBS.rows()),
         failed_parts=tuple(records.FAILED_PARTS.rows()),
+        farm_keys=tuple(circuit_id for (circuit_id,) in records.FARM_KEYS.rows()),
     )
