@@ -1,6 +1,7 @@
 """Operators' key control carried out by a real engine: a request written through the API or
-``manage.py keys`` is carried out at the engine's next heartbeat, recorded on the request and
-on the host row; one the engine's own budget cannot hold is refused there and recorded."""
+``manage.py keys`` wakes the engine, which carries it out at once (not at its next heartbeat)
+and records it on the request and on the host row; one the engine's own budget cannot hold is
+refused there and recorded; one a host stops before carrying out ends failed."""
 
 from __future__ import annotations
 
