@@ -90,8 +90,12 @@ def test_an_engine_in_another_process_hears_of_a_key_request_through_postgresql(
     host = EngineHost.objects.create(name="listening-host")
     heard: list[str] = []
     got, stopping = threading.Event(), threading.Event()
-    listener = threading.Thread(target=listen, args=({KEY_CHANNEL: lambda pk: (heard.append(pk), got.set())},
-                                                     stopping), daemon=True)
+
+    def hear(pk: str) -> None:
+        heard.append(pk)
+        got.set()
+
+    listener = threading.Thread(target=listen, args=({KEY_CHANNEL: hear}, stopping), daemon=True)
     listener.start()
     try:
         for _ in range(50):  # the listener's LISTEN is in place once a NOTIFY reaches it
