@@ -147,6 +147,7 @@ def keys_context(farm: Farm) -> dict[str, Any]:
         for key in holdings.keys:
             if key.tier == "hot":
                 sizes[key.circuit_id] = max(sizes.get(key.circuit_id, 0), key.bytes)
+    preloadable = _preloadable(farm)
     chips = []
     for host in farm.live_hosts:
         keys = held[host.pk].keys
@@ -158,7 +159,7 @@ def keys_context(farm: Farm) -> dict[str, Any]:
         skip = {key.circuit_id for key in keys} | set(host.refused_keys or {})
         chips += [{"host": host.name, "circuit": circuit, "size": fmt_bytes(sizes[circuit]) if circuit in sizes else "—",
                    "users": 0, "state": "cold", "tier": "cold", "mapped": "", "actions": KEY_ACTIONS["cold"]}
-                  for circuit in _preloadable(farm)
+                  for circuit in preloadable
                   if circuit not in skip and circuit not in busy and circuit.split("/", 1)[0] not in busy]
     return {"chips": chips}
 
