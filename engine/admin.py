@@ -186,4 +186,5 @@ class EngineHostAdmin(admin.ModelAdmin):
 
 
 import engine.admin_circuits  # noqa: E402,F401  registered circom circuits
+import engine.admin_keys  # noqa: E402,F401  operators' key requests, read-only
 import engine.admin_tokens  # noqa: E402,F401  API tokens, issued here with the secret shown once

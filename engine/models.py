@@ -342,8 +342,9 @@ class JobLogLine(models.Model):
 
 class KeyRequest(models.Model):
     """An operator's request that one host preload a proving key to a tier, or demote it
-    (engine.ledger.key_requests): written by the web side, carried out by the host's engine at
-    its next heartbeat, which records the outcome on the row."""
+    (engine.ledger.key_requests): written by the web side, carried out by the host's engine as
+    soon as it commits (a wake; the heartbeat as the fallback), which records the outcome on the
+    row; failed by the host's stop if it was not carried out by then."""
 
     class Action(models.TextChoices):
         PRELOAD = "preload"

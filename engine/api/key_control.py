@@ -2,8 +2,8 @@
 (engine.ledger.key_requests), for operator tokens only.
 
 The request is judged here from the records and written as one KeyRequest per host; each host's
-engine carries it out at its next heartbeat and records the outcome on the row (its ``state``,
-``reason``), which the answer's ``requests`` name by id. A preload that does not fit a host's
+engine is woken when it commits, carries it out and records the outcome on the row (its
+``state``, ``reason``), which the answer's ``requests`` name by id. A preload that does not fit a host's
 free budget is a 409 naming the host, its free bytes and what the key needs.
 """
 
@@ -72,13 +72,13 @@ def _ask(request: HttpRequest, circuit: str, action: str, tier: str, host: str |
              summary="Preload a circuit's proving key to a tier, on a host or every running host")
 def preload(request: HttpRequest, circuit: str, payload: PreloadIn) -> Any:
     """Each host named loads the key (hot: in memory with its fixed-base tables; warm: its points
-    memory-mapped) at its next heartbeat. 409 when a host's free budget cannot hold the key."""
+    memory-mapped) as soon as it is asked. 409 when a host's free budget cannot hold the key."""
     return _ask(request, circuit, KeyRequest.Action.PRELOAD, payload.tier, payload.host)
 
 
 @router.post("/keys/{path:circuit}/evict", response={202: KeyRequestsOut, **ERRORS},
              summary="Demote a circuit's proving key to warm or cold, on a host or every running host")
 def evict(request: HttpRequest, circuit: str, payload: EvictIn) -> Any:
-    """Each host named demotes the key at its next heartbeat, if no partition is using it then
+    """Each host named demotes the key as soon as it is asked, if no partition is using it then
     (a key in use is refused, recorded on the request)."""
     return _ask(request, circuit, KeyRequest.Action.EVICT, payload.tier, payload.host)

@@ -17,6 +17,7 @@ from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
 from engine.ledger.deadlines import expected_seconds
 from engine.ledger.job_log import KEEP as LOG_LINES
+from engine.ledger.placement import shared_key
 from engine.models import JobLogLine, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 from engine.status import utilisation
@@ -128,18 +129,47 @@ def counters_context(farm: Farm) -> dict[str, Any]:
 
 # What a key chip offers, by the key's tier: the other tiers it can be moved to.
 KEY_ACTIONS = {"hot": [("evict", "warm"), ("evict", "cold")],
-               "warm": [("preload", "hot"), ("evict", "cold")]}
+               "warm": [("preload", "hot"), ("evict", "cold")],
+               "cold": [("preload", "hot"), ("preload", "warm")]}
 
 
 def keys_context(farm: Farm) -> dict[str, Any]:
+    """Each live host's keys: those it holds (hot, warm), then those it could preload but holds
+    cold: the shared keys of the active jobs and the farm's known keys (FarmKey), less what it
+    refuses and what its claimed partitions are loading now (that key is on its way in)."""
     # A key is in use while a claimed partition of its circuit is on its host, in this snapshot.
     held = farm.held
-    chips = [{"host": host.name, "circuit": key.circuit_id, "size": fmt_bytes(key.bytes), "users": key.users,
-              "state": "in use" if key.users else "evictable", "tier": key.tier,
-              "mapped": fmt_bytes(key.mapped_bytes) if key.tier == "warm" else "",
-              "actions": KEY_ACTIONS.get(key.tier, [])}
-             for host in farm.live_hosts for key in held[host.pk].keys]
+    loading: dict[int, set[str]] = {}
+    for host_id, _, kind, _, circuit_id, _, _ in farm.claimed:
+        loading.setdefault(host_id, set()).add(circuit_id or kind)
+    sizes: dict[str, int] = {}  # a cold key's size where another host holds it hot
+    for holdings in held.values():
+        for key in holdings.keys:
+            if key.tier == "hot":
+                sizes[key.circuit_id] = max(sizes.get(key.circuit_id, 0), key.bytes)
+    preloadable = _preloadable(farm)
+    chips = []
+    for host in farm.live_hosts:
+        keys = held[host.pk].keys
+        chips += [{"host": host.name, "circuit": key.circuit_id, "size": fmt_bytes(key.bytes), "users": key.users,
+                   "state": "in use" if key.users else "evictable", "tier": key.tier,
+                   "mapped": fmt_bytes(key.mapped_bytes) if key.tier == "warm" else "",
+                   "actions": KEY_ACTIONS.get(key.tier, [])} for key in keys]
+        busy = loading.get(host.pk, set())
+        skip = {key.circuit_id for key in keys} | set(host.refused_keys or {})
+        chips += [{"host": host.name, "circuit": circuit, "size": fmt_bytes(sizes[circuit]) if circuit in sizes else "—",
+                   "users": 0, "state": "cold", "tier": "cold", "mapped": "", "actions": KEY_ACTIONS["cold"]}
+                  for circuit in preloadable
+                  if circuit not in skip and circuit not in busy and circuit.split("/", 1)[0] not in busy]
     return {"chips": chips}
+
+
+def _preloadable(farm: Farm) -> list[str]:
+    """Keys an operator can ask a host to preload: shared ones (an uploaded zkey is its job's
+    alone) of the active jobs and of the farm's record, by circuit id."""
+    found = {shared_key(kind, circuit_id) for _, _, kind, _, _, _, _, _, _, circuit_id in farm.jobs}
+    found |= {shared_key(circuit_id.split("/", 1)[0], circuit_id) for circuit_id in farm.farm_keys}
+    return sorted(found - {""})
 
 
 def failures_context(farm: Farm) -> dict[str, Any]:

@@ -4,9 +4,12 @@ on every live host (issue 32).
 The web side (the API, the console's key chips, ``manage.py keys``) calls ``ask``, which judges
 the request from the records (a known circuit, a live host, a tier that fits the action, and,
 for a preload, the host's free budget: its budget less its keys' and its claimed partitions'
-bytes) and writes one KeyRequest row per host. Each engine carries out its own pending rows at
-its next heartbeat (engine.pipeline.key_control), re-checking the fit against its own memory
-manager, and records the outcome with ``finish``.
+bytes) and writes one KeyRequest row per host, waking each host's key control when it commits
+(engine.ledger.new_work). Each engine carries out its own pending rows then, or at its next
+heartbeat if the wake was lost (engine.pipeline.key_control), re-checking the fit against its
+own memory manager, and records the outcome with ``finish``. A host that stops first finishes its pending
+rows ``failed`` in the transaction that records it stopped (``fail_pending_of_stopped``), so no
+request waits for ever on a host that will not carry it out.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from django.utils import timezone
 
 from engine.format import fmt_bytes
 from engine.ledger.circuits import REGISTERED_ID
+from engine.ledger.new_work import announce_key_requests
 from engine.models import Circuit, EngineHost, KeyRequest, Partition
 from engine.states import PARTITION_HOLDING
 
@@ -79,8 +83,13 @@ def free_bytes(host: EngineHost, circuit_id: str) -> int:
     return int(host.memory_budget_bytes) - keys - int(claimed or 0)
 
 
+STOPPED_BEFORE = "host stopped before carrying it out"
+
+
 def _hosts(name: str | None) -> list[EngineHost]:
-    live = EngineHost.objects.filter(stopped_at__isnull=True).order_by("name")
+    # Locked until the requests are written: a host stopping meanwhile either waits and then
+    # fails them with its other pending rows, or stops first and is not live here.
+    live = EngineHost.objects.select_for_update().filter(stopped_at__isnull=True).order_by("name")
     if name is None or name == "":
         hosts = list(live)
         if not hosts:
@@ -109,8 +118,10 @@ def ask(circuit_id: str, action: str, tier: str, host: str | None = None, reques
                 free = free_bytes(h, circuit_id)
                 if needed > free:
                     raise DoesNotFit(h.name, max(free, 0), needed)
-        return [KeyRequest.objects.create(circuit_id=circuit_id, host=h, action=action, tier=tier,
+        rows = [KeyRequest.objects.create(circuit_id=circuit_id, host=h, action=action, tier=tier,
                                           needed_bytes=needed, requested_by=requested_by) for h in hosts]
+        announce_key_requests(h.pk for h in hosts)
+        return rows
 
 
 def pending_for(host_id: int) -> list[KeyRequest]:
@@ -120,3 +131,10 @@ def pending_for(host_id: int) -> list[KeyRequest]:
 def finish(request: KeyRequest, state: str, reason: str = "") -> None:
     KeyRequest.objects.filter(pk=request.pk, state=KeyRequest.State.PENDING).update(
         state=state, reason=reason, finished_at=timezone.now())
+
+
+def fail_pending_of_stopped(host_id: int) -> int:
+    """Inside the transaction that records the host stopped: its pending requests will never be
+    carried out, so they end ``failed`` now; returns how many."""
+    return KeyRequest.objects.filter(host_id=host_id, state=KeyRequest.State.PENDING).update(
+        state=KeyRequest.State.FAILED, reason=STOPPED_BEFORE, finished_at=timezone.now())

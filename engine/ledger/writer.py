@@ -31,6 +31,7 @@ from engine.ledger.clock import Stamp, host_clock, next_stamp
 from engine.ledger.deadlocks import retried
 from engine.ledger.hints import publish_hint
 from engine.ledger.job_log import about
+from engine.ledger.key_requests import fail_pending_of_stopped
 from engine.ledger.leases import any_lapsed, requeue_lapsed_rows
 from engine.ledger.new_work import announce_new_work
 from engine.ledger.settle import error_entry, failures_since_retry, settle_job
@@ -263,6 +264,19 @@ class StatusWriter:
     def update_host(self, **fields: Any) -> int:
         def work(stamp: Stamp) -> list[dict[str, Any]]:
             EngineHost.objects.filter(pk=self.host.pk).update(**stamp.fields(), **fields)
+            return [{}]
+
+        return self._commit(work)
+
+    def record_stopped(self) -> int:
+        """The host has stopped: no keys held, and the operators' requests it had not carried
+        out failed, in the same transaction (a request never waits on a stopped host)."""
+        def work(stamp: Stamp) -> list[dict[str, Any]]:
+            EngineHost.objects.filter(pk=self.host.pk).update(**stamp.fields(), stopped_at=timezone.now(),
+                                                              key_cache=[])
+            failed = fail_pending_of_stopped(self.host.pk)
+            if failed:
+                log.warning("%s stopped with %d key request(s) not carried out: failed", self.host.name, failed)
             return [{}]
 
         return self._commit(work)

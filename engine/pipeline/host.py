@@ -3,6 +3,7 @@
     dispatch (claim → reserve) ──► synthesis pool (processes) ──► synth-collect ──► proof queue
         ──► gpu-<device>-W<n> (prove: launch, hand over) ──► finalize-* ──► the ledger
     heartbeat (host row, leases, rescue of lapsed work) · sweep (drops cancelled work)
+    key-control (operators' preloads and evicts, woken when one is asked)
 
 Only ``runengine`` (and the tests and benchmarks that run a real engine) import this module;
 each stage gets what it uses (its inbox, its outbox, the in-flight book), never the host.
@@ -35,9 +36,9 @@ from engine.format import fmt_bytes
 from engine.ledger.claims import Claim
 from engine.ledger.hosts import register_host, worker_rows
 from engine.ledger.leases import orphaned_by_previous_run, renew_leases
-from engine.ledger.new_work import listen_for_new_work, on_new_work
+from engine.ledger.new_work import CHANNEL, KEY_CHANNEL, listen, on_key_requests, on_new_work
 from engine.ledger.writer import StatusWriter
-from engine.models import EngineHost, KeyRequest, Partition
+from engine.models import EngineHost, Partition
 from engine.pipeline import devices as devices_mod
 from engine.pipeline import job_log
 from engine.pipeline.claim import Dispatcher
@@ -129,7 +130,10 @@ class Engine:
         self.workers: list[ProvingWorker] = []
         self._stopped = threading.Event()
         self._forget_wake: Callable[[], None] = lambda: None
-        self._key_control: threading.Thread | None = None
+        self._forget_key_wake: Callable[[], None] = lambda: None
+        # Set when an operator's key request for this host commits (engine.ledger.new_work);
+        # the key-control thread also looks every heartbeat, should a wake be lost.
+        self._key_wake = threading.Event()
         self.n_workers = len(self.devices) * self.config.workers_per_device
         self.figures = HostSampler(self.devices)
         self.host: EngineHost | None = None
@@ -163,9 +167,13 @@ class Engine:
             self._spawn(f"gpu-{w.device.replace(':', '')}-W{w.row.ordinal}", w.run)
         self._spawn("dispatch", self.dispatcher.run)
         self._spawn("notify", lambda: notify_forever(self.signals.stopping))
+        self._forget_key_wake = on_key_requests(self._key_requested)
+        self._spawn("key-control", self._key_control_forever)
+        channels: dict[str, Callable[[str], None]] = {KEY_CHANNEL: lambda pk: self._key_requested(int(pk))}
         if self.config.wake_on_new_work:
             self._forget_wake = on_new_work(self.signals.wake.set)
-            self._spawn("new-work", lambda: listen_for_new_work(self.signals.wake.set, self.signals.stopping))
+            channels[CHANNEL] = lambda _: self.signals.wake.set()
+        self._spawn("new-work", lambda: listen(channels, self.signals.stopping))
         assert self.host is not None
         log.info("engine %s started: backend %s, devices %s, %d worker(s) per device, split proving %s, "
                  "memory budget %s, synthesis %d, scale %s", self.host.name, self.backend,
@@ -230,7 +238,9 @@ class Engine:
             return
         self.signals.stopping.set()
         self.signals.wake.set()
+        self._key_wake.set()
         self._forget_wake()
+        self._forget_key_wake()
         deadline = time.monotonic() + drain_seconds
         while self.inflight and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -252,7 +262,7 @@ class Engine:
         self.keycache.clear()
         shutil.rmtree(self.key_images, ignore_errors=True)
         self.figures.close()
-        self.writer.update_host(stopped_at=timezone.now(), key_cache=[])
+        self.writer.record_stopped()
         log.info("engine %s stopped: %d partitions proved, %d failed", self.host.name if self.host else "?",
                  self.stats.completed, self.stats.failed)
         job_log.let_go()  # after every thread that logs about a job has ended: its last lines go too
@@ -282,23 +292,23 @@ class Engine:
         if self.host is not None and hasattr(self, "writer"):
             self.writer.update_host(key_cache=self.keycache.snapshot(), refused_keys=self.keycache.refused())
 
-    def _carry_out_key_requests(self) -> None:
-        """Operators' preloads and evicts (engine.ledger.key_requests), on a thread of their own:
-        a key's load may take longer than a beat, and the beat renews the leases."""
-        if self._key_control is not None and self._key_control.is_alive():
-            return
-        host_id = self.host.pk if self.host is not None else None
-        if host_id is None or not KeyRequest.objects.filter(host_id=host_id, state=KeyRequest.State.PENDING).exists():
-            return
+    def _key_requested(self, host_pk: int) -> None:
+        if self.host is not None and host_pk == self.host.pk:
+            self._key_wake.set()
 
-        def run() -> None:
+    def _key_control_forever(self) -> None:
+        """Operators' preloads and evicts (engine.ledger.key_requests) as soon as they are asked,
+        on a thread of their own: a key's load may take longer than a beat, and the beat renews
+        the leases. Without a wake it looks every heartbeat."""
+        assert self.host is not None
+        while not self.signals.stopping.is_set():
+            self._key_wake.clear()  # before reading: a request committed after the read wakes the next wait
             try:
-                carry_out(host_id, self.keycache)
-            finally:
-                connection.close()
-
-        self._key_control = threading.Thread(target=run, name="key-control", daemon=True)
-        self._key_control.start()
+                carry_out(self.host.pk, self.keycache)
+            except Exception:  # a database hiccup must not end key control for good
+                log.exception("carrying out key requests failed")
+                close_old_connections()
+            self._key_wake.wait(self.config.heartbeat_seconds)
 
     def beat(self) -> None:
         assert self.host is not None
@@ -306,7 +316,6 @@ class Engine:
         with self.writer.lock:
             renew_leases(self.host.pk, claims)
         self.writer.beat(**self.host_fields())
-        self._carry_out_key_requests()
         draining = self.signals.draining
         if EngineHost.objects.filter(pk=self.host.pk, draining=True).exists() != draining.is_set():
             (draining.clear if draining.is_set() else draining.set)()

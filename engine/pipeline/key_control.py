@@ -1,8 +1,10 @@
 """The engine's side of operators' key control: carry out this host's pending KeyRequests.
 
-Run at every heartbeat (a request waits a beat at most). The engine re-checks a preload against
-its own memory manager (KeyCache.preload refuses one that does not fit its free budget) and
-records every outcome on the request's row: done, refused (does not fit, in use) or failed.
+Run by the engine's key-control thread as soon as a request for its host commits (the ledger
+wakes it: engine.ledger.new_work), and at every heartbeat should that wake be lost, so a
+request waits a beat at most. The engine re-checks a preload against its own memory manager
+(KeyCache.preload refuses one that does not fit its free budget) and records every outcome on
+the request's row: done, refused (does not fit, in use) or failed.
 """
 
 from __future__ import annotations

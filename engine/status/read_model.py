@@ -121,6 +121,11 @@ class Farm:
     def failed_parts(self) -> tuple[Row, ...]:  # records.FAILED_PARTS
         return tuple(records.FAILED_PARTS.rows())
 
+    @_section
+    def farm_keys(self) -> tuple[str, ...]:
+        """The circuits whose key the farm has adopted (FarmKey), by name."""
+        return tuple(circuit_id for (circuit_id,) in records.FARM_KEYS.rows())
+
     @property
     def version(self) -> int:
         return self.reading.version
@@ -174,7 +179,7 @@ def _by_first_column(rows: tuple[Row, ...]) -> Mapping[int, tuple[Row, ...]]:
 
 
 SECTIONS = ("hosts", "workers", "on_gpu", "jobs", "parts", "job_counts", "pending_by_host", "claimed", "deadlines",
-            "missed_deadlines", "phases", "failed_jobs", "failed_parts")
+            "missed_deadlines", "phases", "failed_jobs", "failed_parts", "farm_keys")
 
 
 def open_farm(now: datetime, *, exact: bool = True) -> Farm:

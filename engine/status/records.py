@@ -14,7 +14,7 @@ from django.db.models import Count, F, Sum
 
 from engine.ledger.clock import Reading
 from engine.ledger.deadlines import Standing, at_risk_from, expected_seconds, standing_of
-from engine.models import EngineHost, Partition, ProofJob, StatusClock, Worker
+from engine.models import EngineHost, FarmKey, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, PARTITION_LIVE, JobState, PartitionState
 from engine.status.prepared import Prepared
 
@@ -75,6 +75,10 @@ CLAIMED = Prepared(lambda: Partition.objects.filter(state__in=PARTITION_LIVE, ho
                    .annotate(n=Count("pk"), reserved=Sum("reserved_bytes"))
                    .values_list("host_id", "state", "job__kind", "job__job_id", "job__circuit_id", "n", "reserved")
                    .order_by())
+
+# The circuits the farm has a proving key for (FarmKey: the first host to load one records it),
+# by circuit id: (circuit id,). A host holding one cold can be asked to preload it.
+FARM_KEYS = Prepared(lambda: FarmKey.objects.order_by("circuit_id").values_list("circuit_id"))
 
 # The latest failures, newest first: jobs (job id, kind, error) and partitions (index, job id,
 # attempt, error).

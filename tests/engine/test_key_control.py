@@ -1,6 +1,7 @@
 """Operators' key control carried out by a real engine: a request written through the API or
-``manage.py keys`` is carried out at the engine's next heartbeat, recorded on the request and
-on the host row; one the engine's own budget cannot hold is refused there and recorded."""
+``manage.py keys`` wakes the engine, which carries it out at once (not at its next heartbeat)
+and records it on the request and on the host row; one the engine's own budget cannot hold is
+refused there and recorded; one a host stops before carrying out ends failed."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from engine.ledger.key_requests import ask
+from engine.ledger.key_requests import KeyRequestInvalid, ask
 from engine.ledger.tokens import issue_token
 from engine.models import EngineHost, KeyRequest
 from tests.engine.conftest import wait_until
@@ -77,3 +78,29 @@ def test_manage_py_keys_preloads_lists_and_evicts_and_refuses_what_does_not_fit(
     EngineHost.objects.filter(pk=engine.host.pk).update(memory_budget_bytes=1024)
     with pytest.raises(CommandError, match=r"refused: .* \(1024 bytes\) of its memory budget free; the key needs"):
         call_command("keys", "preload", KEY, stdout=io.StringIO())
+
+
+def test_a_request_is_carried_out_when_it_is_asked_not_at_the_next_heartbeat(start_engine, settings) -> None:
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "HEARTBEAT_SECONDS": 30.0}
+    engine = start_engine(synthesis=1, workers_per_device=1)
+    (request,) = ask(KEY, "preload", "warm", engine.host.name, requested_by="test")
+    # Well inside one heartbeat: only the wake the request's commit sends can have done it.
+    wait_until(lambda: finished([request.pk]), timeout=15)
+    request.refresh_from_db()
+    assert request.state == "done" and tiers_on(engine) == {KEY: "warm"}
+
+
+def test_a_host_that_stops_fails_the_requests_it_did_not_carry_out_and_is_asked_nothing_more(engine_params) -> None:
+    from engine.pipeline.host import Engine, EngineConfig
+
+    # Prepared, not started: no key-control thread carries the request out before the stop.
+    engine = Engine(EngineConfig.from_settings(devices="cpu", scale="tiny", budget="64MiB",
+                                               host_name="stopping-host")).prepare()
+    (request,) = ask(KEY, "preload", "warm", "stopping-host")
+    engine.stop(drain_seconds=1)
+    request.refresh_from_db()
+    assert request.state == "failed" and request.reason == "host stopped before carrying it out"
+    assert request.finished_at is not None and tiers_on(engine) == {}
+    with pytest.raises(KeyRequestInvalid, match="no running engine host is named 'stopping-host'"):
+        ask(KEY, "evict", "cold", "stopping-host")
+    assert KeyRequest.objects.count() == 1

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection, transaction
 
 from engine.ledger.jobs import cancel_job, retry_job
-from engine.ledger.new_work import listen_for_new_work, on_new_work
+from engine.ledger.new_work import KEY_CHANNEL, listen, listen_for_new_work, on_key_requests, on_new_work
 from engine.models import ProofJob
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -63,3 +63,46 @@ def test_an_engine_in_another_process_hears_of_new_work_through_postgresql(make_
         stopping.set()
         listener.join(timeout=5)
     assert not listener.is_alive()
+
+
+def test_a_key_request_wakes_its_hosts_key_control_once_it_commits_and_no_other_host() -> None:
+    from engine.ledger.key_requests import ask
+    from engine.models import EngineHost
+
+    asked, other = EngineHost.objects.create(name="asked-host"), EngineHost.objects.create(name="other-host")
+    woken: list[int] = []
+    forget = on_key_requests(woken.append)
+    try:
+        with transaction.atomic():
+            ask("winning-post/tiny", "evict", "cold", "asked-host")
+            assert woken == []  # its engine would find nothing pending yet
+    finally:
+        forget()
+    assert woken == [asked.pk] and other.pk not in woken
+
+
+def test_an_engine_in_another_process_hears_of_a_key_request_through_postgresql() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("NOTIFY is PostgreSQL's; on SQLite the engines share the process or poll")
+    from engine.ledger.key_requests import ask
+    from engine.models import EngineHost
+
+    host = EngineHost.objects.create(name="listening-host")
+    heard: list[str] = []
+    got, stopping = threading.Event(), threading.Event()
+
+    def hear(pk: str) -> None:
+        heard.append(pk)
+        got.set()
+
+    listener = threading.Thread(target=listen, args=({KEY_CHANNEL: hear}, stopping), daemon=True)
+    listener.start()
+    try:
+        for _ in range(50):  # the listener's LISTEN is in place once a NOTIFY reaches it
+            ask("winning-post/tiny", "evict", "cold", "listening-host")
+            if got.wait(0.2):
+                break
+        assert heard and set(heard) == {str(host.pk)}
+    finally:
+        stopping.set()
+        listener.join(timeout=5)

@@ -273,3 +273,31 @@ def test_a_running_host_is_not_deleted_from_the_admin_but_a_stopped_one_is(staff
     assert not EngineHost.objects.filter(pk=host.pk).exists()
     history.refresh_from_db()
     assert history.host_id is None  # the job's history stays, without its host
+
+
+def test_an_operators_key_request_is_listed_read_only_and_found_by_state_host_and_circuit(staff: Client) -> None:
+    from engine.ledger.key_requests import ask, finish
+    from engine.models import KeyRequest
+
+    EngineHost.objects.create(name="gpu-host-a")
+    (evict,) = ask("porep-c2/tiny", "evict", "cold", "gpu-host-a", requested_by="console night-shift")
+    (other,) = ask("snap-update/tiny", "evict", "warm", "gpu-host-a", requested_by="api ops")
+    finish(other, KeyRequest.State.REFUSED, "in use by 2 claimed partitions")
+    changelist = reverse("admin:engine_keyrequest_changelist")
+
+    page = staff.get(changelist).content.decode()
+    assert "porep-c2/tiny" in page and "console night-shift" in page and "gpu-host-a" in page
+    assert "in use by 2 claimed partitions" in page
+    pending = staff.get(changelist + "?state__exact=pending").content.decode()
+    assert "porep-c2/tiny" in pending and "snap-update/tiny" not in pending
+    found = staff.get(changelist + "?q=snap-update").content.decode()
+    assert "snap-update/tiny" in found and "porep-c2/tiny" not in found
+    by_host = staff.get(changelist + f"?host__id__exact={evict.host_id}&action__exact=evict").content.decode()
+    assert "porep-c2/tiny" in by_host and "snap-update/tiny" in by_host
+
+    # The engine and ask write these rows: the admin neither adds, changes nor deletes one.
+    assert staff.get(reverse("admin:engine_keyrequest_add")).status_code == 403
+    staff.post(reverse("admin:engine_keyrequest_change", args=[evict.pk]), {"state": "done"})
+    assert KeyRequest.objects.get(pk=evict.pk).state == "pending"
+    assert staff.post(reverse("admin:engine_keyrequest_delete", args=[evict.pk]), {"post": "yes"}).status_code == 403
+    assert KeyRequest.objects.count() == 2

@@ -3,7 +3,8 @@
 ``list`` shows every running host's resident keys (tier, bytes, in use, last use, load time) as
 /status does, from one snapshot of the records. ``preload`` and ``evict`` write the same requests
 as the API's POST /keys/{circuit}/preload and /evict (engine.ledger.key_requests); each host's
-engine carries them out at its next heartbeat. ``--wait`` waits for the outcome.
+engine is woken when they commit and carries them out at once (at its next heartbeat should the
+wake be lost). ``--wait`` waits for the outcome.
 """
 
 from __future__ import annotations
