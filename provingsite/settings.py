@@ -25,6 +25,9 @@ from engine.env import (
     env_str,
 )
 from engine.knobs import Knobs
+from engine.prover import one_blas_thread
+
+one_blas_thread()  # every Django process (console, engine, tests) loads numpy after its settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("PROVINGSITE_DATA_DIR", BASE_DIR / "data")

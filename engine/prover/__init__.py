@@ -2,7 +2,8 @@
 
 Importing this package costs nothing: the names below load their module (numpy, the native
 kernels, CuPy) on first use, so the command line's --help and `import engine.prover.cli`
-stay in milliseconds. ``setup`` and ``verify`` are modules here, as everywhere: their
+stay in milliseconds; nor does it change the process's environment (an application asks for
+one BLAS thread itself: ``one_blas_thread``). ``setup`` and ``verify`` are modules here, as everywhere: their
 functions are ``engine.prover.setup.setup`` and ``engine.prover.verify.verify``.
 """
 
@@ -11,12 +12,6 @@ from __future__ import annotations
 import importlib
 import os
 from typing import TYPE_CHECKING, Any
-
-# numpy's OpenBLAS starts one thread per core at import, and they spin for their first
-# moments against the kernels' OpenMP threads (3 % of a 2^16 proof on 2 cores, measured with
-# perf). The prover asks numpy for elementwise work only, never BLAS, so one thread is
-# enough. The caller's own setting wins; it takes effect where this package comes first.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 if TYPE_CHECKING:
     from engine.prover.datatypes import UnsatisfiedConstraint
@@ -114,3 +109,11 @@ __all__ = [
     "write_wtns",
     "write_zkey",
 ]
+
+
+def one_blas_thread() -> None:
+    """For an application's start, before numpy loads: numpy's OpenBLAS starts a thread per
+    core at import, and they spin for their first moments against the kernels' OpenMP threads
+    (3 % of a 2^16 proof on 2 cores, measured with perf). The prover asks numpy for elementwise
+    work only, never BLAS, so one is enough. The process's own setting wins."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -36,7 +36,13 @@ def test_importing_the_package_loads_no_numpy() -> None:
     assert run("import engine.prover\nprint('numpy' in sys.modules)") == "False"
 
 
-def test_numpy_loaded_after_the_prover_starts_no_blas_threads_to_compete_with_the_kernels() -> None:
+def test_importing_the_package_leaves_the_processs_environment_alone() -> None:
+    assert run("import os, engine.prover\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))") == "None"
+
+
+def test_numpy_loaded_after_an_application_starts_runs_no_blas_threads_to_compete_with_the_kernels() -> None:
     # the interpreter's own threads (the main one) are all that /proc lists
-    code = "import engine.prover, numpy, os\nprint(len(os.listdir('/proc/self/task')))"
-    assert run(code) == "1"
+    threads = "import numpy, os\nprint(len(os.listdir('/proc/self/task')))"
+    assert run(f"from engine.prover import one_blas_thread\none_blas_thread()\n{threads}") == "1"
+    django_settings = "import os\nos.environ['DJANGO_SETTINGS_MODULE'] = 'provingsite.settings'\nimport django\ndjango.setup()\n"
+    assert run(django_settings + threads) == "1"
