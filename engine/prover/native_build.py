@@ -50,6 +50,7 @@ KERNEL_FILES = (
     "fp12.h",
     "pairing.h",
     "pairing_instances.h",
+    "pairing_undef.h",
     "host_groth16.h",
     "api.h",
     "host.c",

@@ -1,0 +1,34 @@
+/* Ends one curve's pairing instance (pairing_instances.h): its parameter macros undefined, so
+ * the next curve defines its own. */
+#undef PC
+#undef PC_LABEL
+#undef F1
+#undef F2
+#undef G1C
+#undef G2C
+#undef NL
+#undef XI0
+#undef FROB
+#undef TWIST_D
+#undef NEG_U
+#undef BN_FROB_STEPS
+#undef LOOP
+#undef LOOP_LEN
+#undef HARD
+#undef HARD_BITS
+#undef BCOEF
+#undef B2COEF
+#undef RORD
+#undef HALF
+#undef PSI_X
+#undef PSI_Y
+#undef PSI_K
+#undef PSI_NEG
+#undef HPOLY
+#undef HPOLY_K
+#undef HPOLY_BITS
+#undef UNAF
+#undef UNAF_LEN
+#undef G1_SUBGROUP
+#undef G1_BETA
+#undef G1_K
