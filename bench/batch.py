@@ -11,25 +11,16 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._timing import best_of
 from engine.prover import fixed_base
 from engine.prover.groth16 import assignment_from_r1cs, gpu_prove_finish, gpu_prove_start, gpu_prove_start_batch
 from engine.prover.setup import setup, synthetic_circuit
-
-
-def _best(fn: Any, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def _alone(pk: Any, asgs: list[Any], rs: list[tuple[int, int]]) -> None:
@@ -54,7 +45,7 @@ def run(sizes: list[int], batches: list[int], repeat: int, curve: str = "bls1238
         for k in batches:
             alone = functools.partial(_alone, pk, asgs[:k], rs[:k])
             together = functools.partial(_together, pk, asgs[:k], rs[:k])
-            t1, tb = _best(alone, repeat) / k, _best(together, repeat) / k
+            t1, tb = best_of(alone, repeat) / k, best_of(together, repeat) / k
             row = {"constraints": n, "batch": k, "unbatched_ms": t1 * 1e3, "batched_ms": tb * 1e3, "ratio": tb / t1}
             rows.append(row)
             print(f"{curve} {n:>6} constraints  batch {k}:  unbatched {t1 * 1e3:7.1f} ms/proof  "

@@ -15,7 +15,6 @@ import functools
 import os
 import random
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +24,9 @@ if __package__ in (None, ""):
 import numpy as np
 
 from bench._table import markdown_table
+from bench._timing import best_of
 from engine.prover import native
 from engine.prover.curves import CURVES, fr_to_limbs
-
-
-def _best(fn: Any, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def _ark_inputs(curve: str, group: str, bases: np.ndarray, ss: list[int]) -> tuple[Any, list[Any], list[Any]]:
@@ -82,9 +73,9 @@ def run(
                 ark_t = None
                 if curve == "bls12381":
                     cls, ab, asc = _ark_inputs(curve, group, bases, ss)
-                    ark_t = _best(functools.partial(cls.multiexp_unchecked, ab, asc), repeat)
+                    ark_t = best_of(functools.partial(cls.multiexp_unchecked, ab, asc), repeat)
                 for threads in sorted({1, all_threads}):
-                    ours = _best(functools.partial(msm, curve, bases, scalars, threads=threads), repeat)
+                    ours = best_of(functools.partial(msm, curve, bases, scalars, threads=threads), repeat)
                     rows.append(
                         {
                             "what": f"msm_{group}",
@@ -99,7 +90,7 @@ def run(
                     )
         a = fr_to_limbs([rng.randrange(c.r) for _ in range(1 << 16)])
         for threads in sorted({1, all_threads}):
-            t = _best(functools.partial(native.ntt, curve, a, threads=threads), max(repeat, 3))
+            t = best_of(functools.partial(native.ntt, curve, a, threads=threads), max(repeat, 3))
             rows.append(
                 {
                     "what": "ntt",

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._table import markdown_table
+from bench._timing import best_of
 from engine.prover.snarkjs import read_proof_json, read_public_json, read_vk_json
 from engine.prover.verify import verify
 from tests.prover.reference_verify import reference_verify
@@ -34,12 +34,7 @@ REFERENCE = {"bn128": "py_ecc", "bls12381": "arkworks"}
 
 def _best_ms(fn: Callable[[], bool], repeat: int) -> float:
     assert fn(), "the fixture proof must verify"  # also warms caches and the kernel build
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best * 1000
+    return best_of(fn, repeat) * 1000
 
 
 def run(repeat: int = 5) -> list[dict[str, Any]]:

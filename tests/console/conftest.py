@@ -106,3 +106,10 @@ def staff(staff_user: User) -> Client:
     client = Client()
     client.force_login(staff_user)
     return client
+
+
+def strict(user: User) -> Client:
+    """A browser as Django's CSRF check sees it (the test client skips the check by default)."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    return client

@@ -10,19 +10,12 @@ from django.test import Client
 
 from engine.models import EngineHost
 from engine.status.records import current_version
-from tests.console.conftest import Farm
+from tests.console.conftest import Farm, strict
 
 pytestmark = pytest.mark.django_db
 
 DRAIN = "/hosts/gpu-host-a/drain"
 RESUME = "/hosts/gpu-host-a/resume"
-
-
-def strict(user: User) -> Client:
-    """A browser as Django's CSRF check sees it (the test client skips the check by default)."""
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(user)
-    return client
 
 
 def token_of(html: str) -> str:

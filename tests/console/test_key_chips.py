@@ -17,16 +17,10 @@ from django.utils import timezone
 from engine.models import EngineHost, FarmKey, KeyRequest, ProofJob
 from engine.states import ProofKind
 from engine.status.host_report import KeyReport
-from tests.console.conftest import Farm, bump_version
+from tests.console.conftest import Farm, bump_version, strict
 
 pytestmark = pytest.mark.django_db
 ACTION = "/keys/action"
-
-
-def strict(user: User) -> Client:
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(user)
-    return client
 
 
 def page_token(html: str) -> str:
