@@ -18,7 +18,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._timing import best_of
-from engine.prover import fixed_base
+from engine.prover.backends.cpu import fixed_base
 from engine.prover.groth16 import assignment_from_r1cs, gpu_prove_finish, gpu_prove_start, gpu_prove_start_batch
 from engine.prover.setup import setup, synthetic_circuit
 

@@ -1,4 +1,4 @@
-"""Fixed-base tables (engine/prover/fixed_base.py): MSMs and whole proofs with and without
+"""Fixed-base tables (engine/prover/backends/cpu/fixed_base.py): MSMs and whole proofs with and without
 them, interleaved in one process, min of --repeat; every proof verified.
 
     .venv/bin/python bench/fixed_base.py
@@ -25,8 +25,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._table import markdown_table
-from engine.prover import fixed_base, groth16, native
-from engine.prover.curves import CURVES, fr_to_limbs
+from engine.prover import groth16
+from engine.prover.backends.cpu import fixed_base, native
+from engine.prover.params.curves import CURVES, fr_to_limbs
 from engine.prover.setup import setup, synthetic_circuit
 from engine.prover.verify import verify
 

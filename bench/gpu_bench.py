@@ -29,8 +29,8 @@ if __package__ in (None, ""):
 
 import numpy as np
 
-from engine.prover import native
-from engine.prover.curves import CURVES, fr_to_limbs
+from engine.prover.backends.cpu import native
+from engine.prover.params.curves import CURVES, fr_to_limbs
 
 # ANCHORS.md figures (ms): ICICLE v3 on an RTX 4090 unless noted, and the H200 floor estimates
 ANCHORS_MS: dict[tuple[str, str, str, int], tuple[float, str]] = {
@@ -95,10 +95,10 @@ def random_scalars(curve: str, n: int, seed: int) -> np.ndarray:
 
 
 def run(quick: bool = False, deadline_s: float = 300.0) -> dict:
-    from engine.prover import gpu
+    from engine.prover.backends import cuda
 
     t0 = time.monotonic()
-    dev = gpu.get_device(0)
+    dev = cuda.get_device(0)
     import cupy
 
     info = {
@@ -123,7 +123,7 @@ def run(quick: bool = False, deadline_s: float = 300.0) -> dict:
                    key=lambda r: r["ms"], default=None)
         if best is not None:  # the rest of this run uses the fastest setting found for BLS12-381
             dev.chunk, dev.segments = best["chunk"], best["segments"]
-            dev.window = functools.partial(gpu.msm_window_gpu, bias=best["bias"], cap=20)
+            dev.window = functools.partial(cuda.msm_window_gpu, bias=best["bias"], cap=20)
             info["msm_setting"] = {"chunk": best["chunk"], "bias": best["bias"], "cap": 20, "segments": best["segments"]}
     logs = (16,) if quick else (16, 20, 22)
     # every size's four MSMs before the next size, so a deadline drops the largest first
@@ -194,19 +194,19 @@ def tuning_rows(dev: Any, out_of_time: Any) -> list[dict]:
     thread sums per chunk and the window c = log2(n) - bias, then the bucket reduction's
     thread count at the best of those; and one MSM's steps timed with CUDA events at the
     default setting."""
-    from engine.prover import gpu
+    from engine.prover.backends import cuda
 
     rows: list[dict] = []
     lg = 20
 
     def timed(curve: str, bases_dev: Any, scalars: Any, chunk: int, bias: int, segments: int) -> None:
         row = {"what": "msm-tuning", "curve": curve, "group": "g1", "log_n": lg, "chunk": chunk, "bias": bias,
-               "c": gpu.msm_window_gpu(1 << lg, bias, cap=20), "segments": segments}
+               "c": cuda.msm_window_gpu(1 << lg, bias, cap=20), "segments": segments}
         if out_of_time():
             rows.append({**row, "skipped": "time budget"})
             return
         dev.chunk, dev.segments = chunk, segments
-        dev.window = functools.partial(gpu.msm_window_gpu, bias=bias, cap=20)
+        dev.window = functools.partial(cuda.msm_window_gpu, bias=bias, cap=20)
         t = _timed(dev, functools.partial(dev.msm_g1_async, curve, bases_dev, scalars), 3)
         rows.append({**row, "ms": t * 1e3})
         print(f"msm tuning {curve} g1 2^{lg} chunk {chunk} c {row['c']} segments {segments}: {t * 1e3:.2f} ms",
@@ -218,13 +218,13 @@ def tuning_rows(dev: Any, out_of_time: Any) -> list[dict]:
         scalars = random_scalars(curve, 1 << lg, lg)
         for chunk in (8, 16, 32):
             for bias in (3, 4, 5):
-                timed(curve, bases_dev, scalars, chunk, bias, gpu.SEGMENTS)
+                timed(curve, bases_dev, scalars, chunk, bias, cuda.SEGMENTS)
         mine = [r for r in rows if r.get("curve") == curve and "ms" in r]
         if mine:
             best = min(mine, key=lambda r: r["ms"])
             for segments in (1 << 13, 1 << 15, 1 << 16):
                 timed(curve, bases_dev, scalars, best["chunk"], best["bias"], segments)
-        dev.chunk, dev.segments, dev.window = gpu.CHUNK, gpu.SEGMENTS, gpu.msm_window_gpu
+        dev.chunk, dev.segments, dev.window = cuda.CHUNK, cuda.SEGMENTS, cuda.msm_window_gpu
         dev.trace = []
         dev.msm_g1_async(curve, bases_dev, scalars).wait()
         marks, dev.trace = dev.trace, None
@@ -410,7 +410,7 @@ def markdown(res: dict) -> str:
 
 
 def main() -> int:
-    from engine.prover.gpu import gpu_available, gpu_unavailable_reason
+    from engine.prover.backends.cuda import gpu_available, gpu_unavailable_reason
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="bench/results")

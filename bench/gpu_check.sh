@@ -16,7 +16,7 @@ QUICK=""
 [ "${1:-}" = "--quick" ] && QUICK="--quick"
 
 reason=$("$PY" - <<'PYEOF'
-from engine.prover.gpu import gpu_available, gpu_unavailable_reason
+from engine.prover.backends.cuda import gpu_available, gpu_unavailable_reason
 print("" if gpu_available() else (gpu_unavailable_reason() or "no GPU"))
 PYEOF
 )
@@ -28,7 +28,7 @@ fi
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$OUT/nvidia-smi.txt"
 echo "== kernels build (NVRTC, cached after the first time)"
-timeout 120 "$PY" -c "from engine.prover.gpu import get_device; d = get_device(0); print(d.name(), d.arch)" || {
+timeout 120 "$PY" -c "from engine.prover.backends.cuda import get_device; d = get_device(0); print(d.name(), d.arch)" || {
     echo "gpu_check: kernel build/load failed" >&2; exit 1; }
 
 echo "== pytest: the GPU's algorithms on the device and on the emulated grid"

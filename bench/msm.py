@@ -25,15 +25,15 @@ import numpy as np
 
 from bench._table import markdown_table
 from bench._timing import best_of
-from engine.prover import native
-from engine.prover.curves import CURVES, fr_to_limbs
+from engine.prover.backends.cpu import native
+from engine.prover.params.curves import CURVES, fr_to_limbs
 
 
 def _ark_inputs(curve: str, group: str, bases: np.ndarray, ss: list[int]) -> tuple[Any, list[Any], list[Any]]:
     """The same points and scalars as arkworks objects (points decoded from our limbs)."""
     import py_arkworks_bls12381 as ark
 
-    from engine.prover.curves import g1_from_mont, g2_from_mont
+    from engine.prover.params.curves import g1_from_mont, g2_from_mont
 
     cls = ark.G1Point if group == "g1" else ark.G2Point
     coords: list[tuple[int, ...]]

@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench._table import markdown_table  # noqa: E402
-from engine.prover import native  # noqa: E402
+from engine.prover.backends.cpu import native  # noqa: E402
 from engine.prover.keys import VerifyingKey  # noqa: E402
 from engine.prover.setup import setup, synthetic_circuit  # noqa: E402
 from engine.prover.snarkjs import (  # noqa: E402

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import wasmtime
 
-from engine.prover.curves import CURVES
+from engine.prover.params.curves import CURVES
 
 LOOPS = "(loop $forever (br $forever))"
 GROWS = "(loop $forever (drop (memory.grow (i32.const 1))) (br $forever))"

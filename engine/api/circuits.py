@@ -42,8 +42,8 @@ from engine.prover.formats.circom import check_sym, check_wasm
 from engine.prover.formats.errors import FormatError
 from engine.prover.formats.headers import ZkeyHeader
 from engine.prover.formats.r1cs import check_r1cs
+from engine.prover.formats.wasm_witness import WitnessError, input_signals
 from engine.prover.formats.zkey import check_zkey
-from engine.prover.wasm_witness import WitnessError, input_signals
 
 router = Router(tags=["circuits"])
 

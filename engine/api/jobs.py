@@ -54,7 +54,7 @@ from engine.ledger import submission
 from engine.ledger.deadlines import expected_seconds
 from engine.ledger.submission import JobConflict, Submission
 from engine.models import ApiToken, ProofJob
-from engine.prover.formats.custom import validate_custom
+from engine.prover.custom import validate_custom
 from engine.prover.formats.errors import FormatError
 from engine.states import JOB_TERMINAL, Curve, JobState, PartitionState, ProofKind
 from engine.status.read import one_snapshot

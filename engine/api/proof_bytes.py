@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.prover.curves import get_curve
+from engine.prover.params.curves import get_curve
 from engine.prover.snarkjs import proof_from_json
 
 G1 = tuple[int, int]

@@ -34,8 +34,9 @@ from engine.ledger import submission
 from engine.ledger.submission import JobConflict, Submission
 from engine.models import Circuit, ProofJob
 from engine.prover.formats.errors import FormatError
-from engine.prover.formats.r1cs import CircuitShape, check_satisfied
-from engine.prover.wasm_witness import WitnessError, check_inputs, input_signals
+from engine.prover.formats.r1cs import CircuitShape
+from engine.prover.formats.wasm_witness import WitnessError, check_inputs, input_signals
+from engine.prover.satisfied import check_file_satisfied
 from engine.states import ProofKind
 
 # Beside a registered circuit's files: its input signals, probed once from its .wasm.
@@ -98,7 +99,7 @@ def check_witness(circuit: Circuit, wtns: Path, field: str) -> None:
     if not circuit.r1cs_path:
         return
     try:
-        check_satisfied(Path(circuit.r1cs_path), wtns, CircuitShape(circuit.curve, circuit.n_vars, circuit.n_public))
+        check_file_satisfied(Path(circuit.r1cs_path), wtns, CircuitShape(circuit.curve, circuit.n_vars, circuit.n_public))
     except FormatError as exc:
         if exc.field == "r1cs":
             raise ApiError(409, "mismatch", "circuit", f"the circuit's registered r1cs {exc.message}; "

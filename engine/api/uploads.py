@@ -7,7 +7,7 @@ digests are the job's inputs, so resubmitting the same files is recognised as th
 request.
 
 What the files hold is checked afterwards, in full, by the prover's readers
-(engine.prover.formats.custom); their FormatError becomes a 400 naming the file.
+(engine.prover.custom); their FormatError becomes a 400 naming the file.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def shape_memory(shape: CircuitShape) -> MemoryNeeds:
 
 def _table_bytes(n_vars: int, n_public: int, domain: int, g1: int, g2: int) -> int:
     """The bound on the fixed-base tables of the key's five MSM sections (A, B1, B2, C, H)."""
-    from engine.prover.fixed_base import table_nbytes_bound
+    from engine.prover.backends.cpu.fixed_base import table_nbytes_bound
 
     sections = ((n_vars, g1), (n_vars, g1), (n_vars, g2), (n_vars - n_public - 1, g1), (domain, g1))
     return sum(table_nbytes_bound(rows, size) for rows, size in sections)

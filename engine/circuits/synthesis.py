@@ -19,10 +19,9 @@ import numpy as np
 
 from engine.circuits.cs import WitnessCS
 from engine.circuits.kinds import CircuitShape, PartitionData, parse_circuit_id, validate_inputs
-from engine.prover import native
-from engine.prover.r1cs import R1CS, Assignment, SparseMatrix
+from engine.prover.backends.cpu import native
+from engine.prover.r1cs import R1CS, Assignment, SparseMatrix, starts_with_one
 from engine.prover.satisfied import check_satisfied as rows_satisfied
-from engine.prover.satisfied import starts_with_one
 
 # Threads of the native sparse products in this process; None = every core. A pool of N
 # synthesis processes should give each one thread (see ``configure_worker``).

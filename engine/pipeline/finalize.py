@@ -24,7 +24,7 @@ from engine.format import fmt_ms
 from engine.pipeline.inflight import InFlight
 from engine.pipeline.work import WorkItem
 from engine.prover import ProofAborted
-from engine.prover.snarkjs_json import vk_digest
+from engine.prover.formats.snarkjs_json import vk_digest
 from engine.prover.verify import verify
 from engine.states import PartitionState
 

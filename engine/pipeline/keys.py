@@ -21,7 +21,7 @@ from django.conf import settings
 from engine.format import fmt_bytes
 from engine.ledger.circuits import REGISTERED_ID, is_registered
 from engine.ledger.keys import KeyMismatch, adopt_key
-from engine.prover.snarkjs_json import vk_digest
+from engine.prover.formats.snarkjs_json import vk_digest
 
 if TYPE_CHECKING:
     from engine.circuits.sizing import MemoryNeeds
@@ -50,7 +50,7 @@ def table_bytes(needs: MemoryNeeds) -> int:
 
 def held_nbytes(pk: Any) -> int:
     """What a loaded key holds in memory: its arrays and its fixed-base tables."""
-    from engine.prover import fixed_base
+    from engine.prover.backends.cpu import fixed_base
 
     return int(pk.nbytes) + fixed_base.tables_nbytes(pk)
 
@@ -79,7 +79,7 @@ def load_proving_key(circuit_id: str) -> Any:
     asks (PROVINGSITE_DEV_KEYS=1); otherwise a missing key is KeyRefused."""
     pk = _read_proving_key(circuit_id)
     if fixed_base_enabled():
-        from engine.prover import fixed_base
+        from engine.prover.backends.cpu import fixed_base
 
         started = time.monotonic()
         nbytes = fixed_base.precompute(pk)

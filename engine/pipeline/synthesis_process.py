@@ -91,8 +91,8 @@ def synthesize_circom(upload_dir: str, memory_limit: int, witness_seconds: float
 
     from engine.circuits import job_folder
     from engine.prover import assignment_from_witness, read_wtns
+    from engine.prover.formats.wasm_witness import WitnessError, calculate_witness, fuel_for, witness_array
     from engine.prover.snarkjs import read_zkey_constraints
-    from engine.prover.wasm_witness import WitnessError, calculate_witness, fuel_for, witness_array
 
     started = time.perf_counter()
     folder = Path(upload_dir)

@@ -74,14 +74,14 @@ def select_device(preferred: str | None = None) -> str:
         if choice != "cpu" and not (choice.startswith("cuda:") and choice[5:].isdigit()):
             raise ValueError(f"unknown device {choice!r}; expected 'cpu', 'cuda:N' or 'auto'")
         return choice
-    from engine.prover.driver import nvidia_driver_present
+    from engine.prover.backends.driver import nvidia_driver_present
 
     if not nvidia_driver_present():
         return "cpu"  # without the driver CUDA sees no device: no need to import CuPy to learn it
     try:
-        from engine.prover import gpu
+        from engine.prover.backends import cuda
 
-        return "cuda:0" if gpu.gpu_available() else "cpu"
+        return "cuda:0" if cuda.gpu_available() else "cpu"
     except Exception:  # CuPy missing or broken: the CPU path always works
         return "cpu"
 

@@ -70,7 +70,7 @@ def split_files(files: list[Path], wasm: Path | None, inputs: Path | None) -> tu
 
 
 def _computed_witness(pk: ProvingKey, wasm: Path, inputs: Path) -> tuple[str, np.ndarray]:
-    from engine.prover.wasm_witness import WitnessError, calculate_witness, witness_array
+    from engine.prover.formats.wasm_witness import WitnessError, calculate_witness, witness_array
 
     try:
         signals = json.loads(inputs.read_text())
@@ -165,9 +165,10 @@ def _summary(curve: str, n_vars: int, domain: int, device: str, load_s: float, p
 
 def _prove_zkey_wtns(zkey: Path, wtns: Path, proof_path: Path, public_path: Path, check: bool) -> str:
     """A .zkey and .wtns on the CPU, straight through the kernels (no numpy)."""
-    from engine.prover import native_build, zkey_prover
+    from engine.prover import zkey_prover
+    from engine.prover.backends.cpu import native_build
     from engine.prover.datatypes import FormatError, InvalidProof
-    from engine.prover.snarkjs_json import write_proof_json, write_public_json
+    from engine.prover.formats.snarkjs_json import write_proof_json, write_public_json
 
     if not native_build.built():
         print("provingsite-prove: compiling the CPU kernels (once; about a minute on a small machine)",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from engine.prover.curves import G1Affine, G2Affine
+from engine.prover.params.curves import G1Affine, G2Affine
 
 if TYPE_CHECKING:
     from engine.prover.formats.errors import FormatError

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engine.prover import fixed_base, groth16_native, native
-from engine.prover.curves import get_curve, limbs_to_ints
+from engine.prover.backends.cpu import fixed_base, groth16_native, native
 from engine.prover.datatypes import Proof, ProofAborted, ProvingKey
-from engine.prover.r1cs import R1CS, Assignment
-from engine.prover.satisfied import check_satisfied, starts_with_one
+from engine.prover.params.curves import get_curve, limbs_to_ints
+from engine.prover.r1cs import R1CS, Assignment, starts_with_one
+from engine.prover.satisfied import check_satisfied
 
 if TYPE_CHECKING:
     from engine.prover.formats.zkey import ZkeyConstraints
@@ -132,7 +132,7 @@ def _bases_on(pk: ProvingKey, dev: Any) -> dict[str, Any]:
 
 @dataclass(eq=False)
 class _CudaHandle:
-    """The MSMs in flight on one device's stream (gpu.PendingResult each)."""
+    """The MSMs in flight on one device's stream (cuda.PendingResult each)."""
 
     parts: dict[str, Any]
     keep: list[Any]
@@ -146,9 +146,9 @@ class _CudaHandle:
 
 
 def _cuda_start(pk: ProvingKey, w: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, device: str) -> _CudaHandle:
-    from engine.prover import gpu
+    from engine.prover.backends import cuda
 
-    dev = gpu.get_device(_cuda_index(device))
+    dev = cuda.get_device(_cuda_index(device))
     bases = _bases_on(pk, dev)
     keep: list[Any] = []
     h_dev = dev.h_coset_dev(pk.curve, a, b, c, None, keep)
@@ -181,7 +181,7 @@ class PendingProof:
     abc_nbytes: int
     abc_released: bool = False
     g1: dict[str, np.ndarray] = field(default_factory=dict)  # "a", "b1", "c" (incl. H): cpu results
-    handle: Any = None  # gpu.py's async handle on cuda devices
+    handle: Any = None  # cuda.py's async handle on cuda devices
     finished: bool = False
     _abc_returned: bool = False
 

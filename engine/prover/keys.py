@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from engine.prover.curves import G1Affine, G2Affine, get_curve
+from engine.prover.params.curves import G1Affine, G2Affine, get_curve
 from engine.prover.r1cs import SparseMatrix
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class ProvingKey:
 
     @cached_property
     def vk(self) -> VerifyingKey:
-        from engine.prover.curves import g1_from_mont, g2_from_mont
+        from engine.prover.params.curves import g1_from_mont, g2_from_mont
 
         alpha1 = g1_from_mont(self.alpha1, self.curve)[0]
         beta2, gamma2, delta2 = g2_from_mont([self.beta2, self.gamma2, self.delta2], self.curve)

@@ -14,6 +14,12 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+def starts_with_one(w: np.ndarray) -> bool:
+    """True when the (n, 4)-limb witness is non-empty and its first value is 1: witness[0] is
+    the constant signal that carries every constraint's constant terms."""
+    return bool(w.shape[0]) and bool(w[0, 0] == 1) and not w[0, 1:].any()
+
+
 @dataclass(frozen=True)
 class SparseMatrix:
     """CSR rows over variables: row i is sum(coeffs[k] * w[cols[k]] for k in row_ptr[i]:row_ptr[i+1])."""

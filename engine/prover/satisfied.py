@@ -6,15 +6,15 @@ constant signal 1 that carries every constraint's constant terms.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
-from engine.prover import native
+from engine.prover.backends.cpu import native
 from engine.prover.datatypes import UnsatisfiedConstraint
-
-
-def starts_with_one(w: np.ndarray) -> bool:
-    """True when the (n, 4)-limb witness is non-empty and its first value is 1."""
-    return bool(w.shape[0]) and bool(w[0, 0] == 1) and not w[0, 1:].any()
+from engine.prover.formats.errors import FormatError
+from engine.prover.formats.r1cs import CircuitShape, constraint_blocks
+from engine.prover.formats.wtns import witness_values
 
 
 def first_unsatisfied(curve: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> int | None:
@@ -30,3 +30,16 @@ def check_satisfied(curve: str, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> 
     row = first_unsatisfied(curve, a, b, c)
     if row is not None:
         raise UnsatisfiedConstraint(row)
+
+
+def check_file_satisfied(r1cs: Path, wtns: Path, circuit: CircuitShape) -> None:
+    """FormatError naming ``r1cs`` when the r1cs is malformed or not ``circuit``'s, or ``wtns``
+    when the witness (already validated) fails one of its constraints. In bounded memory: the
+    r1cs a block at a time (formats.r1cs.constraint_blocks), the witness mapped from its file."""
+    w = witness_values(wtns, circuit.n_vars)
+    for done, matrices in constraint_blocks(r1cs, circuit):
+        a, b, c = (native.sparse_matvec(circuit.curve, *m, w) for m in matrices)
+        bad = first_unsatisfied(circuit.curve, a, b, c)
+        if bad is not None:
+            raise FormatError("wtns", f"does not satisfy the circuit: constraint {done + bad} of the r1cs fails "
+                                      "(A·w · B·w ≠ C·w)")

@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-from engine.prover import native
-from engine.prover.curves import get_curve, root_of_unity
+from engine.prover.backends.cpu import native
 from engine.prover.keys import ProvingKey, VerifyingKey
+from engine.prover.params.curves import get_curve, root_of_unity
 from engine.prover.r1cs import R1CS, SparseMatrix
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """Groth16 verification with the native pairings, both curves: the kernels' verifier
-(kernels/host_groth16.h through engine.prover.groth16_native, which the command-line prover
+(kernels/host_groth16.h through engine.prover.backends.cpu.groth16_native, which the command-line prover
 runs too), with a key's checks and e(alpha, beta) cached here.
 
 Checked: e(A, B) = e(alpha, beta) · e(L, gamma) · e(C, delta) with L = IC_0 + sum x_i IC_i, as
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.prover import groth16_native
-from engine.prover.curves import G1Affine, G2Affine, fr_to_limbs, g1_to_mont, g2_to_mont, get_curve
+from engine.prover.backends.cpu import groth16_native
 from engine.prover.datatypes import InvalidProof, Proof, VerifyingKey
+from engine.prover.params.curves import G1Affine, G2Affine, fr_to_limbs, g1_to_mont, g2_to_mont, get_curve
 
 log = logging.getLogger(__name__)
 

@@ -22,12 +22,12 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from engine.prover import groth16_native, native_build
-from engine.prover.curves import CurveParams, get_curve
+from engine.prover.backends.cpu import groth16_native, native_build
 from engine.prover.datatypes import Proof
 from engine.prover.formats.binfile import read_section
 from engine.prover.formats.errors import FormatError
 from engine.prover.formats.headers import ZKEY_HEADER_MAX, check_witness_fits, groth16_layout, wtns_layout
+from engine.prover.params.curves import CurveParams, get_curve
 
 
 class ZkeyInputs(NamedTuple):
@@ -93,11 +93,16 @@ def prove(inputs: ZkeyInputs, *, r: int | None = None, s: int | None = None, thr
     """The proof (pi_a | pi_b | pi_c: affine Montgomery limbs, the zkey layout). r and s are the
     randomisers (drawn when None). Raises FormatError naming the bad entry or witness value."""
     c = inputs.curve
-    return groth16_native.prove_zkey(
-        c, inputs.witness, inputs.n_vars, inputs.n_public, inputs.domain_size, inputs.sections[4], inputs.n_coef,
-        inputs.header_points, inputs.sections, groth16_native.random_scalar(c) if r is None else r,
-        groth16_native.random_scalar(c) if s is None else s, native_build.default_threads() if threads is None else threads,
-        mapped=True)
+    try:
+        return groth16_native.prove_zkey(
+            c, inputs.witness, inputs.n_vars, inputs.n_public, inputs.domain_size, inputs.sections[4],
+            inputs.n_coef, inputs.header_points, inputs.sections, groth16_native.random_scalar(c) if r is None else r,
+            groth16_native.random_scalar(c) if s is None else s,
+            native_build.default_threads() if threads is None else threads, mapped=True)
+    except groth16_native.RefusedInput as e:
+        if e.which == "key":
+            raise FormatError("zkey", f"the proving key: {e.message}") from None
+        raise FormatError("wtns", f"the witness: {e.message}") from None
 
 
 def verify(inputs: ZkeyInputs, proof: bytes) -> bool:

@@ -26,7 +26,8 @@ from schemathesis.core.result import Err
 from engine.api.status import status_schema
 from engine.circuits.keystore import KeyStore
 from engine.pipeline.host import Engine, EngineConfig
-from engine.prover import snarkjs, snarkjs_json
+from engine.prover import snarkjs
+from engine.prover.formats import snarkjs_json
 from engine.prover.verify import verify
 from tests.api.conftest import RANDOMNESS, SEED
 from tests.oracle import snarkjs as oracle

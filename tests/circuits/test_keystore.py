@@ -72,7 +72,7 @@ def test_memory_estimate_matches_the_loaded_keys_point_arrays(keys_made) -> None
 
 
 def test_the_memory_estimate_bounds_the_loaded_keys_fixed_base_tables(keys_made) -> None:
-    from engine.prover import fixed_base
+    from engine.prover.backends.cpu import fixed_base
 
     shape = circuit_for("winning-post", "tiny")
     pk = keys_made.load_proving_key(shape.circuit_id)

@@ -35,7 +35,7 @@ def engine(engine_params):
 def msm_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How many G1/G2 MSMs the real kernels ran, plain or through the key's fixed-base tables
     (a counting wrapper around them)."""
-    from engine.prover import native
+    from engine.prover.backends.cpu import native
 
     calls = {"msm_g1": 0, "msm_g2": 0}
     for name in calls:

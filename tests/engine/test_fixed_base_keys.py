@@ -7,7 +7,7 @@ import pytest
 
 from engine.circuits.kinds import circuit_for
 from engine.pipeline import keys
-from engine.prover import fixed_base
+from engine.prover.backends.cpu import fixed_base
 
 SHAPE = circuit_for("winning-post", "tiny")
 

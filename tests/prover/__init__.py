@@ -8,7 +8,7 @@ from typing import Any
 import py_ecc.bls12_381  # noqa: F401  imported once up front: it raises the recursion limit,
 import py_ecc.bn128  # noqa: F401  which hypothesis warns about when it happens mid-test
 
-from engine.prover.curves import CurveParams
+from engine.prover.params.curves import CurveParams
 
 
 def ecc(c: CurveParams) -> Any:

@@ -1,8 +1,8 @@
 """Bindings of the native optimal ate pairings of both curves and the subgroup checks
 (kernels/pairing.h), for the tests that hold them to py_ecc and arkworks. The prover's own
-verifier calls the kernels directly (engine.prover.groth16_native); nothing shipped uses these.
+verifier calls the kernels directly (engine.prover.backends.cpu.groth16_native); nothing shipped uses these.
 
-Everything curve-specific the kernels need is derived in engine.prover.pairing_params.
+Everything curve-specific the kernels need is derived in engine.prover.params.pairing_params.
 Points are Python ints, affine, None for infinity.
 """
 
@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from engine.prover.curves import CurveParams, G1Affine, G2Affine, g1_to_mont, g2_to_mont, get_curve
-from engine.prover.native import _ptr as native_ptr
-from engine.prover.native import build
-from engine.prover.pairing_params import PAIRING_PARAMS as PAIRING_PARAMS  # re-exported
-from engine.prover.pairing_params import Fp12Ints, hard_part_poly
+from engine.prover.backends.cpu.native import _ptr as native_ptr
+from engine.prover.backends.cpu.native import build
+from engine.prover.params.curves import CurveParams, G1Affine, G2Affine, g1_to_mont, g2_to_mont, get_curve
+from engine.prover.params.pairing_params import PAIRING_PARAMS as PAIRING_PARAMS  # re-exported
+from engine.prover.params.pairing_params import Fp12Ints, hard_part_poly
 
 
 class PointError(ValueError):
@@ -43,7 +43,7 @@ def _check_reduced(values: Sequence[int], c: CurveParams, what: str) -> None:
 
 
 def _ptr(a: np.ndarray) -> Any:
-    """A pointer that keeps ``a`` alive while it lives (see engine.prover.native._ptr)."""
+    """A pointer that keeps ``a`` alive while it lives (see engine.prover.backends.cpu.native._ptr)."""
     return native_ptr(a)
 
 

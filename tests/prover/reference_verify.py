@@ -14,9 +14,9 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from engine.prover.curves import G1Affine, G2Affine, get_curve
 from engine.prover.datatypes import Proof
 from engine.prover.keys import VerifyingKey
+from engine.prover.params.curves import G1Affine, G2Affine, get_curve
 from engine.prover.verify import InvalidProof
 
 

@@ -73,7 +73,7 @@ def test_a_cpu_proof_loads_neither_django_nor_the_numeric_stack(tmp_path: Path) 
 
 def test_choosing_the_device_without_an_nvidia_driver_does_not_import_cupy(monkeypatch: pytest.MonkeyPatch) -> None:
     import engine.prover as prover
-    from engine.prover import driver
+    from engine.prover.backends import driver
 
     monkeypatch.setattr(driver, "NVIDIA_DRIVER_PATHS", (str(REPO / "no-such-device"),))
     monkeypatch.delenv("PROVINGSITE_DEVICE", raising=False)

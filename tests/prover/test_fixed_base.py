@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.prover import fixed_base, native
-from engine.prover.curves import CURVES, fr_to_limbs
-from engine.prover.glv_params import GROUPS, glv_params
+from engine.prover.backends.cpu import fixed_base, native
 from engine.prover.groth16 import assignment_from_witness, prove, public_inputs_of
+from engine.prover.params.curves import CURVES, fr_to_limbs
+from engine.prover.params.glv_params import GROUPS, glv_params
 from engine.prover.snarkjs import proof_to_json, read_wtns, read_zkey
 from engine.prover.verify import verify
 from tests.prover.test_glv import limbs, point, to_mont

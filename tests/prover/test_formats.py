@@ -17,7 +17,8 @@ from engine.prover.formats.errors import FormatError
 from engine.prover.formats.headers import ZkeyHeader, inspect_zkey
 from engine.prover.formats.r1cs import CircuitShape, check_structure, read_r1cs
 from engine.prover.formats.wtns import read_wtns, validate_wtns
-from engine.prover.formats.zkey import check_zkey, read_zkey, validate_zkey
+from engine.prover.formats.zkey import check_zkey, validate_zkey
+from engine.prover.snarkjs import read_zkey
 from tests.prover.test_snarkjs_bounds import sections
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "snarkjs" / "bn128"

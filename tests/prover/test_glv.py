@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.prover import native
-from engine.prover.curves import CURVES, CurveParams, g1_to_mont, g2_to_mont
-from engine.prover.glv_params import GROUPS, glv_params
-from engine.prover.pairing_params import g1_mul, g2_mul
+from engine.prover.backends.cpu import native
+from engine.prover.params.curves import CURVES, CurveParams, g1_to_mont, g2_to_mont
+from engine.prover.params.glv_params import GROUPS, glv_params
+from engine.prover.params.pairing_params import g1_mul, g2_mul
 
 CURVE_NAMES = sorted(CURVES)
 CASES = [(curve, group) for curve in CURVE_NAMES for group in GROUPS]

@@ -10,24 +10,25 @@ import random
 import numpy as np
 import pytest
 
-from engine.prover import gpu, native
-from engine.prover.curves import CURVES, fr_to_limbs
-from engine.prover.grid_emu import EmulatedGrid
+from engine.prover.backends import cuda
+from engine.prover.backends.cpu import native
+from engine.prover.params.curves import CURVES, fr_to_limbs
+from tests.prover.grid_emu import EmulatedGrid
 
 CURVE_NAMES = sorted(CURVES)
 EMULATED_MAX = 1 << 12  # the largest size the emulated grid is given
 
 
 @pytest.fixture(scope="module", params=["emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
-def dev(request: pytest.FixtureRequest) -> gpu.Grid:
+def dev(request: pytest.FixtureRequest) -> cuda.Grid:
     if request.param == "emulated":
         return EmulatedGrid()
-    if not gpu.gpu_available():
-        pytest.skip(f"no GPU: {gpu.gpu_unavailable_reason()}")
-    return gpu.get_device(0)
+    if not cuda.gpu_available():
+        pytest.skip(f"no GPU: {cuda.gpu_unavailable_reason()}")
+    return cuda.get_device(0)
 
 
-def small_on_emulation(dev: gpu.Grid, n: int) -> None:
+def small_on_emulation(dev: cuda.Grid, n: int) -> None:
     if isinstance(dev, EmulatedGrid) and n > EMULATED_MAX:
         pytest.skip(f"{n} is past the emulated grid's sizes (a GPU runs it)")
 
@@ -51,7 +52,7 @@ def random_scalars(c, n: int, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("curve", CURVE_NAMES)
 @pytest.mark.parametrize("group", ["g1", "g2"])
 @pytest.mark.parametrize("n", [1, 37, 1 << 12, 1 << 16])
-def test_msm_matches_cpu(dev: gpu.Grid, curve: str, group: str, n: int) -> None:
+def test_msm_matches_cpu(dev: cuda.Grid, curve: str, group: str, n: int) -> None:
     small_on_emulation(dev, n)
     c = CURVES[curve]
     bases = getattr(native, f"{group}_mul_generator_batch")(curve, random_scalars(c, n, n + 1))
@@ -67,7 +68,7 @@ def test_msm_matches_cpu(dev: gpu.Grid, curve: str, group: str, n: int) -> None:
 @pytest.mark.parametrize("curve", CURVE_NAMES)
 @pytest.mark.parametrize("group", ["g1", "g2"])
 @pytest.mark.parametrize("n", [1000, 1 << 16])
-def test_msm_of_witness_like_scalars_matches_cpu(dev: gpu.Grid, curve: str, group: str, n: int) -> None:
+def test_msm_of_witness_like_scalars_matches_cpu(dev: cuda.Grid, curve: str, group: str, n: int) -> None:
     # nearly every point lands in bucket 1 of window 0: summed by chunks and a tree of levels
     small_on_emulation(dev, n)
     c = CURVES[curve]
@@ -78,14 +79,14 @@ def test_msm_of_witness_like_scalars_matches_cpu(dev: gpu.Grid, curve: str, grou
 
 
 @pytest.mark.parametrize("curve", CURVE_NAMES)
-def test_msm_of_zero_scalars_is_the_point_at_infinity(dev: gpu.Grid, curve: str) -> None:
+def test_msm_of_zero_scalars_is_the_point_at_infinity(dev: cuda.Grid, curve: str) -> None:
     c = CURVES[curve]
     bases = native.g1_mul_generator_batch(curve, random_scalars(c, 300, 4))
     assert not dev.msm_g1(curve, bases, np.zeros((300, 4), np.uint64)).any()
 
 
 @pytest.mark.parametrize("curve", CURVE_NAMES)
-def test_msm_all_equal_scalars(dev: gpu.Grid, curve: str) -> None:
+def test_msm_all_equal_scalars(dev: cuda.Grid, curve: str) -> None:
     # every point lands in the same bucket of every window: the worst bucket imbalance
     c = CURVES[curve]
     n = 2048
@@ -96,7 +97,7 @@ def test_msm_all_equal_scalars(dev: gpu.Grid, curve: str) -> None:
 
 @pytest.mark.parametrize("curve", CURVE_NAMES)
 @pytest.mark.parametrize("log_n", [0, 1, 5, 12, 16])
-def test_ntt_matches_cpu(dev: gpu.Grid, curve: str, log_n: int) -> None:
+def test_ntt_matches_cpu(dev: cuda.Grid, curve: str, log_n: int) -> None:
     small_on_emulation(dev, 1 << log_n)
     c = CURVES[curve]
     a = random_scalars(c, 1 << log_n, log_n)
@@ -106,7 +107,7 @@ def test_ntt_matches_cpu(dev: gpu.Grid, curve: str, log_n: int) -> None:
 
 @pytest.mark.parametrize("curve", CURVE_NAMES)
 @pytest.mark.parametrize("log_n", [3, 10, 14])
-def test_h_coset_matches_cpu(dev: gpu.Grid, curve: str, log_n: int) -> None:
+def test_h_coset_matches_cpu(dev: cuda.Grid, curve: str, log_n: int) -> None:
     small_on_emulation(dev, 1 << log_n)
     c = CURVES[curve]
     n = 1 << log_n

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from engine.prover import gpu_prove_finish, gpu_prove_start, select_device
-from engine.prover.curves import get_curve
 from engine.prover.datatypes import UnsatisfiedConstraint
 from engine.prover.groth16 import (
     ProofAborted,
@@ -21,6 +20,7 @@ from engine.prover.groth16 import (
     prove,
     public_inputs_of,
 )
+from engine.prover.params.curves import get_curve
 from engine.prover.r1cs import Assignment
 from engine.prover.setup import DEV_SETUP_NOTICE, setup, synthetic_circuit
 from engine.prover.snarkjs import (
@@ -149,28 +149,28 @@ def test_an_abort_request_stops_the_finish_before_the_g2_msm() -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("curve", CURVES)
 def test_cuda_proof_is_byte_identical(curve: str) -> None:
-    from engine.prover import gpu
+    from engine.prover.backends import cuda
 
-    if not gpu.gpu_available():
-        pytest.skip(f"no GPU: {gpu.gpu_unavailable_reason()}")
+    if not cuda.gpu_available():
+        pytest.skip(f"no GPU: {cuda.gpu_unavailable_reason()}")
     r1cs, w = synthetic_circuit(curve, 3000, n_public=2, seed=1)
     pk, vk = setup(r1cs, seed=2)
     asg = assignment_from_r1cs(r1cs, w)
     cpu = prove(pk, asg, r=11, s=13)
-    cuda = gpu_prove_finish(gpu_prove_start(pk, asg, "cuda:0", r=11, s=13))
-    assert proof_to_json(cuda) == proof_to_json(cpu)
-    assert verify(vk, cuda, public_inputs_of(asg))
+    on_gpu = gpu_prove_finish(gpu_prove_start(pk, asg, "cuda:0", r=11, s=13))
+    assert proof_to_json(on_gpu) == proof_to_json(cpu)
+    assert verify(vk, on_gpu, public_inputs_of(asg))
 
 
 @pytest.mark.parametrize("curve", CURVES)
 def test_the_cuda_branch_on_the_emulated_grid_gives_the_cpu_proof(curve: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # the device orchestration (bases kept per device, H left on the device for its MSM, the
     # C MSM over the private rows) run launch for launch on the host emulation of the kernels
-    from engine.prover import gpu
-    from engine.prover.grid_emu import EmulatedGrid
+    from engine.prover.backends import cuda
+    from tests.prover.grid_emu import EmulatedGrid
 
     grid = EmulatedGrid()
-    monkeypatch.setattr(gpu, "get_device", lambda index=0: grid)
+    monkeypatch.setattr(cuda, "get_device", lambda index=0: grid)
     r1cs, w = synthetic_circuit(curve, 200, n_public=2, seed=3)
     pk, vk = setup(r1cs, seed=4)
     asg = assignment_from_r1cs(r1cs, w)
@@ -244,9 +244,9 @@ def test_select_device(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PROVINGSITE_DEVICE", raising=False)
     assert select_device("cpu") == "cpu"
     assert select_device("cuda:1") == "cuda:1"
-    from engine.prover import gpu
+    from engine.prover.backends import cuda
 
-    assert select_device(None) == ("cuda:0" if gpu.gpu_available() else "cpu")
+    assert select_device(None) == ("cuda:0" if cuda.gpu_available() else "cpu")
     monkeypatch.setenv("PROVINGSITE_DEVICE", "cpu")
     assert select_device(None) == "cpu"
     with pytest.raises(ValueError, match="unknown device"):

@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.prover import fixed_base, native
-from engine.prover.curves import get_curve
+from engine.prover.backends.cpu import fixed_base, native
 from engine.prover.groth16 import (
     assignment_from_r1cs,
     gpu_prove_finish,
@@ -21,6 +20,7 @@ from engine.prover.groth16 import (
     prove_batch,
     public_inputs_of,
 )
+from engine.prover.params.curves import get_curve
 from engine.prover.setup import setup, synthetic_circuit
 from engine.prover.snarkjs import proof_to_json, write_proof_json, write_public_json, write_vk_json
 from engine.prover.verify import verify

@@ -11,18 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from engine.prover import cachedir, native_build
+from engine.prover import cachedir
+from engine.prover.backends.cpu import native_build
 
 
 @pytest.fixture
 def sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A copy of the prover's kernel sources and generators, and an empty cache, in use."""
     root = tmp_path / "prover"
-    shutil.copytree(native_build.KERNEL_DIR, root / "kernels")
+    shutil.copytree(native_build.KERNEL_DIR, root / "backends" / "kernels")
     for name in native_build.GENERATOR_FILES:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(native_build.PROVER_DIR / name, root / name)
     monkeypatch.setattr(native_build, "PROVER_DIR", root)
-    monkeypatch.setattr(native_build, "KERNEL_DIR", root / "kernels")
+    monkeypatch.setattr(native_build, "KERNEL_DIR", root / "backends" / "kernels")
     cachedir.use_cache_dir(tmp_path / "cache")
     yield root
     cachedir.use_cache_dir(None)
@@ -38,7 +40,8 @@ def test_the_key_is_the_digest_of_the_sources(sources: Path) -> None:
     assert native_build.source_hash("generic") != native_build.source_hash("bmi2-adx")
 
 
-@pytest.mark.parametrize("name", ["kernels/field.h", "kernels/host_groth16.h", "curves.py", "native_build.py"])
+@pytest.mark.parametrize("name", ["backends/kernels/field.h", "backends/kernels/host_groth16.h", "params/curves.py",
+                                  "backends/cpu/native_build.py"])
 def test_an_edit_to_any_source_makes_a_new_key(sources: Path, name: str) -> None:
     before = native_build.source_hash("generic")
     with open(sources / name, "a") as f:
@@ -49,7 +52,7 @@ def test_an_edit_to_any_source_makes_a_new_key(sources: Path, name: str) -> None
 
 def test_an_edit_that_keeps_the_size_is_seen_by_its_time(sources: Path) -> None:
     before = native_build.source_hash("generic")
-    path = sources / "kernels" / "port.h"
+    path = sources / "backends" / "kernels" / "port.h"
     text = path.read_bytes()
     stat = path.stat()
     path.write_bytes(text.replace(b"Portability", b"portability", 1))

@@ -8,7 +8,7 @@ import weakref
 
 import numpy as np
 
-from engine.prover.native import _ptr
+from engine.prover.backends.cpu.native import _ptr
 
 
 def test_the_pointer_keeps_a_temporary_array_alive_until_it_is_dropped() -> None:

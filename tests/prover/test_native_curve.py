@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.prover import native
-from engine.prover.curves import (
+from engine.prover.backends.cpu import native
+from engine.prover.params.curves import (
     CURVES,
     g1_from_mont,
     g1_to_mont,
@@ -80,7 +80,7 @@ def test_edge_cases(grp: Group) -> None:
     assert grp.dec(grp.smul(grp.curve, G, 1)) == grp.point(1)
     assert grp.dec(grp.smul(grp.curve, grp.enc(None), 99)) is None
     # the kernel's raw 256-bit scalar path (no reduction): (r + 5)·G = 5·G
-    from engine.prover.curves import fr_to_limbs
+    from engine.prover.params.curves import fr_to_limbs
 
     assert grp.dec(grp.smul(grp.curve, G, fr_to_limbs([r + 5])[0])) == grp.point(5)
 

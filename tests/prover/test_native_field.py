@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.prover import native
-from engine.prover.curves import CURVES, fp_to_limbs, fr_to_limbs, limbs_to_ints, root_of_unity
+from engine.prover.backends.cpu import native
+from engine.prover.params.curves import CURVES, fp_to_limbs, fr_to_limbs, limbs_to_ints, root_of_unity
 
 CURVE_NAMES = sorted(CURVES)
 
@@ -102,7 +102,7 @@ def test_curve_constants(curve: str) -> None:
 
 
 def test_conversions_roundtrip() -> None:
-    from engine.prover.curves import g1_from_mont, g1_to_mont, g2_from_mont, g2_to_mont
+    from engine.prover.params.curves import g1_from_mont, g1_to_mont, g2_from_mont, g2_to_mont
 
     for c in CURVES.values():
         pts = [c.g1, None]

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.prover import native
-from engine.prover.curves import CURVES
+from engine.prover.backends.cpu import native
+from engine.prover.params.curves import CURVES
 
 CURVE_NAMES = sorted(CURVES)
 needs_bmi2_adx = pytest.mark.skipif(not native.cpu_supports("bmi2-adx"), reason="this CPU lacks bmi2/adx")

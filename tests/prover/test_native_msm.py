@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.prover import native
-from engine.prover.curves import (
+from engine.prover.backends.cpu import native
+from engine.prover.params.curves import (
     CURVES,
     fr_to_limbs,
     g1_from_mont,

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.prover import native
-from engine.prover.curves import CURVES, fr_to_limbs, limbs_to_ints, root_of_unity
+from engine.prover.backends.cpu import native
+from engine.prover.params.curves import CURVES, fr_to_limbs, limbs_to_ints, root_of_unity
 
 CURVE_NAMES = sorted(CURVES)
 

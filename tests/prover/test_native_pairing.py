@@ -12,8 +12,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from engine.prover import native
-from engine.prover.curves import CURVES, CurveParams, g1_from_mont, g1_to_mont, g2_from_mont, g2_to_mont
+from engine.prover.backends.cpu import native
+from engine.prover.params.curves import CURVES, CurveParams, g1_from_mont, g1_to_mont, g2_from_mont, g2_to_mont
 from engine.prover.snarkjs import read_proof_json, read_public_json, read_vk_json
 from engine.prover.verify import verify
 from tests.prover.pairing_bindings import (

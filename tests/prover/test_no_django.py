@@ -54,7 +54,7 @@ def test_importing_every_module_leaves_django_unloaded() -> None:
                          timeout=120)
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
-    assert {"engine.prover.cli", "engine.prover.gpu", "engine.circuits.keystore"} <= set(report["imported"])
+    assert {"engine.prover.cli", "engine.prover.backends.cuda", "engine.circuits.keystore"} <= set(report["imported"])
     assert report["django"] == []
 
 

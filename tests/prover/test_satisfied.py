@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.prover.curves import fr_to_limbs, get_curve
 from engine.prover.datatypes import UnsatisfiedConstraint
-from engine.prover.satisfied import check_satisfied, first_unsatisfied, starts_with_one
+from engine.prover.params.curves import fr_to_limbs, get_curve
+from engine.prover.r1cs import starts_with_one
+from engine.prover.satisfied import check_satisfied, first_unsatisfied
 
 R = get_curve("bn128").r
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from engine.prover.curves import CURVES
-from engine.prover.wasm_witness import WitnessError, calculate_witness, check_inputs, fuel_for, input_signals
+from engine.prover.formats.wasm_witness import WitnessError, calculate_witness, check_inputs, fuel_for, input_signals
+from engine.prover.params.curves import CURVES
 from tests.hostile_wasm import GROWS, LOOPS, generator
 
 R = CURVES["bn128"].r

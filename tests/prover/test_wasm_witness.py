@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.prover.formats.wasm_witness import WitnessError, calculate_witness, fnv1a64, top_level_names
 from engine.prover.snarkjs import read_wtns
-from engine.prover.wasm_witness import WitnessError, calculate_witness, fnv1a64, top_level_names
 from tests.oracle import snarkjs as oracle
 from tests.oracle.circom import CircomBuild, circom_product  # noqa: F401  the session fixture
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from engine.prover import groth16, zkey_prover
-from engine.prover.curves import get_curve
 from engine.prover.datatypes import FormatError, InvalidProof
+from engine.prover.params.curves import get_curve
 from engine.prover.r1cs import R1CS, SparseMatrix
 from engine.prover.setup import setup, synthetic_circuit
 from engine.prover.snarkjs import read_wtns, read_zkey, section_table, write_wtns, write_zkey

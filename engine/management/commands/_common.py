@@ -83,15 +83,15 @@ def build_kernels(out: Any, devices: str = "cpu") -> None:
     ``devices`` setting names (auto, cpu, cuda:0,…). Each build happens once per kernel source
     (cached under CACHE_DIR/kernels, shared by every process under a file lock); later starts
     load the cached module in milliseconds and print nothing."""
-    from engine.prover import native
+    from engine.prover.backends.cpu import native
 
     with_progress(out, "building the CPU kernels (one time, about a minute on a small machine)",
                   lambda: native.build())
     for arch in _gpu_archs(devices):
-        from engine.prover import gpu
+        from engine.prover.backends import cuda
 
         with_progress(out, f"compiling the GPU kernels for {arch} with NVRTC (one time, a few minutes)",
-                      functools.partial(gpu.compile_for_arch, arch))
+                      functools.partial(cuda.compile_for_arch, arch))
 
 
 def _gpu_archs(devices: str) -> list[str]:

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from engine.circuits.keystore import KeyStore
 from engine.circuits.kinds import KINDS, SCALES, circuit_for
 from engine.ledger.keys import KeyMismatch, adopt_key
-from engine.prover.snarkjs_json import vk_digest
+from engine.prover.formats.snarkjs_json import vk_digest
 
 
 class Command(BaseCommand):

@@ -8,9 +8,16 @@ from it, and raising FormatError naming the file at fault.
   the command-line prover's start-up
 - zkey: Groth16 proving keys (read, write, validated in full, checked at registration)
 - wtns: witnesses (read, write, validated against a key, memory-mapped)
-- r1cs: circom constraint systems (read, write, and a streaming satisfaction check)
+- r1cs: circom constraint systems (read, write, and walked in bounded blocks for the
+  satisfaction check, engine.prover.satisfied.check_file_satisfied)
 - circom: circom's .wasm witness generator and .sym symbol table
-- custom: a custom upload's .zkey, .wtns and optional .r1cs, validated together
+- wasm_witness: circom's witness calculator, run from its .wasm under wasmtime
+- snarkjs_json: proof.json, public.json and verification_key.json
+
+The formats import no backend (an import-linter contract): where reading or writing takes
+the field's arithmetic (a .zkey's Montgomery-scaled coefficients, verification_key.json's
+pairing) the caller hands it in, and engine.prover.snarkjs is that caller for the prover's
+users. A custom upload's files validated together are engine.prover.custom.
 
 Importing the package loads only FormatError; each format is imported by name.
 Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).

@@ -2,21 +2,23 @@
 generator (compiled for one field) and the .sym symbol table (signal names, one per line).
 
 Both are checked at a circuit's registration. The .wasm is only inspected for its prime here:
-it is the client's code, and runs under budgets in the engine (engine.prover.wasm_witness).
+it is the client's code, and runs under budgets in the engine (engine.prover.formats.wasm_witness).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from engine.prover.curves import get_curve
 from engine.prover.formats.errors import FormatError
 from engine.prover.formats.headers import ZkeyHeader
+from engine.prover.params.curves import get_curve
 
 
 def check_wasm(path: Path, header: ZkeyHeader) -> None:
     """A circom witness generator compiled for the zkey's scalar field."""
-    from engine.prover.wasm_witness import circuit_prime  # wasmtime loads only for a circuit that brings circom files
+    from engine.prover.formats.wasm_witness import (
+        circuit_prime,  # wasmtime loads only for a circuit that brings circom files
+    )
 
     try:
         prime = circuit_prime(path.read_bytes())
@@ -29,7 +31,7 @@ def check_wasm(path: Path, header: ZkeyHeader) -> None:
 def check_sym(path: Path) -> list[str]:
     """The main component's signal names from circom's symbol table (read line by line: a big
     circuit's .sym is as long as its signal count)."""
-    from engine.prover.wasm_witness import top_level_names
+    from engine.prover.formats.wasm_witness import top_level_names
 
     try:
         with open(path, encoding="utf-8") as fh:

@@ -14,9 +14,9 @@ import os
 import struct
 from typing import IO, NamedTuple
 
-from engine.prover.curves import CURVES, CurveParams
 from engine.prover.formats.binfile import SectionTable, read_section, section_table
 from engine.prover.formats.errors import FormatError
+from engine.prover.params.curves import CURVES, CurveParams
 
 
 def curve_with(prime: int, which: str) -> CurveParams | None:

@@ -1,11 +1,12 @@
-""".r1cs circom constraint systems: read whole into an R1CS, written from one, and checked
-against a witness a block at a time: A·w ∘ B·w = C·w.
+""".r1cs circom constraint systems: read whole into an R1CS, written from one, and walked a
+block at a time (constraint_blocks), for checking against a witness: A·w ∘ B·w = C·w
+(engine.prover.satisfied.check_file_satisfied, which evaluates the blocks with the CPU backend).
 
 A zkey cannot answer whether a witness satisfies its circuit (it stores A and B but folds C
 into its points), so that check needs the circuit's .r1cs. It runs in bounded memory whatever
 the file declares: the constraints section is read about a MiB at a time (or one constraint,
-when a single one is larger: its bytes are in the file), each block evaluated with the
-prover's native sparse mat-vec against the witness memory-mapped from its file. Every count
+when a single one is larger: its bytes are in the file), each block evaluated against the
+witness memory-mapped from its file. Every count
 the header declares is held against the bytes actually present before anything is sized
 from it. Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).
 """
@@ -14,21 +15,19 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 
-from engine.prover import native
-from engine.prover.curves import CURVES, get_curve
 from engine.prover.formats.binfile import need, read_binfile, read_section, section_table, write_binfile
 from engine.prover.formats.errors import FormatError
 from engine.prover.formats.headers import ZkeyHeader, curve_with
 from engine.prover.formats.limbs import check_below
-from engine.prover.formats.wtns import witness_values
+from engine.prover.params.curves import CURVES, get_curve
 from engine.prover.r1cs import R1CS, SparseMatrix
-from engine.prover.satisfied import first_unsatisfied as first_failing_row
 
 N8 = 32  # both curves' scalar fields fit 32 bytes; circom writes exactly that
 TERM = np.dtype([("wire", "<u4"), ("value", "<u8", (4,))])  # one term of a linear combination
@@ -232,57 +231,44 @@ def _more(fh: IO[bytes], left: int, want: int) -> bytes:
     return chunk
 
 
-def first_unsatisfied(fh: IO[bytes], head: R1csHeader, w: np.ndarray | None) -> int | None:
-    """The index of the first constraint the witness fails, or None when it satisfies all.
-    With no witness, the walk only checks every constraint's structure."""
-    r = get_curve(head.curve).r
-    offset, left = head.constraints
-    fh.seek(offset)
-    buf, done = b"", 0
-    while done < head.n_constraints:
-        if len(buf) < BLOCK_BYTES and left:
-            chunk = _more(fh, left, BLOCK_BYTES)
-            left, buf = left - len(chunk), buf + chunk
-        rows, used = _parse(buf, min(head.n_constraints - done, MAX_ROWS))
-        if not rows:  # one constraint larger than what is held: read on (its bytes are in the file)
-            if not left:
-                raise FormatError("r1cs", "has a truncated constraints section")
-            chunk = _more(fh, left, max(BLOCK_BYTES, len(buf)))
-            left, buf = left - len(chunk), buf + chunk
-            continue
-        matrices = [_matrix(rows, m, head.n_wires, r) for m in range(3)]
-        if w is not None:
-            a, b, c = (native.sparse_matvec(head.curve, *m, w) for m in matrices)
-            bad = first_failing_row(head.curve, a, b, c)
-            if bad is not None:
-                return done + bad
-        done += len(rows)
-        buf = buf[used:]
-    if buf or left:
-        raise FormatError("r1cs", f"has {len(buf) + left} bytes after its {head.n_constraints} constraints")
-    return None
+# One block's matrices A, B and C, each CSR (row_ptr, cols, coeffs): sparse_matvec's arguments.
+Block = list[tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
-def check_satisfied(r1cs: Path, wtns: Path, circuit: CircuitShape) -> None:
-    """FormatError naming ``r1cs`` when the r1cs is malformed or not ``circuit``'s, or ``wtns``
-    when the witness (already validated) fails one of its constraints."""
-    w = witness_values(wtns, circuit.n_vars)
+def constraint_blocks(r1cs: Path, circuit: CircuitShape) -> Iterator[tuple[int, Block]]:
+    """The file's constraints a block at a time, every entry checked: (the index of the block's
+    first constraint, its A, B and C). FormatError naming ``r1cs`` when it is malformed or not
+    ``circuit``'s; the whole walk checks every constraint's structure."""
     with open(r1cs, "rb") as fh:
         head = r1cs_header(fh, r1cs.stat().st_size)
         _agrees(head, circuit)
-        bad = first_unsatisfied(fh, head, w)
-    if bad is not None:
-        raise FormatError("wtns", f"does not satisfy the circuit: constraint {bad} of the r1cs fails "
-                                  "(A·w · B·w ≠ C·w)")
+        r = get_curve(head.curve).r
+        offset, left = head.constraints
+        fh.seek(offset)
+        buf, done = b"", 0
+        while done < head.n_constraints:
+            if len(buf) < BLOCK_BYTES and left:
+                chunk = _more(fh, left, BLOCK_BYTES)
+                left, buf = left - len(chunk), buf + chunk
+            rows, used = _parse(buf, min(head.n_constraints - done, MAX_ROWS))
+            if not rows:  # one constraint larger than what is held: read on (its bytes are in the file)
+                if not left:
+                    raise FormatError("r1cs", "has a truncated constraints section")
+                chunk = _more(fh, left, max(BLOCK_BYTES, len(buf)))
+                left, buf = left - len(chunk), buf + chunk
+                continue
+            yield done, [_matrix(rows, m, head.n_wires, r) for m in range(3)]
+            done += len(rows)
+            buf = buf[used:]
+        if buf or left:
+            raise FormatError("r1cs", f"has {len(buf) + left} bytes after its {head.n_constraints} constraints")
 
 
 def check_structure(r1cs: Path, circuit: CircuitShape) -> None:
     """FormatError naming ``r1cs`` unless every constraint in it is well formed and the header
     matches ``circuit``: what registration can check before any witness exists."""
-    with open(r1cs, "rb") as fh:
-        head = r1cs_header(fh, r1cs.stat().st_size)
-        _agrees(head, circuit)
-        first_unsatisfied(fh, head, None)
+    for _ in constraint_blocks(r1cs, circuit):
+        pass
 
 
 def check_r1cs(path: Path, header: ZkeyHeader) -> None:

@@ -16,12 +16,12 @@ from typing import IO
 
 import numpy as np
 
-from engine.prover.curves import get_curve
 from engine.prover.formats.binfile import need, read_binfile, section_table, write_binfile
 from engine.prover.formats.errors import FormatError
 from engine.prover.formats.headers import WtnsHeader, ZkeyHeader, wtns_header, wtns_layout
 from engine.prover.formats.limbs import check_below, check_reduced, section_blocks, u64_rows
-from engine.prover.satisfied import starts_with_one
+from engine.prover.params.curves import get_curve
+from engine.prover.r1cs import starts_with_one
 
 N8 = 32  # bytes per value: both curves' scalar fields fit 32, and snarkjs writes exactly that
 VALUE = np.dtype(("<u8", (4,)))

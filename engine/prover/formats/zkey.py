@@ -6,6 +6,10 @@ The header and every section's size are checked first (engine.prover.formats.hea
 each array is as large as the file really is. zkey points are already affine Montgomery
 limbs, our in-memory layout, so the big sections are read straight into numpy arrays; the
 validators read them in blocks of about a MiB instead, whatever the file declares.
+snarkjs stores each coefficient as c·R² mod r; converting takes the scalar field's multiply,
+which is a backend's kernel, so the readers and the writer are handed it (``fr_mul``, the
+signature of the CPU backend's ``native.fr_mul``) and the formats import no backend:
+engine.prover.snarkjs passes it.
 Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).
 """
 
@@ -14,13 +18,13 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 
-from engine.prover.curves import CurveParams, get_curve
 from engine.prover.datatypes import ProvingKey
 from engine.prover.formats.binfile import (
     SectionTable,
@@ -39,8 +43,11 @@ from engine.prover.formats.headers import (
     zkey_layout,
 )
 from engine.prover.formats.limbs import check_below, check_reduced, fr_const, read_u64_rows, section_blocks
+from engine.prover.params.curves import CurveParams, get_curve
 from engine.prover.r1cs import R1CS, SparseMatrix
 
+# The scalar field's elementwise multiply of two (n, 4)-limb arrays, standard form: fr_mul(curve, a, b).
+FrMul = Callable[[str, np.ndarray, np.ndarray], np.ndarray]
 # One section 4 entry: matrix (0 = A, 1 = B), constraint, signal, value (c·R² mod r).
 COEF_DTYPE = np.dtype([("m", "<u4"), ("c", "<u4"), ("s", "<u4"), ("v", "<u8", (4,))])
 # The sections of points whose every coordinate must be below q (section 2's are checked too).
@@ -65,9 +72,9 @@ def _csr_from_entries(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, n_ro
     )
 
 
-def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
+def read_zkey(path: str | os.PathLike[str], fr_mul: FrMul) -> ProvingKey:
     """The whole Groth16 key: its layout checked against the header first, then each point
-    section read into its own array."""
+    section read into its own array. ``fr_mul``: the scalar field's multiply (module docstring)."""
     name = Path(path).name
     with open(path, "rb") as fh:
         try:
@@ -95,7 +102,7 @@ def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
     for width in (2 * L, 2 * L, 4 * L, 4 * L, 2 * L, 4 * L):  # alpha1 beta1 beta2 gamma2 delta1 delta2
         hdr.append(header_points[o : o + width].copy())
         o += width
-    a_m, b_m, n_constraints = _constraint_matrices(c, head, coef_sec, n_coef, name)
+    a_m, b_m, n_constraints = _constraint_matrices(c, head, coef_sec, n_coef, name, fr_mul)
     return ProvingKey(
         curve=c.name, n_vars=n_vars, n_public=n_public, domain_size=head.domain_size, n_constraints=n_constraints,
         alpha1=hdr[0], beta1=hdr[1], beta2=hdr[2], gamma2=hdr[3], delta1=hdr[4], delta2=hdr[5],
@@ -105,10 +112,8 @@ def read_zkey(path: str | os.PathLike[str]) -> ProvingKey:
 
 
 def _constraint_matrices(c: CurveParams, head: ZkeyHeader, coef_sec: bytes | memoryview, n_coef: int,
-                         name: str) -> tuple[SparseMatrix, SparseMatrix, int]:
+                         name: str, fr_mul: FrMul) -> tuple[SparseMatrix, SparseMatrix, int]:
     """Section 4's entries as the A and B matrices (CSR, standard form) and the constraint count."""
-    from engine.prover import native
-
     n_vars, n_public, domain_size = head.n_vars, head.n_public, head.domain_size
     ent = np.frombuffer(coef_sec, dtype=COEF_DTYPE, count=n_coef, offset=4)
     mats = ent["m"]
@@ -119,7 +124,7 @@ def _constraint_matrices(c: CurveParams, head: ZkeyHeader, coef_sec: bytes | mem
     # stored as coef·R² mod r (snarkjs multiplies by R² so its Montgomery product with a plain
     # witness value lands in Montgomery form); undo it once here, vectorised
     rinv2 = pow(1 << 256, -2, c.r)
-    vals = native.fr_mul(c.name, vals, fr_const(rinv2, n_coef)) if n_coef else vals
+    vals = fr_mul(c.name, vals, fr_const(rinv2, n_coef)) if n_coef else vals
     a_sel, b_sel = mats == 0, mats == 1
     rows = ent["c"].astype(np.int64)
     cols = ent["s"].astype(np.int64)
@@ -144,7 +149,7 @@ class ZkeyConstraints:
     b_matrix: SparseMatrix
 
 
-def read_zkey_constraints(path: str | os.PathLike[str]) -> ZkeyConstraints:
+def read_zkey_constraints(path: str | os.PathLike[str], fr_mul: FrMul) -> ZkeyConstraints:
     """The zkey's header and coefficients only (sections 1, 2 and 4): a fraction of the file."""
     name = Path(path).name
     with open(path, "rb") as fh:
@@ -156,7 +161,7 @@ def read_zkey_constraints(path: str | os.PathLike[str]) -> ZkeyConstraints:
         except struct.error as exc:
             raise FormatError("zkey", f"{name}: {exc}") from None
     c = get_curve(head.curve)
-    a_m, b_m, n_constraints = _constraint_matrices(c, head, coef_sec, n_coef, name)
+    a_m, b_m, n_constraints = _constraint_matrices(c, head, coef_sec, n_coef, name, fr_mul)
     return ZkeyConstraints(curve=c.name, n_vars=head.n_vars, n_public=head.n_public,
                            n_constraints=n_constraints, a_matrix=a_m, b_matrix=b_m)
 
@@ -274,9 +279,7 @@ def _entries(m: SparseMatrix, which: int) -> np.ndarray:
     return e
 
 
-def write_zkey(path: str | os.PathLike[str], pk: ProvingKey) -> None:
-    from engine.prover import native
-
+def write_zkey(path: str | os.PathLike[str], pk: ProvingKey, fr_mul: FrMul) -> None:
     c = get_curve(pk.curve)
     L = c.fp_limbs
     header = (
@@ -288,7 +291,7 @@ def write_zkey(path: str | os.PathLike[str], pk: ProvingKey) -> None:
     ent = np.concatenate([_entries(pk.a_matrix, 0), _entries(pk.b_matrix, 1)])
     if ent.shape[0]:
         r2 = pow(1 << 256, 2, c.r)
-        ent["v"] = native.fr_mul(c.name, np.ascontiguousarray(ent["v"]), fr_const(r2, ent.shape[0]))
+        ent["v"] = fr_mul(c.name, np.ascontiguousarray(ent["v"]), fr_const(r2, ent.shape[0]))
     coefs = struct.pack("<I", ent.shape[0]) + ent.tobytes()
     mpc = pk.cs_hash[:64].ljust(64, b"\0") + struct.pack("<I", 0)  # no contributions recorded
 

@@ -1,5 +1,5 @@
 /* GPU kernels over one scalar field (NTT building blocks). One thread per element or
- * butterfly; the host (engine/prover/gpu.py) sequences the launches on a stream.
+ * butterfly; the host (engine/prover/backends/cuda.py) sequences the launches on a stream.
  * Instantiated once per Fr by each_fr.h (which names it: FIELD, FN, FT). */
 KERNEL FN(k_to_mont)(FT *a, u64 n) {
     u64 i = GID; if (i < n) FN(to_mont)(&a[i], &a[i]);

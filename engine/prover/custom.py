@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.prover.formats.headers import ZkeyHeader
-from engine.prover.formats.r1cs import CircuitShape, check_satisfied
+from engine.prover.formats.r1cs import CircuitShape
 from engine.prover.formats.wtns import validate_wtns
 from engine.prover.formats.zkey import validate_zkey
+from engine.prover.satisfied import check_file_satisfied
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,6 @@ def validate_custom(zkey: Path, wtns: Path, r1cs: Path | None = None) -> CustomC
     with open(wtns, "rb") as fh:
         validate_wtns(fh, wtns_bytes, header)
     if r1cs is not None:
-        check_satisfied(r1cs, wtns, CircuitShape(header.curve, header.n_vars, header.n_public, key.n_constraints))
+        check_file_satisfied(r1cs, wtns, CircuitShape(header.curve, header.n_vars, header.n_public, key.n_constraints))
     return CustomCircuit(header=header, n_constraints=key.n_constraints, n_coefficients=key.n_coefficients,
                          zkey_bytes=zkey_bytes, wtns_bytes=wtns_bytes)

@@ -1,6 +1,6 @@
 /* Instantiates the four prime fields, the two Fp2 extensions and the four groups (each_group.h).
- * The numeric constants (PS_<FIELD>_MOD etc.) come from a prelude that engine/prover/native.py
- * generates from engine/prover/curves.py, so Python and C share a single source of truth. */
+ * The numeric constants (PS_<FIELD>_MOD etc.) come from a prelude that engine/prover/backends/cpu/native.py
+ * generates from engine/prover/params/curves.py, so Python and C share a single source of truth. */
 #include "port.h"
 
 #define FIELD bn128_fr

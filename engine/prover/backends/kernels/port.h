@@ -103,7 +103,7 @@ static inline __attribute__((always_inline)) u64 ps_sbb(u64 a, u64 b, unsigned c
 #endif
 
 /* The grid: a kernel is KERNEL f(...) and finds its thread's index as GID. On the GPU these
- * are CUDA's; the host emulation (engine/prover/grid_emu.py) compiles the same kernel bodies
+ * are CUDA's; the host emulation (tests/prover/grid_emu.py) compiles the same kernel bodies
  * as plain C functions, calls them once per thread index, and supplies GID itself. */
 #ifdef __CUDACC__
 #define KERNEL extern "C" __global__ void

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from engine.prover import native
+from engine.prover.backends.cpu import native
 
 if TYPE_CHECKING:
     from engine.prover.keys import ProvingKey
@@ -71,7 +71,7 @@ def copies_for(rows: int) -> int:
 
 def shift_for(curve: str, group: str, copies: int) -> int:
     """Bits per slice: the GLV halves' bound cut into ``copies`` slices."""
-    from engine.prover.glv_params import glv_params  # derived on first use: not for one-shot proofs
+    from engine.prover.params.glv_params import glv_params  # derived on first use: not for one-shot proofs
 
     return math.ceil(glv_params(curve, group).bits / copies)
 

@@ -1,4 +1,4 @@
-/* GPU Pippenger MSM over one group, in launches the host (engine/prover/gpu.py) sequences:
+/* GPU Pippenger MSM over one group, in launches the host (engine/prover/backends/cuda.py) sequences:
  *   k_digits         one thread per scalar: its signed c-bit digits as sortable keys
  *   (a device sort groups every bucket's entries; a search gives each bucket's offset)
  *   k_acc_affine     one thread per chunk of at most K entries of one bucket: their XYZZ sum

@@ -1,5 +1,5 @@
 /* GPU build (NVRTC through CuPy): the same field/curve code as the CPU build, plus kernels.
- * engine/prover/gpu.py prepends the generated constants prelude. */
+ * engine/prover/backends/cuda.py prepends the generated constants prelude. */
 #include "instances.h"
 
 #define PS_TEMPLATE "gpu_fr.h"

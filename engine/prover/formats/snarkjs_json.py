@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.prover.curves import CURVES
 from engine.prover.datatypes import Proof
 from engine.prover.formats.errors import FormatError
+from engine.prover.params.curves import CURVES
 
 if TYPE_CHECKING:
     import numpy as np
@@ -119,7 +119,7 @@ def read_proof_json(path: str | os.PathLike[str], curve: str | None = None) -> P
 
 def public_to_json(public_inputs: Sequence[int] | np.ndarray) -> list[str]:
     if not isinstance(public_inputs, Sequence):  # an (n, 4) array of limbs (numpy is not imported here)
-        from engine.prover.curves import limbs_to_ints
+        from engine.prover.params.curves import limbs_to_ints
 
         public_inputs = limbs_to_ints(public_inputs) if public_inputs.size else []
     return [str(int(v)) for v in public_inputs]
@@ -157,12 +157,13 @@ def _vk_identity_json(vk: VerifyingKey) -> dict[str, Any]:
     }
 
 
-def vk_to_json(vk: VerifyingKey) -> dict[str, Any]:
-    from engine.prover.verify import alphabeta_12
-
+def vk_to_json(vk: VerifyingKey, alphabeta_12: list[list[list[int]]]) -> dict[str, Any]:
+    """verification_key.json's object. ``alphabeta_12`` is e(alpha1, beta2) in snarkjs's tower
+    layout (engine.prover.verify.alphabeta_12): a pairing, which a format does not compute
+    (engine.prover.snarkjs.vk_to_json passes it)."""
     body = _vk_identity_json(vk)
     ic = body.pop("IC")  # snarkjs writes vk_alphabeta_12 before IC
-    body["vk_alphabeta_12"] = [[[str(x) for x in fp2] for fp2 in fp6] for fp6 in alphabeta_12(vk)]
+    body["vk_alphabeta_12"] = [[[str(x) for x in fp2] for fp2 in fp6] for fp6 in alphabeta_12]
     body["IC"] = ic
     return body
 
@@ -182,8 +183,8 @@ def vk_digest(vk: VerifyingKey) -> str:
     return vk_digest_of_json(_vk_identity_json(vk))
 
 
-def write_vk_json(path: str | os.PathLike[str], vk: VerifyingKey) -> None:
-    _dump(path, vk_to_json(vk))
+def write_vk_json(path: str | os.PathLike[str], vk: VerifyingKey, alphabeta_12: list[list[list[int]]]) -> None:
+    _dump(path, vk_to_json(vk, alphabeta_12))
 
 
 def vk_from_json(obj: Any) -> VerifyingKey:

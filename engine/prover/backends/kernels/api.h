@@ -2,7 +2,7 @@
  *   PS_API(ret, name, (params))        C_name
  *   PS_FIELD_API(ret, name, (params))  C_fr_name and C_fp_name
  *   PS_GROUP_API(ret, name, (params))  C_g1_name and C_g2_name
- * engine.prover.native_build reads these lines for cffi's cdef, and host.c includes this file
+ * engine.prover.backends.cpu.native_build reads these lines for cffi's cdef, and host.c includes this file
  * after its definitions, so the compiler holds every definition to its line: there is no
  * second copy of a signature to drift. One line each: the reader is a line parser. */
 

@@ -1,4 +1,4 @@
-"""The arithmetic kernels on an NVIDIA GPU: the same C sources as engine.prover.native,
+"""The arithmetic kernels on an NVIDIA GPU: the same C sources as engine.prover.backends.cpu.native,
 compiled by NVRTC (through CuPy's bindings) and launched on a CuPy stream.
 
 * ``compile_for_arch("sm_90")`` builds everything without a device (NVRTC needs no driver),
@@ -7,7 +7,7 @@ compiled by NVRTC (through CuPy's bindings) and launched on a CuPy stream.
 * ``gpu_available()`` never raises.
 * ``Grid`` holds the algorithms (MSM, NTT, H on the coset) as sequences of kernel launches
   and array steps written once against an array module: ``GpuDevice`` runs them with CuPy on
-  a device, ``engine.prover.grid_emu.EmulatedGrid`` with numpy and the same kernel bodies
+  a device, ``tests.prover.grid_emu.EmulatedGrid`` with numpy and the same kernel bodies
   compiled for the host, so the tests check the GPU's algorithms on machines without one.
 * ``msm_g1_async`` / ``msm_g2_async`` / ``ntt_async`` / ``h_coset_async`` enqueue work and
   return a ``PendingResult`` at once; ``.wait()`` blocks and returns the numpy result. Host
@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from engine.prover import native
-from engine.prover.curves import CurveParams, fp_to_limbs, fr_to_limbs, get_curve, limbs_to_ints, root_of_unity
-from engine.prover.driver import NO_DRIVER, nvidia_driver_present
-from engine.prover.native_build import KERNEL_DIR, SHARED_KERNEL_FILES, cache_dir, params_prelude
+from engine.prover.backends.cpu import native
+from engine.prover.backends.cpu.native_build import KERNEL_DIR, SHARED_KERNEL_FILES, cache_dir, params_prelude
+from engine.prover.backends.driver import NO_DRIVER, nvidia_driver_present
+from engine.prover.params.curves import CurveParams, fp_to_limbs, fr_to_limbs, get_curve, limbs_to_ints, root_of_unity
 
 GPU_KERNEL_FILES = (*SHARED_KERNEL_FILES, "gpu_fr.h", "gpu_group.h", "gpu.cu")
 BLOCK = 256

@@ -10,15 +10,24 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from engine.prover import native_build
-from engine.prover.curves import CurveParams, coords_from_mont
+from engine.prover.backends.cpu import native_build
 from engine.prover.datatypes import InvalidProof, Proof
-from engine.prover.formats.errors import FormatError
+from engine.prover.params.curves import CurveParams, coords_from_mont
 
 _ERR_BYTES = 256
 # Machines whose loads take any alignment, so a mapped file's sections are read where they lie.
 _UNALIGNED_OK = frozenset({"x86_64", "AMD64", "aarch64", "arm64"})
 Buffer = Any  # bytes, bytearray or a C-contiguous numpy array of the kernels' layout
+
+
+class RefusedInput(ValueError):
+    """A kernel refused one of its inputs: ``which`` is "key" or "witness". The backend reads no
+    file, so the caller that knows which file held the input names it (a FormatError)."""
+
+    def __init__(self, which: str, message: str) -> None:
+        super().__init__(message)
+        self.which = which
+        self.message = message
 
 
 class _Call:
@@ -112,7 +121,7 @@ def prove_zkey(curve: CurveParams, witness: Buffer, n_vars: int, n_public: int, 
     against its header: header_points, the coefficient entries (section 4 after its count)
     and the point sections 5 to 9. ``mapped``: the entries and point sections are views of a
     read-only mapping of the file (mmap.ACCESS_READ), read in place and given back a section
-    at a time as the proof is done with each. Raises FormatError naming a bad entry or
+    at a time as the proof is done with each. Raises RefusedInput naming a bad entry or
     witness value."""
     k = _Call(curve)
     g1, g2 = point_words(curve)
@@ -123,9 +132,9 @@ def prove_zkey(curve: CurveParams, witness: Buffer, n_vars: int, n_public: int, 
         k.u64(header_points), *(points(sections[sid]) for sid in (5, 6, 7, 8, 9)),
         k.u64(_limbs(r % curve.r) + _limbs(s % curve.r)), threads, int(mapped), k.err, _ERR_BYTES)
     if code == 1:
-        raise FormatError("zkey", f"the proving key: {k.message()}")
+        raise RefusedInput("key", k.message())
     if code == 2:
-        raise FormatError("wtns", f"the witness: {k.message()}")
+        raise RefusedInput("witness", k.message())
     if code:
         raise MemoryError(k.message())
     return bytes(k.ffi.buffer(proof))

@@ -1,7 +1,7 @@
 """The CPU kernels' numpy-level API: field vectors, NTTs, the H polynomial, sparse mat-vec,
 MSMs and point operations, over both curves.
 
-engine.prover.native_build compiles and loads the kernels (its names are re-exported here:
+engine.prover.backends.cpu.native_build compiles and loads the kernels (its names are re-exported here:
 build, default_threads, the ISA selection); cffi releases the GIL during calls, so callers
 may run kernels from worker threads.
 
@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.prover.curves import CurveParams, get_curve, root_of_unity
-from engine.prover.native_build import (
+from engine.prover.backends.cpu.native_build import (
     ISA_ENV,
     ISA_FLAGS,
     KERNEL_DIR,
@@ -31,6 +30,7 @@ from engine.prover.native_build import (
     select_isa,
     source_hash,
 )
+from engine.prover.params.curves import CurveParams, get_curve, root_of_unity
 
 __all__ = [  # this module's API and the build's names it re-exports
     "ISA_ENV",
@@ -321,7 +321,7 @@ class _Group:
     def _copies_table(self, curve: str, table: np.ndarray, copies: int,
                       shift: int) -> tuple[Any, int, np.ndarray, int]:
         """A table of shifted copies, checked: (curve, point width, rows, rows per copy)."""
-        from engine.prover.glv_params import glv_params
+        from engine.prover.params.glv_params import glv_params
 
         c = get_curve(curve)
         w = self.width(c)
@@ -397,7 +397,7 @@ class _Group:
         return out
 
     def _generator_mont(self, c: CurveParams) -> np.ndarray:
-        from engine.prover.curves import g1_to_mont, g2_to_mont
+        from engine.prover.params.curves import g1_to_mont, g2_to_mont
 
         return g1_to_mont([c.g1], c)[0] if self.name == "g1" else g2_to_mont([c.g2], c)[0]
 

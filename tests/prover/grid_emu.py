@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.prover.gpu import Grid, PendingResult, sources_digest
-from engine.prover.native_build import KERNEL_DIR, cache_dir, params_prelude
+from engine.prover.backends.cpu.native_build import KERNEL_DIR, cache_dir, params_prelude
+from engine.prover.backends.cuda import Grid, PendingResult, sources_digest
 
 EMU_FLAGS = ["-O2", "-std=gnu99", "-fno-strict-aliasing", "-shared", "-fPIC"]
 

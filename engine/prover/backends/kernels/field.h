@@ -65,7 +65,7 @@ DEVICE INLINE void FN(neg)(FT *r, const FT *a) { FT z; FN(zero)(&z); FN(sub)(r, 
  * merged, so t needs only NL words and no overflow words: fewer registers, fewer spills. */
 #if defined(PS_HAVE_MULX) && (NL == 4 || NL == 6)
 /* The bmi2-adx CPU build: the same CIOS in generated mulx/adcx/adox assembly
- * (engine/prover/mulx.py), two carry chains at once. */
+ * (engine/prover/backends/cpu/mulx.py), two carry chains at once. */
 DEVICE MULFN void FN(mul)(FT *r, const FT *a, const FT *b) {
     static const u64 p[NL] = FMOD, inv = (u64)FINV;
     FT o;

@@ -1,5 +1,5 @@
 /* The GLV split of a scalar, k = k1 + k2 lambda mod r with |k1|, |k2| about sqrt(r)
- * (engine/prover/glv_params.py derives the lattice and explains the rounding). Host only:
+ * (engine/prover/params/glv_params.py derives the lattice and explains the rounding). Host only:
  * 256-bit integer arithmetic on standard-form scalars, wrapping mod 2^256, which is exact
  * here since every true result is far below 2^255 in magnitude. */
 #ifndef PS_GLV_H
