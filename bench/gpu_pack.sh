@@ -39,10 +39,12 @@ tar -C "$WORK" -cJf .devpack/site.tar.xz site lib
 
 echo "==> prebuilding the kernels into .cache"
 .venv/bin/python - <<'PYEOF'
-from engine.prover import gpu, grid_emu, native_build
+from engine.prover.backends import cuda
+from engine.prover.backends.cpu import native_build
+from tests.prover import grid_emu
 for isa in native_build.ISA_FLAGS:
     native_build.build_isa(isa)
-gpu.compile_for_arch("sm_90")
+cuda.compile_for_arch("sm_90")
 grid_emu.build()
 PYEOF
 
