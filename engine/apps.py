@@ -1,3 +1,6 @@
+import dataclasses
+from pathlib import Path
+
 from django.apps import AppConfig
 
 
@@ -7,13 +10,14 @@ class EngineConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        """The prover and the circuits are Django-free libraries: hand them the settings'
-        cache directory here, in every process that sets Django up (synthesis workers too)."""
+        """The prover and the circuits are Django-free libraries: hand them the settings' cache
+        directory here (in the prover's configuration, as the circuits' disk cache), in every
+        process that sets Django up (synthesis workers too)."""
         from django.conf import settings
 
         from engine.circuits.compiled import use_disk_cache
-        from engine.prover.cachedir import use_cache_dir
+        from engine.prover.config import ProverConfig, configure
 
         cache = settings.PROVINGSITE["CACHE_DIR"]
-        use_cache_dir(cache)
+        configure(dataclasses.replace(ProverConfig.from_env(), cache_dir=Path(cache)))
         use_disk_cache(cache)

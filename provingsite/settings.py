@@ -25,9 +25,9 @@ from engine.env import (
     env_str,
 )
 from engine.knobs import Knobs
-from engine.prover import one_blas_thread
+from engine.prover.config import process_defaults
 
-one_blas_thread()  # every Django process (console, engine, tests) loads numpy after its settings
+process_defaults()  # every Django process (console, engine, tests) loads numpy and the kernels after its settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("PROVINGSITE_DATA_DIR", BASE_DIR / "data")

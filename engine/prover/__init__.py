@@ -2,15 +2,14 @@
 
 Importing this package costs nothing: the names below load their module (numpy, the native
 kernels, CuPy) on first use, so the command line's --help and `import engine.prover.cli`
-stay in milliseconds; nor does it change the process's environment (an application asks for
-one BLAS thread itself: ``one_blas_thread``). ``setup`` and ``verify`` are modules here, as everywhere: their
+stay in milliseconds; nor does it change the process's environment (an application sets its
+thread pools' with ``engine.prover.config.process_defaults``). ``setup`` and ``verify`` are modules here, as everywhere: their
 functions are ``engine.prover.setup.setup`` and ``engine.prover.verify.verify``.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -68,8 +67,10 @@ def __dir__() -> list[str]:
 
 def select_device(preferred: str | None = None) -> str:
     """"cuda:0" when a GPU is usable, else "cpu"; an explicit choice (argument, then the
-    PROVINGSITE_DEVICE environment variable) wins. "auto" means: choose."""
-    choice = preferred or os.environ.get("PROVINGSITE_DEVICE") or "auto"
+    configuration's device: engine.prover.config) wins. "auto" means: choose."""
+    from engine.prover.config import current
+
+    choice = preferred or current().device
     if choice != "auto":
         if choice != "cpu" and not (choice.startswith("cuda:") and choice[5:].isdigit()):
             raise ValueError(f"unknown device {choice!r}; expected 'cpu', 'cuda:N' or 'auto'")
@@ -110,10 +111,3 @@ __all__ = [
     "write_zkey",
 ]
 
-
-def one_blas_thread() -> None:
-    """For an application's start, before numpy loads: numpy's OpenBLAS starts a thread per
-    core at import, and they spin for their first moments against the kernels' OpenMP threads
-    (3 % of a 2^16 proof on 2 cores, measured with perf). The prover asks numpy for elementwise
-    work only, never BLAS, so one is enough. The process's own setting wins."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

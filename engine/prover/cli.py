@@ -272,9 +272,9 @@ def console_main() -> int:
     last collection would otherwise walk every object the command loaded (4 to 5 ms, 3 % of
     a small circuit's whole command); the process ends at once, so nothing is left uncollected
     that matters. In-process callers use main(), which leaves the collector alone."""
-    from engine.prover import one_blas_thread
+    from engine.prover.config import process_defaults
 
-    one_blas_thread()
+    process_defaults()
     status = main()
     gc.freeze()
     return status

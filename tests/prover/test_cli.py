@@ -74,11 +74,12 @@ def test_a_cpu_proof_loads_neither_django_nor_the_numeric_stack(tmp_path: Path) 
 def test_choosing_the_device_without_an_nvidia_driver_does_not_import_cupy(monkeypatch: pytest.MonkeyPatch) -> None:
     import engine.prover as prover
     from engine.prover.backends import driver
+    from engine.prover.config import current, using
 
     monkeypatch.setattr(driver, "NVIDIA_DRIVER_PATHS", (str(REPO / "no-such-device"),))
-    monkeypatch.delenv("PROVINGSITE_DEVICE", raising=False)
     monkeypatch.setitem(sys.modules, "cupy", None)  # importing it would now raise
-    assert prover.select_device() == "cpu"
+    with using(current().but(device="auto")):
+        assert prover.select_device() == "cpu"
 
 
 def test_a_bad_input_exits_1_with_the_reason_and_no_traceback(tmp_path: Path) -> None:

@@ -240,15 +240,17 @@ def test_unsatisfied_witness_is_refused_before_proving(curve: str) -> None:
         gpu_prove_start(pk, assignment_from_r1cs(r1cs, w), "tpu:0")
 
 
-def test_select_device(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PROVINGSITE_DEVICE", raising=False)
+def test_select_device() -> None:
+    from engine.prover.backends import cuda
+    from engine.prover.config import ProverConfig, current, using
+
     assert select_device("cpu") == "cpu"
     assert select_device("cuda:1") == "cuda:1"
-    from engine.prover.backends import cuda
-
-    assert select_device(None) == ("cuda:0" if cuda.gpu_available() else "cpu")
-    monkeypatch.setenv("PROVINGSITE_DEVICE", "cpu")
-    assert select_device(None) == "cpu"
+    with using(current().but(device="auto")):
+        assert select_device(None) == ("cuda:0" if cuda.gpu_available() else "cpu")
+    with using(current().but(device="cpu")):
+        assert select_device(None) == "cpu"
+    assert ProverConfig.from_env({"PROVINGSITE_DEVICE": "cuda:3"}).device == "cuda:3"
     with pytest.raises(ValueError, match="unknown device"):
         select_device("gpu")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.prover import cachedir
+from engine.prover import config
 from engine.prover.backends.cpu import native_build
 
 
@@ -25,9 +25,9 @@ def sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         shutil.copy(native_build.PROVER_DIR / name, root / name)
     monkeypatch.setattr(native_build, "PROVER_DIR", root)
     monkeypatch.setattr(native_build, "KERNEL_DIR", root / "backends" / "kernels")
-    cachedir.use_cache_dir(tmp_path / "cache")
+    config.configure(config.ProverConfig(cache_dir=tmp_path / "cache"))
     yield root
-    cachedir.use_cache_dir(None)
+    config.configure(None)
 
 
 def all_sources() -> list[Path]:
@@ -72,5 +72,5 @@ def test_a_start_with_unchanged_sources_reads_none_of_them(sources: Path, monkey
 
 def test_a_cache_that_cannot_be_written_still_gives_the_key(sources: Path, tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("not a directory")
-    cachedir.use_cache_dir(tmp_path / "a-file")
+    config.configure(config.ProverConfig(cache_dir=tmp_path / "a-file"))
     assert native_build.source_hash("generic") == native_build._digest(all_sources(), "generic")

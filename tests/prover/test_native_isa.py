@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.prover.backends.cpu import native
+from engine.prover.config import ProverConfig, current, using
 from engine.prover.params.curves import CURVES
 
 CURVE_NAMES = sorted(CURVES)
@@ -37,10 +38,13 @@ def test_generic_variant_is_always_available() -> None:
     assert native.select_isa() in native.ISA_FLAGS
 
 
-def test_forcing_an_unknown_variant_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(native.ISA_ENV, "avx9000")
-    with pytest.raises(ValueError, match="avx9000"):
+def test_forcing_an_unknown_variant_is_refused() -> None:
+    with using(current().but(isa="avx9000")), pytest.raises(ValueError, match="avx9000"):
         native.select_isa()
+
+
+def test_the_environment_names_the_variant_where_no_application_configures_one() -> None:
+    assert ProverConfig.from_env({native.ISA_ENV: " generic "}).isa == "generic"
 
 
 @needs_bmi2_adx

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from engine.circuits import compiled, kinds
 from engine.circuits.limits import BUILTIN_KINDS
-from engine.prover import cachedir
+from engine.prover import config
 from engine.states import ProofKind
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,6 +78,6 @@ def test_the_engine_proof_kinds_are_the_circuits_kinds() -> None:
 
 def test_the_engine_hands_its_cache_directory_to_both_libraries(settings) -> None:
     cache = Path(settings.PROVINGSITE["CACHE_DIR"])
-    assert cachedir.cache_dir() == cache
+    assert config.current().cache_dir == cache
     path = compiled._cache_path(kinds.circuit_for("winning-post", "tiny"))
     assert path is not None and path.parent == cache / "circuits"

@@ -43,6 +43,6 @@ def test_importing_the_package_leaves_the_processs_environment_alone() -> None:
 def test_numpy_loaded_after_an_application_starts_runs_no_blas_threads_to_compete_with_the_kernels() -> None:
     # the interpreter's own threads (the main one) are all that /proc lists
     threads = "import numpy, os\nprint(len(os.listdir('/proc/self/task')))"
-    assert run(f"from engine.prover import one_blas_thread\none_blas_thread()\n{threads}") == "1"
+    assert run(f"from engine.prover.config import process_defaults\nprocess_defaults()\n{threads}") == "1"
     django_settings = "import os\nos.environ['DJANGO_SETTINGS_MODULE'] = 'provingsite.settings'\nimport django\ndjango.setup()\n"
     assert run(django_settings + threads) == "1"

@@ -20,6 +20,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from engine.prover.config import ISA_ENV, current
+
 # Loading a built variant needs only the standard library: the command-line prover starts with
 # it and never imports numpy. What generates the sources (the curves, the preludes, cffi, the
 # compiler call) is imported when a build is due.
@@ -65,14 +67,11 @@ LINK_ARGS = ["-fopenmp"]
 # chosen at import when the CPU reports both (select_isa), else "generic", so one cache
 # directory serves any x86-64 and aarch64 machine.
 ISA_FLAGS: dict[str, list[str]] = {"generic": [], "bmi2-adx": ["-mbmi2", "-madx"]}
-ISA_ENV = "PROVINGSITE_KERNEL_ISA"  # force a variant ("generic" or "bmi2-adx"), e.g. to compare them
 
 
 def cache_dir() -> Path:
-    """The embedding application's choice, else the environment's (engine/prover/cachedir.py)."""
-    from engine.prover import cachedir
-
-    return cachedir.cache_dir()
+    """Where this process's configuration keeps compiled kernels (engine/prover/config.py)."""
+    return current().cache_dir
 
 
 def _limbs_c(value: int, limbs: int) -> str:
@@ -149,9 +148,9 @@ def cpu_supports(isa: str) -> bool:
 
 
 def select_isa() -> str:
-    """The variant this process loads: $PROVINGSITE_KERNEL_ISA when set, else the fastest the
-    CPU supports."""
-    forced = os.environ.get(ISA_ENV, "").strip()
+    """The variant this process loads: the configuration's (PROVINGSITE_KERNEL_ISA by default)
+    when set, else the fastest the CPU supports."""
+    forced = current().isa
     if forced:
         if forced not in ISA_FLAGS:
             raise ValueError(f"{ISA_ENV}={forced!r}: expected one of {sorted(ISA_FLAGS)}")
@@ -310,10 +309,6 @@ def build_isa(isa: str) -> tuple[Any, Any]:
                         raise RuntimeError(f"cffi build produced no module in {out_dir}")
             finally:
                 fcntl.flock(lockf, fcntl.LOCK_UN)
-        # libgomp reads this when it is first loaded. Spinning idle threads (the default)
-        # cost 2-3x on a shared, oversubscribed host (measured: h_coset 2^16 on 2 busy cores,
-        # 2.4 s active vs 0.7 s passive); the service runs synthesis pools beside the kernels.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         mod = _load_module(found[0], modname)
         _builds[isa] = (mod.ffi, mod.lib)
         return _builds[isa]
