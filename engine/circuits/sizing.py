@@ -39,15 +39,23 @@ class MemoryNeeds:
 
 def shape_memory(shape: CircuitShape) -> MemoryNeeds:
     n_vars, n_public, domain = shape.n_vars, shape.n_public, shape.domain_size
-        # The zkey's point arrays: A, B1 (G1, every signal), B2 (G2, every signal),
-    # C (G1, private signals), H (G1, domain), IC (G1, publics and the one).
-    key = (
-        n_vars * G1_BYTES * 2
+    # The zkey's point arrays: A, B1 (G1, every signal), B2 (G2, every signal),
+    # C (G1, private signals), H (G1, domain), IC (G1, publics and the one), and the
+    # verifying key's alpha, beta, delta (G1) and beta, gamma, delta (G2).
+    points = (
+        3 * G1_BYTES + 3 * G2_BYTES
+        + n_vars * G1_BYTES * 2
         + n_vars * G2_BYTES
         + (n_vars - n_public - 1) * G1_BYTES
         + domain * G1_BYTES
         + (n_public + 1) * G1_BYTES
     )
+    # ... and its A and B matrices (CSR over the domain's rows, 8-byte row pointers and
+    # columns, 32-byte coefficients), which the prover keeps with the points: about a
+    # third of a porep-c2 key, and without them a cached key outgrew its reservation.
+    a_entries, b_entries = key_matrix_entries(shape)
+    matrices = (a_entries + b_entries) * (8 + FR_BYTES) + 2 * (domain + 1) * 8
+    key = points + matrices
     return MemoryNeeds(witness_bytes=n_vars * FR_BYTES, abc_bytes=3 * domain * FR_BYTES, key_bytes=key,
                        table_bytes=_table_bytes(n_vars, n_public, domain, G1_BYTES, G2_BYTES))
 
@@ -58,6 +66,44 @@ def _table_bytes(n_vars: int, n_public: int, domain: int, g1: int, g2: int) -> i
 
     sections = ((n_vars, g1), (n_vars, g1), (n_vars, g2), (n_vars - n_public - 1, g1), (domain, g1))
     return sum(table_nbytes_bound(rows, size) for rows, size in sections)
+
+
+# (depth, challenges) of the three small shapes a kind's matrix entries are solved from.
+_PROBES = ((1, 1), (2, 1), (1, 2))
+_ENTRIES: dict[tuple[str, int, int], tuple[int, int]] = {}
+
+
+def key_matrix_entries(shape: CircuitShape) -> tuple[int, int]:
+    """Non-zero entries of the proving key's A and B matrices, without compiling the shape.
+
+    Every challenge proves one Merkle path, so a matrix's entries are exactly
+    ``x·C·D + y·C + z`` in the shape's challenges C and depth D (per level: a hash and the
+    bit's selection; per challenge: its bits' packing and the root check; once: the roots).
+    x, y and z are solved from three shapes of one or two levels and challenges, compiled in
+    a few milliseconds; tests/circuits/test_kinds.py holds the result to the compiled
+    matrices. The key's A also has one row per public input and the one (snarkjs's layout).
+    """
+    key = (shape.kind, shape.depth, shape.challenges)
+    if key not in _ENTRIES:
+        import dataclasses
+
+        from engine.circuits.cs import ShapeCS
+
+        probes = []
+        for depth, challenges in _PROBES:
+            probe = dataclasses.replace(shape, depth=depth, challenges=challenges)
+            cs = ShapeCS()
+            probe.define(cs, probe.placeholder_data())
+            probes.append((sum(map(len, cs.rows_a)) + cs.n_public + 1, sum(map(len, cs.rows_b))))
+        (a11, b11), (a21, b21), (a12, b12) = probes
+        entries = []
+        for e11, e21, e12 in ((a11, a21, a12), (b11, b21, b12)):
+            x = e21 - e11  # one more level of one challenge
+            y = e12 - e11 - x  # one more challenge of one level, less its level
+            z = e11 - x - y
+            entries.append(x * shape.challenges * shape.depth + y * shape.challenges + z)
+        _ENTRIES[key] = (entries[0], entries[1])
+    return _ENTRIES[key]
 
 
 # A circom witness generator's own memory (its signals and components, in wasm linear memory)
