@@ -31,10 +31,32 @@ class MemoryNeeds:
     abc_bytes: int
     key_bytes: int
     table_bytes: int = 0  # the most the key's fixed-base tables take, where the engine keeps it
+    work_bytes: int = 0  # the prover's working arrays while the partition is proved
 
     @property
     def partition_bytes(self) -> int:
-        return self.witness_bytes + self.abc_bytes
+        return self.witness_bytes + self.abc_bytes + self.work_bytes
+
+    @property
+    def released_bytes(self) -> int:
+        """The share a partition frees once its a/b/c are on the device (on the CPU: once
+        gpu_prove_start has run the H polynomial and the MSMs): a/b/c and the working arrays."""
+        return self.abc_bytes + self.work_bytes
+
+
+# The prover's working arrays, in domain-sized Fr arrays (32 bytes a row), beyond the
+# assignment the partition already holds (witness, a/b/c). The CPU prover's H phase holds the
+# a/b/c spread over the domain (3, groth16._domain_evals), native.h_coset's copies of them and
+# its output (4) and the coset powers and twiddles (1.5): 8.5; the assignment arrives from the
+# synthesis process pickled, so a second copy of it (4) is held while it is unpickled; and the
+# MSMs' signed digits and scalar conversions take about 4 more. bench/scale.py measured one
+# porep-c2/large partition's peak in the engine at 20.5 of them (0.64 GiB, 2^20 domain):
+# 18 here, with witness and a/b/c, is 22.
+PROVER_WORK_ARRAYS = 18
+
+
+def work_bytes(domain: int) -> int:
+    return PROVER_WORK_ARRAYS * domain * FR_BYTES
 
 
 def shape_memory(shape: CircuitShape) -> MemoryNeeds:
@@ -57,7 +79,8 @@ def shape_memory(shape: CircuitShape) -> MemoryNeeds:
     matrices = (a_entries + b_entries) * (8 + FR_BYTES) + 2 * (domain + 1) * 8
     key = points + matrices
     return MemoryNeeds(witness_bytes=n_vars * FR_BYTES, abc_bytes=3 * domain * FR_BYTES, key_bytes=key,
-                       table_bytes=_table_bytes(n_vars, n_public, domain, G1_BYTES, G2_BYTES))
+                       table_bytes=_table_bytes(n_vars, n_public, domain, G1_BYTES, G2_BYTES),
+                       work_bytes=work_bytes(domain))
 
 
 def _table_bytes(n_vars: int, n_public: int, domain: int, g1: int, g2: int) -> int:
@@ -131,7 +154,8 @@ def custom_memory(n_vars: int, n_public: int, domain_size: int, n_coefficients: 
     matrices = n_coefficients * (8 + FR_BYTES) + 2 * 2 * (domain_size + 1) * 8
     key = 2 * (points + matrices + zkey_bytes)
     return MemoryNeeds(witness_bytes=2 * n_vars * FR_BYTES, abc_bytes=3 * domain_size * FR_BYTES, key_bytes=key,
-                       table_bytes=_table_bytes(n_vars, n_public, domain_size, g1, g2))
+                       table_bytes=_table_bytes(n_vars, n_public, domain_size, g1, g2),
+                       work_bytes=work_bytes(domain_size))
 
 
 class CountingCS(WitnessCS):

@@ -7,7 +7,7 @@ import pytest
 from engine.circuits.kinds import SIZES, InputError, circuit_for, validate_inputs
 from engine.circuits.merkle import SectorTree
 from engine.circuits.poseidon import hash2
-from engine.circuits.sizing import key_matrix_entries
+from engine.circuits.sizing import PROVER_WORK_ARRAYS, key_matrix_entries
 from engine.states import MAX_WINDOW_POST_PARTITIONS
 
 SEED = "AB" * 32
@@ -99,6 +99,15 @@ def test_memory_needs_follow_the_circuit_sizes() -> None:
     points = 96 * (2 * n + (n - p - 1) + 8192 + p + 1 + 3) + 192 * (n + 3)
     a, b = key_matrix_entries(shape)
     assert need.key_bytes == points + 40 * (a + b) + 2 * 8 * (8192 + 1)
+
+
+def test_a_partition_reserves_the_provers_working_arrays_and_frees_them_with_its_products() -> None:
+    """Witness and a/b/c alone were a fifth of what a porep-c2/large partition peaked at in the
+    engine (bench/results/scale.md): the prover's H-phase arrays and copies are reserved too."""
+    need = circuit_for("porep-c2", "small").memory
+    assert need.work_bytes == PROVER_WORK_ARRAYS * 8192 * 32
+    assert need.partition_bytes == need.witness_bytes + need.abc_bytes + need.work_bytes
+    assert need.released_bytes == need.abc_bytes + need.work_bytes
 
 
 @pytest.mark.parametrize("scale", ["tiny", "small"])
