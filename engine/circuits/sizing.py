@@ -40,19 +40,22 @@ class MemoryNeeds:
     @property
     def released_bytes(self) -> int:
         """The share a partition frees once its a/b/c are on the device (on the CPU: once
-        gpu_prove_start has run the H polynomial and the MSMs): a/b/c and the working arrays."""
-        return self.abc_bytes + self.work_bytes
+        gpu_prove_start has run the H polynomial and four of the MSMs): a/b/c and the working
+        arrays of that phase; the rest is held until the proof is finished (the G2 MSM)."""
+        return self.abc_bytes + self.work_bytes * PROVER_START_ARRAYS // PROVER_WORK_ARRAYS
 
 
 # The prover's working arrays, in domain-sized Fr arrays (32 bytes a row), beyond the
 # assignment the partition already holds (witness, a/b/c). The CPU prover's H phase holds the
 # a/b/c spread over the domain (3, groth16._domain_evals), native.h_coset's copies of them and
-# its output (4) and the coset powers and twiddles (1.5): 8.5; the assignment arrives from the
-# synthesis process pickled, so a second copy of it (4) is held while it is unpickled; and the
-# MSMs' signed digits and scalar conversions take about 4 more. bench/scale.py measured one
-# porep-c2/large partition's peak in the engine at 20.5 of them (0.64 GiB, 2^20 domain):
-# 18 here, with witness and a/b/c, is 22.
+# its output (4) and the coset powers and twiddles (1.5); the assignment arrives from the
+# synthesis process pickled, so a second copy of it (4) is held while it is unpickled: 12 of
+# them are done with when gpu_prove_start returns. The MSMs' signed digits, scalar
+# conversions and buckets take about 6 more, the G2 one in gpu_prove_finish. bench/scale.py
+# measured one porep-c2/large partition's peak in the engine at 20.5 of them (0.64 GiB, 2^20
+# domain): 18 here, with witness (1) and a/b/c (3), is 22.
 PROVER_WORK_ARRAYS = 18
+PROVER_START_ARRAYS = 12
 
 
 def work_bytes(domain: int) -> int:

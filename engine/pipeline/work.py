@@ -63,7 +63,7 @@ class WorkItem:
     latest_start_at: datetime | None = None  # its deadline less its expected duration (ledger.deadlines)
     upload_dir: str = ""
     key_bytes: int = 0
-    abc_bytes: int = 0  # freed once its products are on the device: a/b/c and the prover's working arrays
+    abc_bytes: int = 0  # freed once its products are on the device: a/b/c and the H phase's working arrays
     partition_bytes: int = 0
     key: Any = None
     vk: Any = None
