@@ -372,7 +372,8 @@ def main() -> None:
     args = parser.parse_args()
 
     data = Path(args.data_dir)
-    run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=data.mkdir(parents=True, exist_ok=True) or data))
+    data.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=data))
     env = {**os.environ, "PROVINGSITE_DATA_DIR": str(run_dir), "PROVINGSITE_PARAMS_DIR": str(data / "params"),
            "DJANGO_SETTINGS_MODULE": "provingsite.settings", "LOG_LEVEL": os.environ.get("LOG_LEVEL", "info")}
     os.environ.update({k: env[k] for k in ("PROVINGSITE_DATA_DIR", "PROVINGSITE_PARAMS_DIR", "DJANGO_SETTINGS_MODULE")})
