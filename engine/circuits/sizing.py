@@ -31,25 +31,59 @@ class MemoryNeeds:
     abc_bytes: int
     key_bytes: int
     table_bytes: int = 0  # the most the key's fixed-base tables take, where the engine keeps it
+    work_bytes: int = 0  # the prover's working arrays while the partition is proved
 
     @property
     def partition_bytes(self) -> int:
-        return self.witness_bytes + self.abc_bytes
+        return self.witness_bytes + self.abc_bytes + self.work_bytes
+
+    @property
+    def released_bytes(self) -> int:
+        """The share a partition frees once its a/b/c are on the device (on the CPU: once
+        gpu_prove_start has run the H polynomial and four of the MSMs): a/b/c and the working
+        arrays of that phase; the rest is held until the proof is finished (the G2 MSM)."""
+        return self.abc_bytes + self.work_bytes * PROVER_START_ARRAYS // PROVER_WORK_ARRAYS
+
+
+# The prover's working arrays, in domain-sized Fr arrays (32 bytes a row), beyond the
+# assignment the partition already holds (witness, a/b/c). The CPU prover's H phase holds the
+# a/b/c spread over the domain (3, groth16._domain_evals), native.h_coset's copies of them and
+# its output (4) and the coset powers and twiddles (1.5); the assignment arrives from the
+# synthesis process pickled, so a second copy of it (4) is held while it is unpickled: 12 of
+# them are done with when gpu_prove_start returns. The MSMs' signed digits, scalar
+# conversions and buckets take about 6 more, the G2 one in gpu_prove_finish. bench/scale.py
+# measured one porep-c2/large partition's peak in the engine at 20.5 of them (0.64 GiB, 2^20
+# domain): 18 here, with witness (1) and a/b/c (3), is 22.
+PROVER_WORK_ARRAYS = 18
+PROVER_START_ARRAYS = 12
+
+
+def work_bytes(domain: int) -> int:
+    return PROVER_WORK_ARRAYS * domain * FR_BYTES
 
 
 def shape_memory(shape: CircuitShape) -> MemoryNeeds:
     n_vars, n_public, domain = shape.n_vars, shape.n_public, shape.domain_size
-        # The zkey's point arrays: A, B1 (G1, every signal), B2 (G2, every signal),
-    # C (G1, private signals), H (G1, domain), IC (G1, publics and the one).
-    key = (
-        n_vars * G1_BYTES * 2
+    # The zkey's point arrays: A, B1 (G1, every signal), B2 (G2, every signal),
+    # C (G1, private signals), H (G1, domain), IC (G1, publics and the one), and the
+    # verifying key's alpha, beta, delta (G1) and beta, gamma, delta (G2).
+    points = (
+        3 * G1_BYTES + 3 * G2_BYTES
+        + n_vars * G1_BYTES * 2
         + n_vars * G2_BYTES
         + (n_vars - n_public - 1) * G1_BYTES
         + domain * G1_BYTES
         + (n_public + 1) * G1_BYTES
     )
+    # ... and its A and B matrices (CSR over the domain's rows, 8-byte row pointers and
+    # columns, 32-byte coefficients), which the prover keeps with the points: about a
+    # third of a porep-c2 key, and without them a cached key outgrew its reservation.
+    a_entries, b_entries = key_matrix_entries(shape)
+    matrices = (a_entries + b_entries) * (8 + FR_BYTES) + 2 * (domain + 1) * 8
+    key = points + matrices
     return MemoryNeeds(witness_bytes=n_vars * FR_BYTES, abc_bytes=3 * domain * FR_BYTES, key_bytes=key,
-                       table_bytes=_table_bytes(n_vars, n_public, domain, G1_BYTES, G2_BYTES))
+                       table_bytes=_table_bytes(n_vars, n_public, domain, G1_BYTES, G2_BYTES),
+                       work_bytes=work_bytes(domain))
 
 
 def _table_bytes(n_vars: int, n_public: int, domain: int, g1: int, g2: int) -> int:
@@ -58,6 +92,44 @@ def _table_bytes(n_vars: int, n_public: int, domain: int, g1: int, g2: int) -> i
 
     sections = ((n_vars, g1), (n_vars, g1), (n_vars, g2), (n_vars - n_public - 1, g1), (domain, g1))
     return sum(table_nbytes_bound(rows, size) for rows, size in sections)
+
+
+# (depth, challenges) of the three small shapes a kind's matrix entries are solved from.
+_PROBES = ((1, 1), (2, 1), (1, 2))
+_ENTRIES: dict[tuple[str, int, int], tuple[int, int]] = {}
+
+
+def key_matrix_entries(shape: CircuitShape) -> tuple[int, int]:
+    """Non-zero entries of the proving key's A and B matrices, without compiling the shape.
+
+    Every challenge proves one Merkle path, so a matrix's entries are exactly
+    ``x·C·D + y·C + z`` in the shape's challenges C and depth D (per level: a hash and the
+    bit's selection; per challenge: its bits' packing and the root check; once: the roots).
+    x, y and z are solved from three shapes of one or two levels and challenges, compiled in
+    a few milliseconds; tests/circuits/test_kinds.py holds the result to the compiled
+    matrices. The key's A also has one row per public input and the one (snarkjs's layout).
+    """
+    key = (shape.kind, shape.depth, shape.challenges)
+    if key not in _ENTRIES:
+        import dataclasses
+
+        from engine.circuits.cs import ShapeCS
+
+        probes = []
+        for depth, challenges in _PROBES:
+            probe = dataclasses.replace(shape, depth=depth, challenges=challenges)
+            cs = ShapeCS()
+            probe.define(cs, probe.placeholder_data())
+            probes.append((sum(map(len, cs.rows_a)) + cs.n_public + 1, sum(map(len, cs.rows_b))))
+        (a11, b11), (a21, b21), (a12, b12) = probes
+        entries = []
+        for e11, e21, e12 in ((a11, a21, a12), (b11, b21, b12)):
+            x = e21 - e11  # one more level of one challenge
+            y = e12 - e11 - x  # one more challenge of one level, less its level
+            z = e11 - x - y
+            entries.append(x * shape.challenges * shape.depth + y * shape.challenges + z)
+        _ENTRIES[key] = (entries[0], entries[1])
+    return _ENTRIES[key]
 
 
 # A circom witness generator's own memory (its signals and components, in wasm linear memory)
@@ -85,7 +157,8 @@ def custom_memory(n_vars: int, n_public: int, domain_size: int, n_coefficients: 
     matrices = n_coefficients * (8 + FR_BYTES) + 2 * 2 * (domain_size + 1) * 8
     key = 2 * (points + matrices + zkey_bytes)
     return MemoryNeeds(witness_bytes=2 * n_vars * FR_BYTES, abc_bytes=3 * domain_size * FR_BYTES, key_bytes=key,
-                       table_bytes=_table_bytes(n_vars, n_public, domain_size, g1, g2))
+                       table_bytes=_table_bytes(n_vars, n_public, domain_size, g1, g2),
+                       work_bytes=work_bytes(domain_size))
 
 
 class CountingCS(WitnessCS):

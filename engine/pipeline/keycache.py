@@ -136,7 +136,7 @@ class KeyCache:
 
     def _true_up(self, reservation: Reservation, actual: int, priority: int) -> None:
         """The estimate reserved before loading becomes what the key really holds: less gives
-        the rest back, more is reserved too (built-in keys' matrices are not in the estimate)."""
+        the rest back, more is reserved too (a key whose file says more than its estimate)."""
         if actual < reservation.nbytes:
             reservation.release_part(reservation.nbytes - actual)
         elif actual > reservation.nbytes:

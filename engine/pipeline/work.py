@@ -63,7 +63,7 @@ class WorkItem:
     latest_start_at: datetime | None = None  # its deadline less its expected duration (ledger.deadlines)
     upload_dir: str = ""
     key_bytes: int = 0
-    abc_bytes: int = 0
+    abc_bytes: int = 0  # freed once its products are on the device: a/b/c and the H phase's working arrays
     partition_bytes: int = 0
     key: Any = None
     vk: Any = None
@@ -128,8 +128,8 @@ def size_item(item: WorkItem) -> None:
 
         needs = parse_circuit_id(item.circuit_id).memory
         item.key_bytes = int(needs.key_bytes + keys.table_bytes(needs))
-        item.abc_bytes = int(needs.abc_bytes)
-        item.partition_bytes = int(needs.witness_bytes + needs.abc_bytes)
+        item.abc_bytes = int(needs.released_bytes)
+        item.partition_bytes = int(needs.partition_bytes)
         return
     _size_circom(item)
 
@@ -150,10 +150,10 @@ def _size_circom(item: WorkItem) -> None:
     needs = custom_memory(header.n_vars, header.n_public, header.domain_size, n_coef, header.n8q, zkey_bytes)
     # from inputs, the client's witness generator runs in synthesis within this partition's reservation
     generator = generator_bytes(header.n_vars) if job_folder.from_inputs(item.upload_dir) else 0
-    item.abc_bytes = int(needs.abc_bytes)
+    item.abc_bytes = int(needs.released_bytes)
     if item.source.shares_key:  # the key cache holds a registered circuit's key once for every job
         item.key_bytes = int(needs.key_bytes + keys.table_bytes(needs))
-        item.partition_bytes = int(needs.witness_bytes + needs.abc_bytes + generator)
+        item.partition_bytes = int(needs.partition_bytes + generator)
         return
     item.key_bytes = 0
-    item.partition_bytes = int(needs.key_bytes + needs.witness_bytes + needs.abc_bytes + generator)
+    item.partition_bytes = int(needs.key_bytes + needs.partition_bytes + generator)

@@ -150,7 +150,7 @@ def _memory_shares(circuit: str) -> tuple[int, int]:
     except (InputError, KeyError, ValueError):
         return 0, 0
     tables = needs.table_bytes if settings.PROVINGSITE["FIXED_BASE"] else 0
-    return int(needs.abc_bytes), int(needs.key_bytes + tables)
+    return int(needs.released_bytes), int(needs.key_bytes + tables)
 
 
 def _key_sizes() -> dict[str, int]:

@@ -7,6 +7,7 @@ import pytest
 from engine.circuits.kinds import SIZES, InputError, circuit_for, validate_inputs
 from engine.circuits.merkle import SectorTree
 from engine.circuits.poseidon import hash2
+from engine.circuits.sizing import PROVER_START_ARRAYS, PROVER_WORK_ARRAYS, key_matrix_entries
 from engine.states import MAX_WINDOW_POST_PARTITIONS
 
 SEED = "AB" * 32
@@ -92,9 +93,42 @@ def test_memory_needs_follow_the_circuit_sizes() -> None:
     need = shape.memory
     assert need.witness_bytes == shape.n_vars * 32
     assert need.abc_bytes == 3 * 8192 * 32
-    # A, B1, C, H, IC in G1 (96 bytes) and B2 in G2 (192 bytes), as the zkey stores them.
+    # A, B1, C, H, IC and the vk's three in G1 (96 bytes), B2 and the vk's three in G2 (192
+    # bytes), as the zkey stores them; then the A and B matrices, 40 bytes an entry.
     n, p = shape.n_vars, shape.n_public
-    assert need.key_bytes == 96 * (2 * n + (n - p - 1) + 8192 + p + 1) + 192 * n
+    points = 96 * (2 * n + (n - p - 1) + 8192 + p + 1 + 3) + 192 * (n + 3)
+    a, b = key_matrix_entries(shape)
+    assert need.key_bytes == points + 40 * (a + b) + 2 * 8 * (8192 + 1)
+
+
+def test_a_partition_reserves_the_provers_working_arrays_and_frees_them_with_its_products() -> None:
+    """Witness and a/b/c alone were a fifth of what a porep-c2/large partition peaked at in the
+    engine (bench/results/scale.md): the prover's H-phase arrays and copies are reserved too."""
+    need = circuit_for("porep-c2", "small").memory
+    assert need.work_bytes == PROVER_WORK_ARRAYS * 8192 * 32
+    assert need.partition_bytes == need.witness_bytes + need.abc_bytes + need.work_bytes
+    # H and four MSMs are done when gpu_prove_start returns; the G2 MSM's share is held to the end
+    assert need.released_bytes == need.abc_bytes + PROVER_START_ARRAYS * 8192 * 32
+
+
+@pytest.mark.parametrize("scale", ["tiny", "small"])
+@pytest.mark.parametrize("kind", list(SIZES))
+def test_key_matrix_entries_without_compiling_equal_the_compiled_ones(kind: str, scale: str) -> None:
+    shape = circuit_for(kind, scale)
+    r1cs = shape.r1cs()
+    # the key's A has one more row per public input and the one
+    assert key_matrix_entries(shape) == (r1cs.a.cols.size + r1cs.n_public + 1, r1cs.b.cols.size)
+
+
+@pytest.mark.parametrize("kind", list(SIZES))
+def test_the_key_estimate_is_what_a_loaded_key_holds(kind: str) -> None:
+    """The key cache reserves this before the key is read: short of the key, a cached key
+    outgrew its reservation (porep-c2/medium by 30 %, its matrices)."""
+    from engine.prover.setup import setup
+
+    shape = circuit_for(kind, "tiny")
+    pk, _ = setup(shape.r1cs(), seed=1)
+    assert shape.memory.key_bytes == pk.nbytes
 
 
 def test_circuit_ids_name_kind_and_scale() -> None:

@@ -70,7 +70,7 @@ def test_a_proved_job_becomes_an_arrival_and_its_partitions_the_circuits_service
     assert sorted(round(s.device_s, 6) for s in profile.services) == [1.0, 1.0]
     assert {(s.synth_s, s.finalize_s) for s in profile.services} == {(0.5, 0.25)}
     needs = parse_circuit_id("porep-c2/tiny").memory
-    assert profile.memory_bytes == 3 * MiB and profile.abc_bytes == min(needs.abc_bytes, 3 * MiB)
+    assert profile.memory_bytes == 3 * MiB and profile.abc_bytes == min(needs.released_bytes, 3 * MiB)
     tables = needs.table_bytes if settings.PROVINGSITE["FIXED_BASE"] else 0
     assert profile.key_bytes == needs.key_bytes + tables and profile.dispatch_s >= 0
     assert rec.host == HostShape(memory_budget=256 * GiB, synthesis=4, devices=1, workers_per_device=2,

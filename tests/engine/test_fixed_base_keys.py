@@ -55,8 +55,10 @@ def test_a_partition_that_cannot_fit_beside_its_key_fails_at_once_saying_why(eng
     from engine.states import PartitionState
 
     held = keys.held_nbytes(keys.load_proving_key(SHAPE.circuit_id))  # the key with its tables
+    # the cache reserves the estimate (tables at their bound) before it reads the key
+    estimate = SHAPE.memory.key_bytes + keys.table_bytes(SHAPE.memory)
     make_job(kind="winning-post")
-    engine = Engine(EngineConfig.from_settings(devices="cpu", workers_per_device=1, budget=str(held + 1000),
+    engine = Engine(EngineConfig.from_settings(devices="cpu", workers_per_device=1, budget=str(max(held, estimate) + 1000),
                                                host_name="tight-host")).prepare()
     try:
         (claim,) = engine.writer.claim(1)

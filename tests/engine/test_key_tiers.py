@@ -134,7 +134,7 @@ def test_an_engine_short_of_memory_demotes_its_idle_key_to_warm_and_its_row_says
     idle, wanted = "winning-post/tiny", "window-post/tiny"
     hot = keys.held_nbytes(keys.load_proving_key(idle))
     needs = circuit_for("window-post", "tiny").memory
-    partition = int(needs.witness_bytes + needs.abc_bytes)
+    partition = int(needs.partition_bytes)
     # room for the wanted key hot and one partition beside the idle key warm, not beside it hot
     budget = keys.held_nbytes(keys.load_proving_key(wanted)) + partition + hot // 2
     engine = start_engine(synthesis=1, workers_per_device=1, budget=str(budget))
