@@ -139,7 +139,7 @@ def ensure_key(circuit_id: str) -> tuple[float | None, int]:
     from engine.circuits.keystore import KeyStore
     from engine.circuits.kinds import parse_circuit_id
     from engine.ledger.keys import adopt_key
-    from engine.prover.snarkjs_json import vk_digest
+    from engine.prover.formats.snarkjs_json import vk_digest
 
     shape = parse_circuit_id(circuit_id)
     keys = KeyStore(settings.PROVINGSITE["PARAMS_DIR"])
