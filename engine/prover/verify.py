@@ -1,5 +1,5 @@
 """Groth16 verification with the native pairings, both curves: the kernels' verifier
-(kernels/host_groth16.h through engine.prover.backends.cpu.groth16_native, which the command-line prover
+(kernels/groth16.h through engine.prover.backends.cpu.groth16_native, which the command-line prover
 runs too), with a key's checks and e(alpha, beta) cached here.
 
 Checked: e(A, B) = e(alpha, beta) · e(L, gamma) · e(C, delta) with L = IC_0 + sum x_i IC_i, as

@@ -6,7 +6,7 @@ the kernels' own layout (affine, Montgomery limbs, all-zero for infinity), so th
 read them where they lie, and give each section's pages back once they are done with it (the
 coefficients after A·w and B·w, a section of points once its MSM has copied the live ones
 into its plan), so the proof never holds the whole key. The kernels do the rest in one call
-each (kernels/host_groth16.h): the witness checked, A·w and B·w from the coefficients, H on
+each (kernels/groth16.h): the witness checked, A·w and B·w from the coefficients, H on
 the coset, the five MSMs, the randomisation; then the key's points, and the proof against
 them. Only the standard library and the compiled kernels: no numpy, so a small circuit's
 command is over in little more than its proof's time.

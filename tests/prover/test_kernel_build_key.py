@@ -40,7 +40,7 @@ def test_the_key_is_the_digest_of_the_sources(sources: Path) -> None:
     assert native_build.source_hash("generic") != native_build.source_hash("bmi2-adx")
 
 
-@pytest.mark.parametrize("name", ["backends/kernels/field.h", "backends/kernels/host_groth16.h", "params/curves.py",
+@pytest.mark.parametrize("name", ["backends/kernels/field.h", "backends/kernels/groth16.h", "params/curves.py",
                                   "backends/cpu/native_build.py"])
 def test_an_edit_to_any_source_makes_a_new_key(sources: Path, name: str) -> None:
     before = native_build.source_hash("generic")

@@ -45,7 +45,7 @@ def test_sources_shared_with_cpu_build() -> None:
     # the CPU and GPU builds must compile the very same arithmetic headers
     from engine.prover.backends.cpu import native
 
-    shared = {"port.h", "field.h", "fp2.h", "curve.h", "instances.h"}
+    shared = {"port.h", "field.h", "field_fp2.h", "curve.h", "instances.h"}
     assert shared <= set(native.KERNEL_FILES) and shared <= set(cuda.GPU_KERNEL_FILES)
 
 

@@ -13,7 +13,7 @@ compiled by NVRTC (through CuPy's bindings) and launched on a CuPy stream.
   return a ``PendingResult`` at once; ``.wait()`` blocks and returns the numpy result. Host
   buffers for transfers are pinned so copies run at full PCIe speed and overlap with kernels.
 
-MSM (kernels/gpu_group.h): signed c-bit digits as packed 64-bit keys, one device sort, bucket
+MSM (kernels/msm_gpu.h): signed c-bit digits as packed 64-bit keys, one device sort, bucket
 sums by chunks of at most ``CHUNK`` entries and a segmented tree over the partial sums (so a
 bucket holding most points, as witness scalars make one, is summed by many threads), bucket
 reduction by segments and a tree to one sum per window; on the host, the window sums to
@@ -38,7 +38,7 @@ from engine.prover.backends.cpu.native_build import KERNEL_DIR, SHARED_KERNEL_FI
 from engine.prover.backends.driver import NO_DRIVER, nvidia_driver_present
 from engine.prover.params.curves import CurveParams, fp_to_limbs, fr_to_limbs, get_curve, limbs_to_ints, root_of_unity
 
-GPU_KERNEL_FILES = (*SHARED_KERNEL_FILES, "gpu_fr.h", "gpu_group.h", "gpu.cu")
+GPU_KERNEL_FILES = (*SHARED_KERNEL_FILES, "ntt_gpu.h", "msm_gpu.h", "gpu.cu")
 BLOCK = 256
 
 
@@ -134,10 +134,10 @@ def msm_window_gpu(n: int, bias: int = 5, cap: int = 20) -> int:
 
 def kernel_names() -> list[str]:
     """Every kernel the GPU module exports, read from their definitions (``KERNEL FN(k_…)`` in
-    gpu_fr.h for each curve's Fr, ``KERNEL CN(k_…)`` in gpu_group.h for each curve's G1 and G2),
+    ntt_gpu.h for each curve's Fr, ``KERNEL CN(k_…)`` in msm_gpu.h for each curve's G1 and G2),
     so a kernel added there is launched, checked and listed without a second list to update."""
-    fr = re.findall(r"^KERNEL FN\((k_\w+)\)", (KERNEL_DIR / "gpu_fr.h").read_text(), re.MULTILINE)
-    group = re.findall(r"^KERNEL CN\((k_\w+)\)", (KERNEL_DIR / "gpu_group.h").read_text(), re.MULTILINE)
+    fr = re.findall(r"^KERNEL FN\((k_\w+)\)", (KERNEL_DIR / "ntt_gpu.h").read_text(), re.MULTILINE)
+    group = re.findall(r"^KERNEL CN\((k_\w+)\)", (KERNEL_DIR / "msm_gpu.h").read_text(), re.MULTILINE)
     names: list[str] = []
     for curve in ("bn128", "bls12381"):
         names += [f"{curve}_fr_{k}" for k in fr]

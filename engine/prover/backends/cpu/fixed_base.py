@@ -1,7 +1,7 @@
 """Fixed-base precomputation for a proving key that proves many times (the engine's keys).
 
 A key's bases never change, so for each of its MSMs a table of shifted copies
-Q_t = 2^(t·s)·P (kernels/host_copies.h) can be made once: the MSM then runs over twice the
+Q_t = 2^(t·s)·P (kernels/msm_fixed_base.h) can be made once: the MSM then runs over twice the
 points with scalars half as long (the GLV halves cut again), which halves its windows, and
 with them its bucket reductions and doublings. The bucket additions stay the same, so this
 pays only where the reductions are a large share, on small MSMs; on large ones the bigger

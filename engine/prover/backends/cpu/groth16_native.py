@@ -1,4 +1,4 @@
-"""The Groth16 steps of kernels/host_groth16.h, over buffers: bytes from a file, or numpy
+"""The Groth16 steps of kernels/groth16.h, over buffers: bytes from a file, or numpy
 arrays, each the kernels' layout (little-endian u64 limbs; points affine Montgomery, all-zero
 for infinity; scalars standard form). One implementation of the proof's randomisation and of
 the verifier, shared by engine.prover.groth16 and engine.prover.verify (numpy arrays) and the

@@ -125,7 +125,7 @@ class _Field:
     name: str  # "fr" or "fp", the infix of the kernels' names
 
     def _vec_op(self, curve: str, op: int, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-        """op: host_field.h's code, 0 add, 1 sub, 2 mul, 3 inv (b unused)."""
+        """op: field_api.h's code, 0 add, 1 sub, 2 mul, 3 inv (b unused)."""
         c = get_curve(curve)
         width = c.fr_limbs if self.name == "fr" else c.fp_limbs
         a = _u64(a, width, "a")

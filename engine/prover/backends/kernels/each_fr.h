@@ -1,6 +1,6 @@
 /* The two scalar fields Fr (exponents of the groups, values of the NTT domain): instantiates
- * the template header named by PS_TEMPLATE once per Fr, so the CPU and GPU builds (host_fr.h,
- * gpu_fr.h) cover the same fields. A template sees FIELD (e.g. bls12381_fr), FN(x) = FIELD_x,
+ * the template header named by PS_TEMPLATE once per Fr, so the CPU and GPU builds (ntt_cpu.h,
+ * ntt_gpu.h) cover the same fields. A template sees FIELD (e.g. bls12381_fr), FN(x) = FIELD_x,
  * FT, the element type, and the field's NTT constants: FR_ROOT (its 2^s-th root of unity as
  * snarkjs picks it, standard form), FR_TWO_ADICITY (s) and FR_NQR (the non-residue behind it). */
 #include "port.h"

@@ -1,11 +1,11 @@
 /* The four groups, G1 over Fp and G2 over Fp2 of each curve: instantiates the template header
  * named by PS_TEMPLATE once per group, so the arithmetic (curve.h, through instances.h) and the
- * CPU and GPU entry points (host_group.h, gpu_group.h) always cover the same groups.
+ * CPU and GPU entry points (msm_cpu.h, msm_gpu.h) always cover the same groups.
  * A template sees
  *   CURVE, F   the group's prefix and its coordinate field's (e.g. bls12381_g2, bls12381_fp2)
  *   CN(x)      CURVE_x, a name of this group        FF(x)  F_x, a coordinate-field function
  *   ET         the coordinate field's element type  AFF, XZ  affine and XYZZ point types
- *   GLV_TAG    the prefix of the group's endomorphism constants (glv.h)
+ *   GLV_TAG    the prefix of the group's endomorphism constants (curve_glv.h)
  *   GLV_FP     the base field beta lives in: F itself for G1, Fp under G2's Fp2 */
 #include "port.h"
 

@@ -2,8 +2,8 @@
  * engine/prover/backends/cuda.py prepends the generated constants prelude. */
 #include "instances.h"
 
-#define PS_TEMPLATE "gpu_fr.h"
+#define PS_TEMPLATE "ntt_gpu.h"
 #include "each_fr.h"
 
-#define PS_TEMPLATE "gpu_group.h"
+#define PS_TEMPLATE "msm_gpu.h"
 #include "each_group.h"

@@ -3,18 +3,18 @@
 #include "instances.h"
 
 #define FIELD bn128_fr
-#include "host_field.h"
+#include "field_api.h"
 #define FIELD bn128_fp
-#include "host_field.h"
+#include "field_api.h"
 #define FIELD bls12381_fr
-#include "host_field.h"
+#include "field_api.h"
 #define FIELD bls12381_fp
-#include "host_field.h"
+#include "field_api.h"
 
-#define PS_TEMPLATE "host_fr.h"
+#define PS_TEMPLATE "ntt_cpu.h"
 #include "each_fr.h"
 
-#define PS_TEMPLATE "host_group.h"
+#define PS_TEMPLATE "msm_cpu.h"
 #include "each_group.h"
 
 /* the pairings: host only */

@@ -41,11 +41,11 @@
 
 #define FIELD bn128_fp2
 #define BASE bn128_fp
-#include "fp2.h"
+#include "field_fp2.h"
 
 #define FIELD bls12381_fp2
 #define BASE bls12381_fp
-#include "fp2.h"
+#include "field_fp2.h"
 
 #define PS_TEMPLATE "curve.h"
 #include "each_group.h"

@@ -1,5 +1,5 @@
 /* The optimal ate pairing of one curve (host only), instantiated by pairing_instances.h.
- * Beyond fp12.h's names (PC, F1, F2, XI0, FROB) it needs
+ * Beyond field_fp12.h's names (PC, F1, F2, XI0, FROB) it needs
  *   G1C, G2C  the group prefixes (curve.h)     TWIST_D  1 for a D-type twist (BN254), 0 for M
  *   LOOP, LOOP_LEN  the Miller loop's signed digits, most significant first (NAF of 6u+2 for
  *                   BN254, of |u| for BLS12-381)     NEG_U  1 when u < 0 (BLS12-381)
@@ -12,7 +12,7 @@
  *   G1_SUBGROUP  1 when G1 has a cofactor (BLS12-381), so on-curve is not enough; then also
  *   G1_BETA, G1_K  phi's cube root of unity and u^2 (pairing.py)
  * Points cross as affine Montgomery limbs, all-zero for infinity (the zkey layout). */
-#include "fp12.h"
+#include "field_fp12.h"
 
 #define QN(x) PS_CAT3(PC, _, x)
 #define Q1(x) PS_CAT3(F1, _, x)

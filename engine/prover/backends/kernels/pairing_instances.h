@@ -32,7 +32,7 @@
 #define UNAF_LEN PS_BN128_UNAF_LEN
 #define G1_SUBGROUP 0
 #include "pairing.h"
-#include "host_groth16.h"
+#include "groth16.h"
 #include "pairing_undef.h"
 
 #define PC bls12381
@@ -68,5 +68,5 @@
 #define G1_BETA PS_BLS12381_G1_BETA
 #define G1_K PS_BLS12381_G1_K
 #include "pairing.h"
-#include "host_groth16.h"
+#include "groth16.h"
 #include "pairing_undef.h"

@@ -1,7 +1,7 @@
 /* CPU entry points over one group: Pippenger MSM, fixed-base batches, batch normalisation.
  * Instantiated once per group by each_group.h (which names it: CN, FF, ET, AFF, XZ).
  * Points cross as affine Montgomery limbs. */
-#include "digits.h"
+#include "msm_digits.h"
 
 /* Montgomery's trick: one inversion for the whole batch. Infinity stays all-zero. */
 static void CN(batch_to_affine)(AFF *out, const XZ *in, size_t n) {
@@ -41,7 +41,7 @@ int CN(msm_window)(size_t n) {
     return c > 16 ? 16 : c;
 }
 
-/* Signed c-bit digits (digits.h), window-major: digits[w*n + i]. */
+/* Signed c-bit digits (msm_digits.h), window-major: digits[w*n + i]. */
 static void CN(signed_digits)(int32_t *digits, const u64 *scalars, size_t n, int c, int nwin, int threads) {
     #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
     for (size_t i = 0; i < n; i++) {
@@ -236,7 +236,7 @@ static int CN(scalar_bits)(const u64 *scalars, size_t n, int threads) {
     return 0;
 }
 
-/* An MSM in three steps, so that several can share one thread team (host_groth16.h runs a
+/* An MSM in three steps, so that several can share one thread team (groth16.h runs a
  * proof's five as one pool of window tasks): the digits (plan), each window's bucket sum
  * (independent of the others), and the windows' combination (finish). The windows cover the
  * largest scalar's bits only: GLV's halves take half as many as full scalars. */
@@ -281,8 +281,8 @@ static void CN(pip_finish)(CN(pip) *p, u64 *out) {
     free(p->wins); free(p->digits);
 }
 
-/* Every group has its endomorphism (each_group.h names its constants): glv.h's split. */
-#include "glv.h"
+/* Every group has its endomorphism (each_group.h names its constants): curve_glv.h's split. */
+#include "curve_glv.h"
 #define GF(x) PS_CAT3(GLV_FP, _, x)
 /* phi(x, y) = (beta x, y), beta in Fp: on G2 it scales both coefficients of x. */
 static inline void CN(glv_phi)(AFF *r, const AFF *p) {
@@ -296,11 +296,11 @@ static inline void CN(glv_phi)(AFF *r, const AFF *p) {
 }
 #undef GF
 
-#include "host_copies.h"
+#include "msm_fixed_base.h"
 
 /* sum_i scalars[r_i] * bases[r_i] over the rows r (all n of them when rows is NULL: a key's
  * live rows, so its points at infinity are never copied); out: one affine point. It is
- * host_copies.h's MSM over a single copy, the bases themselves, so every MSM goes through the
+ * msm_fixed_base.h's MSM over a single copy, the bases themselves, so every MSM goes through the
  * endomorphism: sum k_i P_i = sum (k1_i P_i + k2_i phi(P_i)), over 2n points whose scalars
  * are half as long, so half the windows: the same bucket additions, half the bucket
  * reductions and doublings (at 2^16 points a sixth of the G1 time). */

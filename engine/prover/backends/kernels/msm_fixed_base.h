@@ -2,7 +2,7 @@
  * Q_t = 2^(t s) P for t < T, so that sum k_i P_i = sum_{i,t} k_it Q_ti with k_it the t-th
  * s-bit slice of k_i. The MSM then runs over T n points whose scalars are s bits long: the
  * bucket additions stay n b / c, but the windows (each a bucket reduction and c doublings)
- * are T times fewer, and the larger point count affords a wider window. Part of host_group.h
+ * are T times fewer, and the larger point count affords a wider window. Part of msm_cpu.h
  * (one instance per group); it slices the GLV halves, so s is a half's bound / T. */
 
 /* Bits [lo, lo + len) of a 256-bit k, as a 256-bit value (len <= 256). */
@@ -38,8 +38,8 @@ void CN(shifted_copies)(u64 *out_, const u64 *bases_, size_t n, int copies, int 
     free(acc);
 }
 
-/* An MSM over the copies table, planned (host_group.h's pip over the split points): each
- * scalar split by GLV (glv.h) and each half cut into copies slices of shift bits, each slice
+/* An MSM over the copies table, planned (msm_cpu.h's pip over the split points): each
+ * scalar split by GLV (curve_glv.h) and each half cut into copies slices of shift bits, each slice
  * paired with its copy, or phi of it: an MSM over 2 copies n points. */
 typedef struct { CN(pip) pip; AFF *pts; } CN(msm_job);
 

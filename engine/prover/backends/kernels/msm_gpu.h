@@ -10,9 +10,9 @@
  * Chunking, not one thread per bucket, keeps the work balanced whatever the scalars: witness
  * scalars (mostly 0 and 1) put nearly every point in one bucket of the lowest window.
  * Instantiated once per group by each_group.h (which names it: CN, FF, ET, AFF, XZ). */
-#include "digits.h"
+#include "msm_digits.h"
 
-/* Signed c-bit digits d (digits.h) as sort keys, keys[w*n + i] = bucket << 32 | entry with
+/* Signed c-bit digits d (msm_digits.h) as sort keys, keys[w*n + i] = bucket << 32 | entry with
  * bucket = w*half + |d| - 1 and entry = i | (d < 0) << 31; a zero digit sorts last
  * (bucket 0xffffffff) and is never read. Scalars: (n, 4) standard form, n < 2^31. */
 KERNEL CN(k_digits)(u64 *keys, const u64 *scalars, u64 n, int c, int nwin) {
