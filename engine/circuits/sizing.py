@@ -111,9 +111,7 @@ def key_matrix_entries(shape: CircuitShape) -> tuple[int, int]:
     """
     key = (shape.kind, shape.depth, shape.challenges)
     if key not in _ENTRIES:
-        import dataclasses
 
-        from engine.circuits.cs import ShapeCS
 
         a, b, _ = compiled_entries(shape)
         _ENTRIES[key] = (a + shape.n_public + 1, b)

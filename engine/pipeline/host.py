@@ -57,11 +57,10 @@ from engine.pipeline.reserve import reserve
 from engine.pipeline.synthesize import Synthesis
 from engine.pipeline.work import WorkItem, load_item
 from engine.states import PartitionState
+from engine.status.holdings import PROCESSES_OWNER, engine_held
 
 log = logging.getLogger("engine")
 P = PartitionState
-
-PROCESSES_OWNER = "engine processes"
 
 
 def tree_rss(pids: list[int]) -> int:
@@ -321,7 +320,12 @@ class Engine:
         machine's measured figures (engine.pipeline.host_figures). Reservations, keys and
         synthesis are facts of the transitions (engine.status.holdings)."""
         return {"heartbeat_at": timezone.now(), "devices": devices_mod.device_report(self.devices),
-                "figures": self.figures.sample().to_json()}
+                "figures": replace(self.figures.sample(), held=self.engine_held()).to_json()}
+
+    def engine_held(self) -> dict[str, int]:
+        """The reservations no transition records (engine.status.holdings.engine_held): the
+        heartbeat carries them to /status and the console's memory panel."""
+        return {owner: n for owner, n in self.memory.snapshot()["by_owner"].items() if engine_held(owner)}
 
     def _report_keys(self) -> None:
         if self.host is not None and hasattr(self, "writer"):

@@ -22,18 +22,13 @@ from typing import Any
 from engine.format import fmt_bytes
 from engine.pipeline.keymap import MappedKey
 from engine.pipeline.memory import MemoryBudgetError, MemoryManager, Reservation
-from engine.status.holdings import key_owner
+from engine.status.holdings import key_owner, loading_owner
 from engine.status.host_report import KeyReport
 
 log = logging.getLogger("engine.keycache")
 
 Loader = Callable[[str], Any]  # circuit id → proving key
 Mapper = Callable[[Any, str], MappedKey]  # a hot key, its circuit id → the key memory-mapped (warm)
-
-
-def loading_owner(circuit_id: str) -> str:
-    """The owner of what a key's load holds beside the key while it reads."""
-    return f"loading {key_owner(circuit_id)}"
 
 
 class KeyTier(enum.StrEnum):

@@ -31,6 +31,7 @@ from engine.pipeline.memory import MemoryBudgetError, MemoryManager, Reservation
 from engine.pipeline.prove import ProofQueue
 from engine.pipeline.work import CircuitSource, WorkItem, public_inputs_of
 from engine.states import PartitionState
+from engine.status.holdings import compiled_owner
 
 log = logging.getLogger("engine.synthesize")
 P = PartitionState
@@ -46,11 +47,6 @@ def new_pool(concurrency: int) -> ProcessPoolExecutor:
     kernel_tied = threading.current_thread() is threading.main_thread()
     return ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn"),
                                initializer=synthesis_process.init_worker, initargs=(os.getpid(), kernel_tied))
-
-
-def compiled_owner(circuit_id: str, process: int) -> str:
-    """The owner of a synthesis process's compiled matrices in the memory budget."""
-    return f"compiled {circuit_id} in synthesis-{process + 1}"
 
 
 def compiled_nbytes(circuit_id: str) -> int:
