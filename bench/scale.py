@@ -7,16 +7,18 @@ measured peak of one partition, and the key's load time per residency tier.
 
 Steps, each printing progress as it goes:
 
-1. the key: made in the params directory (--data-dir/params) if missing, as ``setupkeys`` does,
+1. the key: made in the params directory (--params-dir, default --data-dir/params) if missing, as ``setupkeys`` does,
    and timed;
-2. the engine's own estimates (engine.circuits.sizing via the circuit's shape): what the key is
-   charged (its point arrays and fixed-base tables) and what one partition reserves (witness and
-   a/b/c); the budget is key + --concurrent partitions (an explicit PROVINGSITE_MEMORY_BUDGET is
-   used as given: the safety margin applies only to ``auto``);
+2. the engine's own figures: its processes at rest (a probe engine, budget auto, logs what it
+   reserves for them), what the key is charged (points, matrices, fixed-base tables), each
+   synthesis process's compiled matrices and what one partition reserves (witness, a/b/c, the
+   prover's working arrays; engine.circuits.sizing via the circuit's shape); the budget is
+   rest + key + --synthesis × compiled + --concurrent partitions (an explicit
+   PROVINGSITE_MEMORY_BUDGET is used as given: the safety margin applies only to ``auto``);
 3. ``manage.py runengine`` as a subprocess on a fresh SQLite database, its process tree's RSS
    (the engine and its synthesis processes) sampled every --sample-ms. The key is preloaded hot
    through the operators' key control first, so the tree's RSS with the key and no partition is
-   the baseline. Two runs: *solo* (budget key + 1 partition: partitions one at a time, stopped
+   the baseline. Two runs: *solo* (budget rest + key + compiled + 1 partition: partitions one at a time, stopped
    after --solo-partitions are done) gives one partition's measured peak above the baseline;
    *concurrent* (the budget above) proves a whole job, which must end ``done`` with every proof
    verified by the engine;
