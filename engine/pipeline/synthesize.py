@@ -117,8 +117,9 @@ class Synthesis:
             # the client's generator may use what the partition reserved, no more
             future = pool.submit(synthesis_process.synthesize_circom, item.upload_dir, item.reservation.nbytes,
                                  self.witness_seconds)
-        future.add_done_callback(lambda f: self._done.put((item, f)))
+        # the process is free before the collector may let the next partition in
         future.add_done_callback(lambda f: self._free(process))
+        future.add_done_callback(lambda f: self._done.put((item, f)))
 
     def _pick(self, item: WorkItem) -> int:
         """A free process, one that already holds the item's compiled circuit first."""
