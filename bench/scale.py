@@ -7,16 +7,18 @@ measured peak of one partition, and the key's load time per residency tier.
 
 Steps, each printing progress as it goes:
 
-1. the key: made in the params directory (--data-dir/params) if missing, as ``setupkeys`` does,
+1. the key: made in the params directory (--params-dir, default --data-dir/params) if missing, as ``setupkeys`` does,
    and timed;
-2. the engine's own estimates (engine.circuits.sizing via the circuit's shape): what the key is
-   charged (its point arrays and fixed-base tables) and what one partition reserves (witness and
-   a/b/c); the budget is key + --concurrent partitions (an explicit PROVINGSITE_MEMORY_BUDGET is
-   used as given: the safety margin applies only to ``auto``);
+2. the engine's own figures: its processes at rest (a probe engine, budget auto, logs what it
+   reserves for them), what the key is charged (points, matrices, fixed-base tables), each
+   synthesis process's compiled matrices and what one partition reserves (witness, a/b/c, the
+   prover's working arrays; engine.circuits.sizing via the circuit's shape); the budget is
+   rest + key + --synthesis × compiled + --concurrent partitions (an explicit
+   PROVINGSITE_MEMORY_BUDGET is used as given: the safety margin applies only to ``auto``);
 3. ``manage.py runengine`` as a subprocess on a fresh SQLite database, its process tree's RSS
    (the engine and its synthesis processes) sampled every --sample-ms. The key is preloaded hot
    through the operators' key control first, so the tree's RSS with the key and no partition is
-   the baseline. Two runs: *solo* (budget key + 1 partition: partitions one at a time, stopped
+   the baseline. Two runs: *solo* (budget rest + key + compiled + 1 partition: partitions one at a time, stopped
    after --solo-partitions are done) gives one partition's measured peak above the baseline;
    *concurrent* (the budget above) proves a whole job, which must end ``done`` with every proof
    verified by the engine;
@@ -164,6 +166,41 @@ class Estimates:
     witness_bytes: int
     abc_bytes: int
     work_bytes: int
+    rest_bytes: int = 0  # the engine's processes at rest, as the engine measures and reserves them
+    compiled_bytes: int = 0  # the synthesis processes' compiled matrices, all of them
+
+
+def compiled_estimate(circuit_id: str) -> int:
+    from engine.circuits.kinds import parse_circuit_id
+
+    return parse_circuit_id(circuit_id).compiled_bytes
+
+
+def engine_rest(args: argparse.Namespace, env: dict[str, str]) -> int:
+    """What the engine reserves for its processes at rest: a probe engine (budget auto) is
+    started on its own database until it logs the figure."""
+    import re
+
+    probe_dir = Path(tempfile.mkdtemp(prefix="probe-", dir=env["PROVINGSITE_DATA_DIR"]))
+    probe_env = {**env, "PROVINGSITE_DATA_DIR": str(probe_dir)}
+    subprocess.run([sys.executable, str(REPO / "manage.py"), "migrate", "-v0"], env=probe_env, cwd=REPO, check=True)
+    log_path = probe_dir / "engine-probe.log"
+    cmd = [sys.executable, str(REPO / "manage.py"), "runengine", "--budget", "auto", "--devices", args.devices,
+           "--synthesis", str(args.synthesis), "--host-name", "scale-probe", "--drain-seconds", "0"]
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, env=probe_env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = re.search(r"engine processes at rest .*\((\d+) bytes\) reserved", log_path.read_text())
+            if found:
+                say(f"probe engine: its processes at rest reserve {gib(int(found.group(1)))}")
+                return int(found.group(1))
+            time.sleep(0.5)
+        raise SystemExit(f"the probe engine logged no rest figure: see {log_path}")
+    finally:
+        proc.terminate()
+        proc.wait(60)
 
 
 def estimates(circuit_id: str) -> Estimates:
@@ -359,6 +396,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default="/tmp/scale-data",
                         help="keys go to DATA_DIR/params (large keys are big: never in the repo); each run's database "
                              "to a fresh folder under it")
+    parser.add_argument("--params-dir", type=Path, help="the keys' folder (default DATA_DIR/params)")
     parser.add_argument("--concurrent", type=int, default=2, help="partitions the budget is sized for (default 2)")
     parser.add_argument("--solo-partitions", type=int, default=1,
                         help="partitions proved in the solo run (budget for one) before it stops; 0 skips it")
@@ -374,7 +412,8 @@ def main() -> None:
     data = Path(args.data_dir)
     data.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=data))
-    env = {**os.environ, "PROVINGSITE_DATA_DIR": str(run_dir), "PROVINGSITE_PARAMS_DIR": str(data / "params"),
+    params = args.params_dir or data / "params"
+    env = {**os.environ, "PROVINGSITE_DATA_DIR": str(run_dir), "PROVINGSITE_PARAMS_DIR": str(params),
            "DJANGO_SETTINGS_MODULE": "provingsite.settings", "LOG_LEVEL": os.environ.get("LOG_LEVEL", "info")}
     os.environ.update({k: env[k] for k in ("PROVINGSITE_DATA_DIR", "PROVINGSITE_PARAMS_DIR", "DJANGO_SETTINGS_MODULE")})
     import django
@@ -383,20 +422,25 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    say(f"{args.circuit}: data {run_dir}, params {data / 'params'}, {os.cpu_count()} cores, "
+    say(f"{args.circuit}: data {run_dir}, params {params}, {os.cpu_count()} cores, "
         f"{gib(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES'))} RAM")
 
     setup_s, zkey_bytes = ensure_key(args.circuit)
     est = estimates(args.circuit)
-    budget = est.key_bytes + args.concurrent * est.partition_bytes
-    say(f"estimates: key charged {gib(est.key_bytes)} (zkey file {gib(zkey_bytes)}), one partition "
+    est.rest_bytes = engine_rest(args, env)
+    est.compiled_bytes = args.synthesis * compiled_estimate(args.circuit)
+    fixed = est.rest_bytes + est.key_bytes + est.compiled_bytes
+    budget = fixed + args.concurrent * est.partition_bytes
+    say(f"estimates: engine processes at rest {gib(est.rest_bytes)} (the engine's own measure), key charged "
+        f"{gib(est.key_bytes)} (zkey file {gib(zkey_bytes)}), compiled matrices {gib(est.compiled_bytes)} "
+        f"({args.synthesis} synthesis processes), one partition "
         f"{gib(est.partition_bytes)} (witness {gib(est.witness_bytes)} + a/b/c {gib(est.abc_bytes)} + prover's "
         f"working arrays {gib(est.work_bytes)}); "
-        f"budget key + {args.concurrent} partitions = {gib(budget)}")
+        f"budget rest + key + compiled + {args.concurrent} partitions = {gib(budget)}")
 
     solo = None
     if args.solo_partitions:
-        solo = run_engine("solo", args.circuit, est.key_bytes + est.partition_bytes, args, env, args.solo_partitions)
+        solo = run_engine("solo", args.circuit, fixed + est.partition_bytes, args, env, args.solo_partitions)
     pair = None if args.no_concurrent else run_engine("concurrent", args.circuit, budget, args, env, None)
 
     tiers = None
@@ -425,7 +469,9 @@ def report(args: argparse.Namespace, est: Estimates, budget: int, setup_s: float
         ["estimate: key (points, matrices, fixed-base tables)", gib(est.key_bytes)],
         ["estimate: one partition (witness + a/b/c + prover's working arrays)",
          f"{gib(est.partition_bytes)} ({gib(est.witness_bytes)} + {gib(est.abc_bytes)} + {gib(est.work_bytes)})"],
-        [f"budget = key + {args.concurrent} partitions (PROVINGSITE_MEMORY_BUDGET)", gib(budget)],
+        ["estimate: engine processes at rest (the engine's own measure, reserved)", gib(est.rest_bytes)],
+        [f"estimate: compiled matrices, {args.synthesis} synthesis processes", gib(est.compiled_bytes)],
+        [f"budget = rest + key + compiled + {args.concurrent} partitions (PROVINGSITE_MEMORY_BUDGET)", gib(budget)],
     ]
     for run in (r for r in (solo, pair) if r is not None):
         n = run.name

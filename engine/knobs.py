@@ -11,6 +11,7 @@ from typing import TypedDict
 class Knobs(TypedDict):
     MEMORY_BUDGET: str
     MEMORY_SAFETY_MARGIN: str
+    CHARGE_PROCESSES: bool
     FIXED_BASE: bool
     DEV_KEYS: bool
     SYNTHESIS_CONCURRENCY: int

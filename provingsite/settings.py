@@ -167,6 +167,9 @@ PROVINGSITE: Knobs = {
     # Host memory the engine may reserve: "auto" (RAM minus a safety margin) or a size.
     "MEMORY_BUDGET": env_size("PROVINGSITE_MEMORY_BUDGET", "auto"),
     "MEMORY_SAFETY_MARGIN": env_size("PROVINGSITE_MEMORY_SAFETY_MARGIN", "2GiB"),
+    # The engine's processes at rest (the engine and its synthesis pool, measured at start) are
+    # reserved under "engine processes", so the budget bounds the whole process tree.
+    "CHARGE_PROCESSES": env_bool("PROVINGSITE_CHARGE_PROCESSES", True),
     # Fixed-base tables (engine/prover/backends/cpu/fixed_base.py) for the keys the engine keeps: shifted
     # copies of a key's small MSMs' bases, 7-10 % off a proof of up to 2^12 constraints
     # for about as much memory again as the key, counted with it.

@@ -12,6 +12,11 @@ import pytest
 # test's params directory gets its keys on first use. Engines the tests start as processes read
 # the variable; this process's settings were read before this file, so the fixture below sets them.
 os.environ.setdefault("PROVINGSITE_DEV_KEYS", "1")
+# The engines the suite starts do not reserve their own processes at rest (~330 MiB): the
+# tests' budgets are the reservations' arithmetic in miniature (a 64 MiB budget, one that fits
+# a key and not a partition), which a measured, machine-dependent rest would swamp. The tests
+# that check the rest's reservation turn it on (tests/engine/test_process_budget.py).
+os.environ.setdefault("PROVINGSITE_CHARGE_PROCESSES", "0")
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -19,6 +24,7 @@ def development_keys() -> Iterator[None]:
     from django.conf import settings
 
     settings.PROVINGSITE["DEV_KEYS"] = os.environ["PROVINGSITE_DEV_KEYS"] == "1"
+    settings.PROVINGSITE["CHARGE_PROCESSES"] = os.environ["PROVINGSITE_CHARGE_PROCESSES"] == "1"
     yield
 
 

@@ -276,6 +276,13 @@ class CircuitShape:
     def memory(self) -> MemoryNeeds:
         return shape_memory(self)
 
+    @property
+    def compiled_bytes(self) -> int:
+        """What a synthesis process keeps of this shape: its compiled A, B and C."""
+        from engine.circuits.sizing import compiled_bytes
+
+        return compiled_bytes(self)
+
 @functools.cache
 def circuit_for(kind: str, scale: str) -> CircuitShape:
     if kind not in SIZES:

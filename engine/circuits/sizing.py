@@ -111,6 +111,21 @@ def key_matrix_entries(shape: CircuitShape) -> tuple[int, int]:
     """
     key = (shape.kind, shape.depth, shape.challenges)
     if key not in _ENTRIES:
+
+
+        a, b, _ = compiled_entries(shape)
+        _ENTRIES[key] = (a + shape.n_public + 1, b)
+    return _ENTRIES[key]
+
+
+_COMPILED_ENTRIES: dict[tuple[str, int, int], tuple[int, int, int]] = {}
+
+
+def compiled_entries(shape: CircuitShape) -> tuple[int, int, int]:
+    """Non-zero entries of the shape's compiled A, B and C matrices (engine.circuits.compiled),
+    solved as ``x·C·D + y·C + z`` from three tiny shapes (see key_matrix_entries)."""
+    key = (shape.kind, shape.depth, shape.challenges)
+    if key not in _COMPILED_ENTRIES:
         import dataclasses
 
         from engine.circuits.cs import ShapeCS
@@ -120,16 +135,23 @@ def key_matrix_entries(shape: CircuitShape) -> tuple[int, int]:
             probe = dataclasses.replace(shape, depth=depth, challenges=challenges)
             cs = ShapeCS()
             probe.define(cs, probe.placeholder_data())
-            probes.append((sum(map(len, cs.rows_a)) + cs.n_public + 1, sum(map(len, cs.rows_b))))
-        (a11, b11), (a21, b21), (a12, b12) = probes
+            probes.append(tuple(sum(map(len, rows)) for rows in (cs.rows_a, cs.rows_b, cs.rows_c)))
         entries = []
-        for e11, e21, e12 in ((a11, a21, a12), (b11, b21, b12)):
+        for e11, e21, e12 in zip(*probes, strict=True):
             x = e21 - e11  # one more level of one challenge
             y = e12 - e11 - x  # one more challenge of one level, less its level
             z = e11 - x - y
             entries.append(x * shape.challenges * shape.depth + y * shape.challenges + z)
-        _ENTRIES[key] = (entries[0], entries[1])
-    return _ENTRIES[key]
+        _COMPILED_ENTRIES[key] = (entries[0], entries[1], entries[2])
+    return _COMPILED_ENTRIES[key]
+
+
+def compiled_bytes(shape: CircuitShape) -> int:
+    """What a synthesis process holds once it has the shape's compiled matrices (kept for its
+    next partitions): three CSR matrices over the constraints, an 8-byte column and a 32-byte
+    coefficient per entry and an 8-byte row pointer per row."""
+    rows = counts(shape)[0]
+    return sum(compiled_entries(shape)) * (8 + FR_BYTES) + 3 * (rows + 1) * 8
 
 
 # A circom witness generator's own memory (its signals and components, in wasm linear memory)

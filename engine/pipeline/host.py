@@ -17,6 +17,7 @@ marks the host stopped.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import socket
 import tempfile
@@ -48,17 +49,31 @@ from engine.pipeline.inflight import InFlight, Signals, Stats
 from engine.pipeline.key_control import carry_out
 from engine.pipeline.keycache import KeyCache
 from engine.pipeline.keymap import map_key
-from engine.pipeline.keys import farm_checked, held_nbytes, load_proving_key
-from engine.pipeline.memory import MemoryManager, budget_bytes, total_ram
+from engine.pipeline.keys import farm_checked, held_nbytes, load_proving_key, load_transient_bytes
+from engine.pipeline.memory import MemoryManager, Reservation, budget_bytes, total_ram
 from engine.pipeline.notify import notify_forever
 from engine.pipeline.prove import ProofQueue, ProvingWorker
 from engine.pipeline.reserve import reserve
 from engine.pipeline.synthesize import Synthesis
 from engine.pipeline.work import WorkItem, load_item
 from engine.states import PartitionState
+from engine.status.holdings import PROCESSES_OWNER, engine_held
 
 log = logging.getLogger("engine")
 P = PartitionState
+
+
+def tree_rss(pids: list[int]) -> int:
+    """The resident bytes of these processes together (those gone are skipped)."""
+    import psutil
+
+    total = 0
+    for pid in pids:
+        try:
+            total += psutil.Process(pid).memory_info().rss
+        except psutil.Error:
+            pass
+    return total
 
 
 @dataclass(frozen=True)
@@ -80,6 +95,9 @@ class EngineConfig:
     # most batch_wait_ms for more once a worker holds one.
     batch_max: int = 1
     batch_wait_ms: float = 20.0
+    # Reserve the engine's processes at rest (the engine and its synthesis pool, measured once
+    # they are up) under "engine processes", so the budget bounds the whole process tree.
+    charge_processes: bool = True
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> EngineConfig:
@@ -88,7 +106,7 @@ class EngineConfig:
                    synthesis=int(s["SYNTHESIS_CONCURRENCY"]), workers_per_device=int(s["WORKERS_PER_DEVICE"]),
                    devices=str(s["DEVICES"]), scale=str(s["SCALE"]), host_name=str(s["HOST_NAME"]),
                    heartbeat_seconds=float(s["HEARTBEAT_SECONDS"]), batch_max=int(s["BATCH_MAX"]),
-                   batch_wait_ms=float(s["BATCH_WAIT_MS"]))
+                   batch_wait_ms=float(s["BATCH_WAIT_MS"]), charge_processes=bool(s["CHARGE_PROCESSES"]))
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -123,12 +141,14 @@ class Engine:
         self.key_images = Path(tempfile.mkdtemp(prefix="keymaps-", dir=_key_image_root()))
         self.keycache = KeyCache(self.memory, farm_checked(key_loader, lambda: self._name()),
                                  on_change=self._report_keys, sizer=held_nbytes,
-                                 mapper=lambda key, circuit_id: map_key(key, self.key_images, circuit_id))
+                                 mapper=lambda key, circuit_id: map_key(key, self.key_images, circuit_id),
+                                 transient=load_transient_bytes)
         self.proof_queue = ProofQueue()
         self.signals = Signals()
         self.threads: list[threading.Thread] = []
         self.workers: list[ProvingWorker] = []
         self._stopped = threading.Event()
+        self.processes: Reservation | None = None  # the engine's processes at rest, once started
         self._forget_wake: Callable[[], None] = lambda: None
         self._forget_key_wake: Callable[[], None] = lambda: None
         # Set when an operator's key request for this host commits (engine.ledger.new_work);
@@ -159,6 +179,7 @@ class Engine:
         assert self.host is not None
         job_log.take(self.host.name)  # the job pages' lines, from the first claim on
         self.synthesis.warm_up()
+        self._charge_processes()
         self.beat()
         self._spawn("heartbeat", self._heartbeat_forever)
         self._spawn("sweep", self._sweep_forever)
@@ -182,6 +203,19 @@ class Engine:
                  self.config.scale)
         return self
 
+    def _charge_processes(self) -> None:
+        """Reserve what the engine's processes hold at rest, measured now that the pool is up.
+
+        Without it an explicit budget of key + partitions was exceeded by the interpreters
+        themselves (bench/results/scale.md: 332 MiB at rest, engine and two synthesis
+        processes). A rest larger than the budget stops the start with the figure."""
+        if not self.config.charge_processes:
+            return
+        rest = tree_rss([os.getpid(), *self.synthesis.pids()])
+        self.processes = self.memory.acquire(PROCESSES_OWNER, rest, priority=0, timeout=0)
+        log.info("engine processes at rest (engine and %d synthesis process(es)): %s (%d bytes) reserved of the "
+                 "budget %s", self.config.synthesis, fmt_bytes(rest), rest, fmt_bytes(self.memory.budget))
+
     def prepare(self) -> Engine:
         """Register the host and its worker slots and build every piece, starting no thread."""
         connection_created.connect(bound_idle_transactions, weak=False)
@@ -191,7 +225,7 @@ class Engine:
         self.writer = StatusWriter(self.host)
         self.inflight = InFlight(self.writer, self.keycache)
         self.synthesis = Synthesis(self.inflight, self.proof_queue, self.config.synthesis,
-                                   float(settings.PROVINGSITE["WITNESS_SECONDS"]))
+                                   float(settings.PROVINGSITE["WITNESS_SECONDS"]), memory=self.memory)
         self.dispatcher = Dispatcher(
             self.writer, self.inflight, self.signals, self.synthesis, self.proof_queue,
             reserve=lambda item: reserve(item, self.inflight, self.keycache, self.memory, self.signals.stopping),
@@ -286,7 +320,12 @@ class Engine:
         machine's measured figures (engine.pipeline.host_figures). Reservations, keys and
         synthesis are facts of the transitions (engine.status.holdings)."""
         return {"heartbeat_at": timezone.now(), "devices": devices_mod.device_report(self.devices),
-                "figures": self.figures.sample().to_json()}
+                "figures": replace(self.figures.sample(), held=self.engine_held()).to_json()}
+
+    def engine_held(self) -> dict[str, int]:
+        """The reservations no transition records (engine.status.holdings.engine_held): the
+        heartbeat carries them to /status and the console's memory panel."""
+        return {owner: n for owner, n in self.memory.snapshot()["by_owner"].items() if engine_held(owner)}
 
     def _report_keys(self) -> None:
         if self.host is not None and hasattr(self, "writer"):

@@ -21,8 +21,8 @@ from typing import Any
 
 from engine.format import fmt_bytes
 from engine.pipeline.keymap import MappedKey
-from engine.pipeline.memory import MemoryManager, Reservation
-from engine.status.holdings import key_owner
+from engine.pipeline.memory import MemoryBudgetError, MemoryManager, Reservation
+from engine.status.holdings import key_owner, loading_owner
 from engine.status.host_report import KeyReport
 
 log = logging.getLogger("engine.keycache")
@@ -75,8 +75,10 @@ class KeyCache:
     to cold. Without a mapper a hot key goes straight to cold."""
 
     def __init__(self, memory: MemoryManager, loader: Loader, on_change: Callable[[], None] | None = None,
-                 sizer: Callable[[Any], int] | None = None, mapper: Mapper | None = None) -> None:
+                 sizer: Callable[[Any], int] | None = None, mapper: Mapper | None = None,
+                 transient: Callable[[str], int] | None = None) -> None:
         self.memory = memory
+        self.transient = transient  # circuit id → what its load holds beside the key, while it loads
         self.loader = loader
         self.on_change = on_change
         self.sizer = sizer  # a loaded key's real bytes: its reservation is trued up to them
@@ -118,10 +120,17 @@ class KeyCache:
 
     def _load(self, circuit_id: str, nbytes: int, priority: int, users: int) -> None:
         """Cold → hot: reserve the estimate, read the key, true the reservation up to it."""
+        extra = self.transient(circuit_id) if self.transient is not None else 0
+        if nbytes + extra > self.memory.budget:
+            raise MemoryBudgetError(
+                f"loading {circuit_id} needs {fmt_bytes(nbytes)} for the key and {fmt_bytes(extra)} while it reads, "
+                f"more than the whole memory budget of {fmt_bytes(self.memory.budget)}")
         reservation = self.memory.acquire(key_owner(circuit_id), nbytes, priority)
         started = time.monotonic()
         try:
-            key = self.loader(circuit_id)
+            # The reader's own buffers, beside the arrays it builds, for as long as it reads.
+            with self.memory.acquire(loading_owner(circuit_id), extra, priority):
+                key = self.loader(circuit_id)
             if self.sizer is not None:
                 self._true_up(reservation, self.sizer(key), priority)
         except BaseException:

@@ -159,7 +159,8 @@ class MemoryManager:
     def _take(self, owner: str, nbytes: int) -> Reservation:
         self.used += nbytes
         self.peak = max(self.peak, self.used)
-        self.by_owner[owner] = self.by_owner.get(owner, 0) + nbytes
+        if nbytes:  # an empty reservation names no owner (none would ever remove it)
+            self.by_owner[owner] = self.by_owner.get(owner, 0) + nbytes
         return Reservation(self, owner, nbytes)
 
     def _give_back(self, owner: str, nbytes: int) -> None:

@@ -73,9 +73,13 @@ def _exit_when_orphaned(engine_pid: int) -> None:
 
 
 def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int) -> tuple[Any, float]:
+    from engine.circuits.compiled import keep_only
+    from engine.circuits.kinds import parse_circuit_id
     from engine.circuits.synthesis import synthesize_partition
 
     started = time.perf_counter()
+    # The engine reserves one circuit's compiled matrices per process: drop any other first.
+    keep_only(parse_circuit_id(circuit_id))
     assignment = synthesize_partition(circuit_id, inputs, index)
     return assignment, time.perf_counter() - started
 

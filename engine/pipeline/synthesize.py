@@ -3,7 +3,10 @@
 ``start`` records ``synthesizing`` and submits the partition to a pool of processes (a
 built-in kind runs its circuit on the job's inputs; a circom circuit's assignment comes from
 the client's witness, or from the witness its generator computes from the request's inputs,
-under the partition's reservation and a budget of instructions and time). The collector
+under the partition's reservation and a budget of instructions and time). Each pool process
+keeps one built-in circuit's compiled matrices for its next partitions; the engine reserves
+them under "compiled <circuit> in synthesis-<n>" before that process first synthesizes the
+circuit, and gives them back when it moves to another circuit. The collector
 thread records ``synth_done`` and hands the item to the proving queue, or fails it: an error
 the inputs or the circuit cause is not retried.
 """
@@ -21,11 +24,14 @@ from typing import Any
 
 from django.utils import timezone
 
+from engine.format import fmt_bytes
 from engine.pipeline import synthesis_process
 from engine.pipeline.inflight import InFlight
+from engine.pipeline.memory import MemoryBudgetError, MemoryManager, Reservation
 from engine.pipeline.prove import ProofQueue
 from engine.pipeline.work import CircuitSource, WorkItem, public_inputs_of
 from engine.states import PartitionState
+from engine.status.holdings import compiled_owner
 
 log = logging.getLogger("engine.synthesize")
 P = PartitionState
@@ -43,21 +49,41 @@ def new_pool(concurrency: int) -> ProcessPoolExecutor:
                                initializer=synthesis_process.init_worker, initargs=(os.getpid(), kernel_tied))
 
 
+def compiled_nbytes(circuit_id: str) -> int:
+    from engine.circuits.kinds import parse_circuit_id
+
+    return parse_circuit_id(circuit_id).compiled_bytes
+
+
 class Synthesis:
-    def __init__(self, book: InFlight, outbox: ProofQueue, concurrency: int, witness_seconds: float = 60.0) -> None:
+    """One single-process pool per synthesis process, so the engine knows which process takes a
+    partition and so which holds which circuit's compiled matrices (a shared pool hands work to
+    any process). A partition goes to a free process already holding its circuit if there is one.
+    Without ``memory`` (a bare test) the matrices are not reserved."""
+
+    def __init__(self, book: InFlight, outbox: ProofQueue, concurrency: int, witness_seconds: float = 60.0,
+                 memory: MemoryManager | None = None) -> None:
         self.book = book
         self.witness_seconds = witness_seconds
         self.outbox = outbox
         self.concurrency = concurrency
-        self.pool = new_pool(concurrency)
+        self.memory = memory
+        self.pools = [new_pool(1) for _ in range(concurrency)]
+        self.busy = [False] * concurrency
+        # what each process keeps: (circuit id, the reservation of its compiled matrices)
+        self.compiled: list[tuple[str, Reservation] | None] = [None] * concurrency
         self.active = 0
         self._slots = threading.Condition()
         self._done: queue.Queue[tuple[WorkItem, Future[Any]] | None] = queue.Queue()
 
     def warm_up(self) -> None:
         """Start every pool process now, so the first partition does not pay their start."""
-        for f in [self.pool.submit(synthesis_process.nothing) for _ in range(self.concurrency)]:
+        for f in [pool.submit(synthesis_process.nothing) for pool in self.pools]:
             f.result()
+
+    def pids(self) -> list[int]:
+        """The pool processes' ids (started by warm_up)."""
+        return [pid for pool in self.pools for pid in (getattr(pool, "_processes", None) or {})]
 
     def has_room(self, waiting_for_proof: int, pace_target: int) -> bool:
         """A free pool slot, and not too much synthesized work already waiting (the pacer);
@@ -74,19 +100,65 @@ class Synthesis:
             return max(0, min(self.concurrency - self.active, pace_target - self.active - waiting_for_proof))
 
     def start(self, item: WorkItem) -> None:
+        process = self._pick(item)
+        if not self._hold_compiled(item, process):
+            return
         if not self.book.record(item, P.SYNTHESIZING, synth_started_at=timezone.now(),
                                 reserved_bytes=item.reservation.nbytes):
             return  # cancelled (or fenced) since the claim: record() has freed what it held
         with self._slots:
             self.active += 1
+            self.busy[process] = True
         item.timings["synth_submitted"] = time.perf_counter()
+        pool = self.pools[process]
         if item.source is CircuitSource.BUILTIN:
-            future = self.pool.submit(synthesis_process.synthesize_builtin, item.circuit_id, item.inputs, item.index)
+            future = pool.submit(synthesis_process.synthesize_builtin, item.circuit_id, item.inputs, item.index)
         else:
             # the client's generator may use what the partition reserved, no more
-            future = self.pool.submit(synthesis_process.synthesize_circom, item.upload_dir, item.reservation.nbytes,
-                                      self.witness_seconds)
+            future = pool.submit(synthesis_process.synthesize_circom, item.upload_dir, item.reservation.nbytes,
+                                 self.witness_seconds)
+        # the process is free before the collector may let the next partition in
+        future.add_done_callback(lambda f: self._free(process))
         future.add_done_callback(lambda f: self._done.put((item, f)))
+
+    def _pick(self, item: WorkItem) -> int:
+        """A free process, one that already holds the item's compiled circuit first."""
+        with self._slots:
+            free = [i for i in range(self.concurrency) if not self.busy[i]] or list(range(self.concurrency))
+            holding = [i for i in free if (self.compiled[i] or ("",))[0] == item.circuit_id]
+            return (holding or free)[0]
+
+    def _free(self, process: int) -> None:
+        with self._slots:
+            self.busy[process] = False
+
+    def _hold_compiled(self, item: WorkItem, process: int) -> bool:
+        """Reserve the compiled matrices ``process`` will keep for a built-in item's circuit,
+        unless it holds them already; what it kept for another circuit is given back (the
+        process drops those before it compiles: synthesis_process.synthesize_builtin).
+        False (the item failed or dropped, freed) when the bytes can never fit or it was
+        cancelled while waiting for them."""
+        if self.memory is None or item.source is not CircuitSource.BUILTIN:
+            return True
+        held = self.compiled[process]
+        if held is not None and held[0] == item.circuit_id:
+            return True
+        try:
+            nbytes = compiled_nbytes(item.circuit_id)
+            reservation = self.memory.acquire(compiled_owner(item.circuit_id, process), nbytes, item.priority,
+                                              cancelled=lambda: item.dropped)
+        except MemoryBudgetError as exc:
+            self.book.fail(item, str(exc), retryable=False)
+            return False
+        except InterruptedError:
+            self.book.drop(item)
+            return False
+        if held is not None:
+            held[1].release()
+        self.compiled[process] = (item.circuit_id, reservation)
+        log.info("synthesis-%d will keep %s's compiled matrices: %s reserved", process + 1, item.circuit_id,
+                 fmt_bytes(nbytes))
+        return True
 
     # -- collector -------------------------------------------------------------------------
 
@@ -124,7 +196,12 @@ class Synthesis:
 
     def stop(self) -> None:
         self._done.put(None)
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        for pool in self.pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+        for held in self.compiled:
+            if held is not None:
+                held[1].release()
+        self.compiled = [None] * self.concurrency
 
 
 def _deterministic(exc: BaseException) -> bool:

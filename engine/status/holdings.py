@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.states import PARTITION_HOLDING, PartitionState
-from engine.status.host_report import keys_of
+from engine.status.host_report import HostFigures, keys_of
 from engine.status.records import HostRow
 
 P = PartitionState
@@ -33,6 +33,26 @@ def partition_owner(kind: str, job_id: str) -> str:
 
 def key_owner(circuit_id: str) -> str:
     return f"{KEY_OWNER_PREFIX}{circuit_id}"
+
+
+# Reservations no transition records: the engine reports them with its heartbeat's figures
+# (engine.status.host_report.HostFigures.held), and they are read from there.
+PROCESSES_OWNER = "engine processes"
+
+
+def compiled_owner(circuit_id: str, process: int) -> str:
+    """A synthesis process's compiled matrices of a circuit (process counts from 0)."""
+    return f"compiled {circuit_id} in synthesis-{process + 1}"
+
+
+def loading_owner(circuit_id: str) -> str:
+    """What a key's load holds beside the key while it reads."""
+    return f"loading {key_owner(circuit_id)}"
+
+
+def engine_held(owner: str) -> bool:
+    """An owner only the engine's figures carry (see above)."""
+    return owner == PROCESSES_OWNER or owner.startswith(("compiled ", "loading "))
 
 
 @dataclass(frozen=True)
@@ -93,6 +113,7 @@ def holdings(hosts: Iterable[HostRow], claimed: Iterable[tuple[Any, ...]]) -> di
                      for k in keys_of(host.key_cache))
         by_owner = dict(owners.get(host.pk, {}))
         by_owner.update({key_owner(k.circuit_id): k.bytes for k in keys})
+        by_owner.update(HostFigures.from_json(host.figures).held)
         result[host.pk] = Holdings(budget=host.memory_budget_bytes or 0, physical=host.memory_total_bytes or 0,
                                    by_owner=by_owner, keys=keys, claimed=dict(states.get(host.pk, {})))
     return result

@@ -7,7 +7,7 @@ import pytest
 from engine.circuits.kinds import SIZES, InputError, circuit_for, validate_inputs
 from engine.circuits.merkle import SectorTree
 from engine.circuits.poseidon import hash2
-from engine.circuits.sizing import PROVER_START_ARRAYS, PROVER_WORK_ARRAYS, key_matrix_entries
+from engine.circuits.sizing import PROVER_START_ARRAYS, PROVER_WORK_ARRAYS, compiled_bytes, key_matrix_entries
 from engine.states import MAX_WINDOW_POST_PARTITIONS
 
 SEED = "AB" * 32
@@ -118,6 +118,16 @@ def test_key_matrix_entries_without_compiling_equal_the_compiled_ones(kind: str,
     r1cs = shape.r1cs()
     # the key's A has one more row per public input and the one
     assert key_matrix_entries(shape) == (r1cs.a.cols.size + r1cs.n_public + 1, r1cs.b.cols.size)
+
+
+@pytest.mark.parametrize("scale", ["tiny", "small"])
+@pytest.mark.parametrize("kind", list(SIZES))
+def test_the_compiled_matrices_estimate_is_what_a_synthesis_process_keeps(kind: str, scale: str) -> None:
+    """A synthesis process keeps its circuit's compiled A, B and C for its next partitions; the
+    engine reserves this for them before the process first compiles (or reads) them."""
+    r1cs = circuit_for(kind, scale).r1cs()
+    held = sum(m.row_ptr.nbytes + m.cols.nbytes + m.coeffs.nbytes for m in (r1cs.a, r1cs.b, r1cs.c))
+    assert compiled_bytes(circuit_for(kind, scale)) == held
 
 
 @pytest.mark.parametrize("kind", list(SIZES))

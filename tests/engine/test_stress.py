@@ -9,11 +9,12 @@ import threading
 import pytest
 from django.db.models import Count
 
-from engine.circuits.kinds import validate_inputs
+from engine.circuits.kinds import SIZES, circuit_for, validate_inputs
 from engine.ledger.clock import Stamp
 from engine.ledger.demo import demo_inputs
 from engine.ledger.jobs import submit_job
 from engine.models import Partition, ProofJob
+from engine.pipeline import keys
 from engine.states import JobState, PartitionState
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -60,8 +61,13 @@ def test_a_mixed_backlog_keeps_every_invariant_at_every_version(start_engine) ->
     jobs = submit_mix()
     # Four tiny keys are reserved at 7.7 MB with their matrices and fixed-base tables
     # (snap-update's 2.5 MB the most, 3.9 MB with one of its partitions): 4.5 MB forces
-    # evictions and memory waits all along.
-    engine = start_engine(budget="4500000", synthesis=2, workers_per_device=3)
+    # evictions and memory waits all along. Beside them the engine holds what is no key's:
+    # each synthesis process's compiled matrices (snap-update's the most) and, while a key
+    # loads, its zkey's size (snap-update's the largest).
+    compiled = max(circuit_for(kind, "tiny").compiled_bytes for kind in SIZES)
+    loading = max(keys.load_transient_bytes(f"{kind}/tiny") or 0 for kind in SIZES)
+    budget = 4_500_000 + 2 * compiled + (loading or 1_100_000)  # 1.1 MB: snap-update's zkey, before it is made
+    engine = start_engine(budget=str(budget), synthesis=2, workers_per_device=3)
     invariants = Invariants(engine)
     engine.writer.listeners.append(invariants)
     assert engine.run_until_idle(timeout=150)

@@ -1,0 +1,123 @@
+"""The memory budget bounds the engine's whole process tree, not only its keys and partitions:
+the processes at rest are reserved under "engine processes" at start, each synthesis process's
+compiled matrices under "compiled <circuit> in synthesis-<n>" before it first synthesizes the
+circuit (a process keeps one circuit's), and a key's load holds its reader's buffers under
+"loading key:<circuit>" while it reads (bench/results/scale.md: what the budget left out)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.circuits.kinds import circuit_for
+from engine.pipeline import keys
+from engine.pipeline.keycache import KeyCache
+from engine.pipeline.memory import MemoryBudgetError, MemoryManager
+from engine.status.holdings import PROCESSES_OWNER, compiled_owner, loading_owner
+
+
+def test_a_key_load_holds_its_readers_buffers_beside_the_key_until_it_has_read() -> None:
+    memory = MemoryManager(1000)
+    seen: list[dict[str, int]] = []
+
+    def load(circuit_id: str) -> object:
+        seen.append(memory.snapshot()["by_owner"])
+        return object()
+
+    cache = KeyCache(memory, load, transient=lambda circuit_id: 300)
+    cache.checkout("porep-c2/tiny", 400)
+    assert seen == [{"key:porep-c2/tiny": 400, loading_owner("porep-c2/tiny"): 300}]
+    assert memory.snapshot()["by_owner"] == {"key:porep-c2/tiny": 400} and memory.peak == 700
+
+
+def test_a_key_whose_load_cannot_fit_the_budget_with_its_buffers_is_refused_saying_so() -> None:
+    memory = MemoryManager(1000)
+    cache = KeyCache(memory, lambda circuit_id: object(), transient=lambda circuit_id: 700)
+    with pytest.raises(MemoryBudgetError, match="while it reads"):
+        cache.checkout("porep-c2/tiny", 400)
+    assert memory.used == 0
+
+
+def test_the_load_buffers_are_the_zkeys_size(engine_params) -> None:
+    keys.load_proving_key("winning-post/tiny")  # makes the development key on first use
+    from django.conf import settings
+
+    zkey = settings.PROVINGSITE["PARAMS_DIR"] / "winning-post-tiny.zkey"
+    assert keys.load_transient_bytes("winning-post/tiny") == zkey.stat().st_size > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_engine_reserves_its_processes_at_rest_when_it_starts(start_engine, settings) -> None:
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "CHARGE_PROCESSES": True}
+    engine = start_engine(synthesis=2, workers_per_device=1)
+    held = engine.memory.snapshot()["by_owner"]
+    # the interpreters alone are tens of MiB each: the engine and two synthesis processes
+    assert engine.processes is not None
+    assert held[PROCESSES_OWNER] == engine.processes.nbytes > 3 * (20 << 20)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_status_and_the_memory_panel_show_what_the_engine_holds_beside_keys_and_partitions(start_engine,
+                                                                                          settings) -> None:
+    from engine.console.reads import memory_context
+    from engine.status.farm import farm_snapshot, read_now
+
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "CHARGE_PROCESSES": True}
+    engine = start_engine(synthesis=1, workers_per_device=1)
+    submit_demo("winning-post", "shown-1")
+    assert engine.run_until_idle(timeout=120)
+    engine.beat()  # the heartbeat carries what no transition records
+    wanted = {PROCESSES_OWNER: engine.processes.nbytes if engine.processes else 0,
+              compiled_owner("winning-post/tiny", 0): circuit_for("winning-post", "tiny").compiled_bytes}
+
+    [host] = [h for h in farm_snapshot()["hosts"] if h["name"] == engine.host.name]
+    assert wanted.items() <= host["memory"]["by_owner"].items()
+    assert host["memory"]["by_owner"] == engine.memory.snapshot()["by_owner"]  # the same total as the engine's
+    [panel] = [h for h in memory_context(read_now())["hosts"] if h["host"].name == engine.host.name]
+    assert wanted.keys() <= {segment["owner"] for segment in panel["segments"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_engine_whose_processes_alone_exceed_its_budget_does_not_start(engine_params, settings) -> None:
+    from engine.pipeline.host import Engine, EngineConfig
+
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "CHARGE_PROCESSES": True}
+    engine = Engine(EngineConfig.from_settings(devices="cpu", scale="tiny", budget="16MiB", synthesis=1,
+                                               workers_per_device=1, host_name="small-host")).prepare()
+    try:
+        engine.synthesis.warm_up()
+        with pytest.raises(MemoryBudgetError, match="engine processes"):
+            engine._charge_processes()
+    finally:
+        engine.finalizers.stop()
+        engine.synthesis.stop()
+
+
+def submit_demo(kind: str, job_id: str) -> None:
+    from engine.circuits.kinds import demo_inputs, validate_inputs
+    from engine.ledger.submission import Submission, submit
+
+    inputs, n = validate_inputs(kind, demo_inputs(kind))
+    submit(Submission(kind=kind, job_id=job_id, inputs=inputs, num_partitions=min(n, 2), circuit_id=f"{kind}/tiny",
+                      scale="tiny"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_synthesis_process_keeps_one_circuits_compiled_matrices_and_they_are_reserved(start_engine) -> None:
+    from engine.models import ProofJob
+    from engine.states import JobState
+
+    engine = start_engine(synthesis=1, workers_per_device=1)
+    porep, winning = circuit_for("porep-c2", "tiny"), circuit_for("winning-post", "tiny")
+
+    submit_demo("porep-c2", "compiled-1")
+    assert engine.run_until_idle(timeout=120)
+    assert ProofJob.objects.get(job_id="compiled-1").state == JobState.DONE
+    assert engine.memory.snapshot()["by_owner"][compiled_owner("porep-c2/tiny", 0)] == porep.compiled_bytes
+
+    # the one process moves to another circuit: the first one's matrices are given back
+    submit_demo("winning-post", "compiled-2")
+    assert engine.run_until_idle(timeout=120)
+    assert ProofJob.objects.get(job_id="compiled-2").state == JobState.DONE
+    owners = engine.memory.snapshot()["by_owner"]
+    assert owners[compiled_owner("winning-post/tiny", 0)] == winning.compiled_bytes
+    assert compiled_owner("porep-c2/tiny", 0) not in owners
