@@ -164,6 +164,11 @@ class EngineHost(models.Model):
     # An operator's drain (from the console): the host claims nothing new and finishes what it
     # holds, until resumed. It outlives a restart of the engine, as the operator's intent does.
     draining = models.BooleanField(default=False, help_text="Claims no new partitions while set (console: drain).")
+    # Written when it changes, like key_cache: what the engine reserves for itself, by owner.
+    reserved_by_engine = models.JSONField(
+        default=dict, blank=True,
+        help_text="Bytes the engine reserves for itself, by owner: its processes at rest, each synthesis process's "
+                  "compiled matrices, a key's load buffers. Written when a reservation changes.")
     # Measured, not derived: the machine's own load beside what the ledger says is reserved.
     # Written by the heartbeat alone (liveness, no version taken), read through
     # engine.status.host_report.HostFigures.

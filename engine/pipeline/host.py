@@ -136,6 +136,8 @@ class Engine:
         self.devices = devices_mod.discover(self.config.devices)
         self.backend = devices_mod.backend_of(self.devices)
         self.memory = MemoryManager(budget_bytes(self.config.budget, self.config.margin))
+        self._held_lock = threading.Lock()
+        self.memory.watch(engine_held, self._report_engine_held)
         # Each key a host loads is checked against the farm's record of the circuit's key.
         # Warm keys' images live in this engine's own directory, removed when it stops.
         self.key_images = Path(tempfile.mkdtemp(prefix="keymaps-", dir=_key_image_root()))
@@ -320,12 +322,18 @@ class Engine:
         machine's measured figures (engine.pipeline.host_figures). Reservations, keys and
         synthesis are facts of the transitions (engine.status.holdings)."""
         return {"heartbeat_at": timezone.now(), "devices": devices_mod.device_report(self.devices),
-                "figures": replace(self.figures.sample(), held=self.engine_held()).to_json()}
+                "figures": self.figures.sample().to_json()}
 
     def engine_held(self) -> dict[str, int]:
-        """The reservations no transition records (engine.status.holdings.engine_held): the
-        heartbeat carries them to /status and the console's memory panel."""
+        """The engine's own reservations (engine.status.holdings.engine_held), by owner."""
         return {owner: n for owner, n in self.memory.snapshot()["by_owner"].items() if engine_held(owner)}
+
+    def _report_engine_held(self) -> None:
+        """Written when one changes (the memory manager calls this), as a key's load is: /status
+        and the console's memory panel show them with the transitions, not a heartbeat later."""
+        if self.host is not None and hasattr(self, "writer"):
+            with self._held_lock:  # one writer at a time, each writing what the manager holds then
+                self.writer.update_host(reserved_by_engine=self.engine_held())
 
     def _report_keys(self) -> None:
         if self.host is not None and hasattr(self, "writer"):

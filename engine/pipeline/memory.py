@@ -92,6 +92,17 @@ class MemoryManager:
         self._waiting: list[_Ticket] = []
         self._seq = itertools.count()
         self.peak = 0
+        self._watchers: list[tuple[Callable[[str], bool], Callable[[], None]]] = []
+
+    def watch(self, owners: Callable[[str], bool], changed: Callable[[], None]) -> None:
+        """Call ``changed()`` after every reservation or release of an owner ``owners`` picks,
+        outside this manager's lock (it may write a record)."""
+        self._watchers.append((owners, changed))
+
+    def _changed(self, owner: str) -> None:
+        for owners, changed in self._watchers:
+            if owners(owner):
+                changed()
 
     # -- reserving -----------------------------------------------------------------------
 
@@ -108,11 +119,14 @@ class MemoryManager:
             self._waiting.append(ticket)
             self._waiting.sort()
         try:
-            return self._wait_for_turn(ticket, owner, nbytes, timeout, cancelled)
+            reservation = self._wait_for_turn(ticket, owner, nbytes, timeout, cancelled)
         finally:
             with self._cond:
                 self._waiting.remove(ticket)
                 self._cond.notify_all()  # the next in line may now be the head
+        if nbytes:
+            self._changed(owner)
+        return reservation
 
     def extend(self, reservation: Reservation, nbytes: int, priority: int = 2) -> None:
         """Grow ``reservation`` by ``nbytes``, blocking as acquire does (a key found larger,
@@ -174,6 +188,7 @@ class MemoryManager:
             else:
                 self.by_owner.pop(owner, None)
             self._cond.notify_all()
+        self._changed(owner)
 
     def _evict(self, short: int) -> bool:
         freed = 0

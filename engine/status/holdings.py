@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from engine.states import PARTITION_HOLDING, PartitionState
-from engine.status.host_report import HostFigures, keys_of
+from engine.status.host_report import keys_of
 from engine.status.records import HostRow
 
 P = PartitionState
@@ -35,8 +35,8 @@ def key_owner(circuit_id: str) -> str:
     return f"{KEY_OWNER_PREFIX}{circuit_id}"
 
 
-# Reservations no transition records: the engine reports them with its heartbeat's figures
-# (engine.status.host_report.HostFigures.held), and they are read from there.
+# Reservations no partition's transition records: the engine writes them to its host row when
+# one changes (EngineHost.reserved_by_engine), and they are read from there.
 PROCESSES_OWNER = "engine processes"
 
 
@@ -51,8 +51,16 @@ def loading_owner(circuit_id: str) -> str:
 
 
 def engine_held(owner: str) -> bool:
-    """An owner only the engine's figures carry (see above)."""
+    """An owner of the engine's own (see above)."""
     return owner == PROCESSES_OWNER or owner.startswith(("compiled ", "loading "))
+
+
+def engine_reserved(column: Any) -> dict[str, int]:
+    """The host row's reserved_by_engine, as written or edited by hand: whole byte counts only."""
+    if not isinstance(column, dict):
+        return {}
+    return {str(owner): int(n) for owner, n in column.items()
+            if engine_held(str(owner)) and isinstance(n, int) and not isinstance(n, bool) and n > 0}
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,7 @@ def holdings(hosts: Iterable[HostRow], claimed: Iterable[tuple[Any, ...]]) -> di
                      for k in keys_of(host.key_cache))
         by_owner = dict(owners.get(host.pk, {}))
         by_owner.update({key_owner(k.circuit_id): k.bytes for k in keys})
-        by_owner.update(HostFigures.from_json(host.figures).held)
+        by_owner.update(engine_reserved(host.reserved_by_engine))
         result[host.pk] = Holdings(budget=host.memory_budget_bytes or 0, physical=host.memory_total_bytes or 0,
                                    by_owner=by_owner, keys=keys, claimed=dict(states.get(host.pk, {})))
     return result

@@ -9,7 +9,7 @@ or edited by hand parses to what it can; an entry that is not an object is skipp
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -131,9 +131,6 @@ class HostFigures:
     engine_rss_bytes: int | None = None  # the engine process and its children (synthesis pool)
     nvml: bool = False
     devices: tuple[DeviceFigures, ...] = ()
-    # Reservations no transition records (engine.status.holdings.engine_held): the engine's
-    # processes at rest, its synthesis processes' compiled matrices, a key load's buffers.
-    held: dict[str, int] = field(default_factory=dict)
 
     @property
     def measured(self) -> bool:
@@ -157,7 +154,6 @@ class HostFigures:
                    memory_total_bytes=_int_or_none(entry.get("memory_total_bytes")),
                    engine_rss_bytes=_int_or_none(entry.get("engine_rss_bytes")),
                    nvml=entry.get("nvml") is True,
-                   held=_held(entry.get("held")),
                    devices=tuple(DeviceFigures.from_json(d) for d in devices or [] if isinstance(d, dict))
                    if isinstance(devices, list) else ())
 
@@ -168,9 +164,3 @@ def devices_of(column: Iterable[Any] | None) -> list[DeviceReport]:
 
 def keys_of(column: Iterable[Any] | None) -> list[KeyReport]:
     return [KeyReport.from_json(e) for e in column or [] if isinstance(e, dict)]
-
-
-def _held(value: Any) -> dict[str, int]:
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): n for k, v in value.items() if (n := _int_or_none(v)) is not None}

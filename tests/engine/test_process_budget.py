@@ -65,7 +65,7 @@ def test_status_and_the_memory_panel_show_what_the_engine_holds_beside_keys_and_
     engine = start_engine(synthesis=1, workers_per_device=1)
     submit_demo("winning-post", "shown-1")
     assert engine.run_until_idle(timeout=120)
-    engine.beat()  # the heartbeat carries what no transition records
+    # The heartbeat writes none of it: the host row is written when one of them changes.
     wanted = {PROCESSES_OWNER: engine.processes.nbytes if engine.processes else 0,
               compiled_owner("winning-post/tiny", 0): circuit_for("winning-post", "tiny").compiled_bytes}
 
@@ -121,3 +121,14 @@ def test_a_synthesis_process_keeps_one_circuits_compiled_matrices_and_they_are_r
     owners = engine.memory.snapshot()["by_owner"]
     assert owners[compiled_owner("winning-post/tiny", 0)] == winning.compiled_bytes
     assert compiled_owner("porep-c2/tiny", 0) not in owners
+
+
+def test_the_engines_own_reservations_are_reported_when_they_change_and_only_then() -> None:
+    memory = MemoryManager(1000)
+    reports: list[dict[str, int]] = []
+    memory.watch(lambda owner: owner.startswith("compiled "),
+                 lambda: reports.append(dict(memory.snapshot()["by_owner"])))
+    with memory.acquire("partition P0", 100):  # not the engine's own: no report
+        compiled = memory.acquire(compiled_owner("porep-c2/tiny", 0), 300)
+        compiled.release()
+    assert reports == [{"partition P0": 100, compiled_owner("porep-c2/tiny", 0): 300}, {"partition P0": 100}]
