@@ -22,6 +22,7 @@ from engine.models import JobLogLine, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 from engine.status import utilisation
 from engine.status.farm import stale_after_seconds
+from engine.status.holdings import KEY_OWNER_PREFIX, engine_held
 from engine.status.host_report import HostFigures, devices_of
 from engine.status.read_model import Farm
 from engine.status.residency import key_residency
@@ -74,6 +75,14 @@ def figures_context(figures: HostFigures) -> dict[str, Any] | None:
             "nvml": figures.nvml, "devices": devices}
 
 
+def holder_of(owner: str) -> str:
+    """Who a memory segment is for: "key", "engine" (its processes, compiled matrices, a load's
+    buffers: engine.status.holdings.engine_held) or "job" (a claimed partition's reservation)."""
+    if owner.startswith(KEY_OWNER_PREFIX):
+        return "key"
+    return "engine" if engine_held(owner) else "job"
+
+
 def memory_context(farm: Farm) -> dict[str, Any]:
     hosts = []
     farm_used = farm_budget = 0
@@ -85,7 +94,7 @@ def memory_context(farm: Farm) -> dict[str, Any]:
         farm_budget += budget
         segments = [{
             "owner": owner, "bytes": fmt_bytes(size), "colour": owner_colour(owner),
-            "pct": 100.0 * size / budget if budget else 0.0,
+            "pct": 100.0 * size / budget if budget else 0.0, "holder": holder_of(owner),
         } for owner, size in sorted(owned.items(), key=lambda item: (-item[1], item[0]))]
         fraction = used / budget if budget else 0.0
         hosts.append({"host": host, "used": fmt_bytes(used), "used_bytes": used, "budget": fmt_bytes(budget),

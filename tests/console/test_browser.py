@@ -134,8 +134,9 @@ FRAME_WATCH_JS = """() => {
     }
     // memory owners vs the jobs holding memory, both ways (one host: the embedded default)
     const holders = new Set(pipes.filter(p => p.states.some(s => HOLDING.has(s))).map(p => p.kind + ' ' + p.id));
-    const owners = new Set([...document.querySelectorAll('#frag-memory .gauge-row[data-host] .seg[data-owner]')]
-        .map(seg => seg.dataset.owner).filter(o => !o.startsWith('key:')));
+    // a job's segments only: keys and the engine's own reservations are no partition's
+    const owners = new Set([...document.querySelectorAll('#frag-memory .gauge-row[data-host] .seg[data-holder="job"]')]
+        .map(seg => seg.dataset.owner));
     owners.forEach(o => { if (!holders.has(o)) torn('memory-owner', o, 'holds no partition'); });
     holders.forEach(h => { if (!owners.has(h)) torn('memory-holder', h, 'not in the memory panel'); });
     seen('memory');
