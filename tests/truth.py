@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any
 
 from engine.states import JOB_ACTIVE, PARTITION_HOLDING, PARTITION_LIVE
-from engine.status.holdings import engine_held
+from engine.status.holdings import holder_of
 
 _HOLDING = {str(s) for s in PARTITION_HOLDING}
 _CLAIMED = {str(s) for s in PARTITION_LIVE}
@@ -73,7 +73,7 @@ def _claims_contradictions(snap: dict[str, Any]) -> list[str]:
         for owner, size in host["memory"]["by_owner"].items():
             # keys, and what the engine holds for itself (its processes, compiled matrices, a
             # load's buffers: engine.status.holdings.engine_held), are no partition's
-            if size and not owner.startswith("key:") and not engine_held(owner) and (host["name"], owner) not in holding:
+            if size and holder_of(owner) == "job" and (host["name"], owner) not in holding:
                 found.append(f"v{snap['version']}: {host['name']} shows memory held by {owner}, which holds no partition")
         for key in host["allocations"]["srs"]:
             users = claimed.get((host["name"], key["circuit_id"].split("/", 1)[0]), 0)

@@ -22,7 +22,7 @@ from engine.models import JobLogLine, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 from engine.status import utilisation
 from engine.status.farm import stale_after_seconds
-from engine.status.holdings import KEY_OWNER_PREFIX, engine_held
+from engine.status.holdings import holder_of
 from engine.status.host_report import HostFigures, devices_of
 from engine.status.read_model import Farm
 from engine.status.residency import key_residency
@@ -73,14 +73,6 @@ def figures_context(figures: HostFigures) -> dict[str, Any] | None:
             "cpu_level": level((figures.cpu_percent or 0.0) / 100), "ram": ram, "ram_level": level(ram_fraction),
             "engine_rss": fmt_bytes(figures.engine_rss_bytes) if figures.engine_rss_bytes is not None else "—",
             "nvml": figures.nvml, "devices": devices}
-
-
-def holder_of(owner: str) -> str:
-    """Who a memory segment is for: "key", "engine" (its processes, compiled matrices, a load's
-    buffers: engine.status.holdings.engine_held) or "job" (a claimed partition's reservation)."""
-    if owner.startswith(KEY_OWNER_PREFIX):
-        return "key"
-    return "engine" if engine_held(owner) else "job"
 
 
 def memory_context(farm: Farm) -> dict[str, Any]:

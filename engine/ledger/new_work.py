@@ -26,17 +26,22 @@ _key_listeners: list[Callable[[int], None]] = []
 _lock = threading.Lock()
 
 
-def on_new_work(callback: Callable[[], None]) -> Callable[[], None]:
-    """Call ``callback`` whenever work in this process becomes claimable; returns the undo."""
+def _register[F](listeners: list[F], callback: F) -> Callable[[], None]:
+    """Add ``callback`` to ``listeners``; returns the undo."""
     with _lock:
-        _listeners.append(callback)
+        listeners.append(callback)
 
     def remove() -> None:
         with _lock:
-            if callback in _listeners:
-                _listeners.remove(callback)
+            if callback in listeners:
+                listeners.remove(callback)
 
     return remove
+
+
+def on_new_work(callback: Callable[[], None]) -> Callable[[], None]:
+    """Call ``callback`` whenever work in this process becomes claimable; returns the undo."""
+    return _register(_listeners, callback)
 
 
 def announce_new_work() -> None:
@@ -57,15 +62,7 @@ def _wake_here() -> None:
 def on_key_requests(callback: Callable[[int], None]) -> Callable[[], None]:
     """Call ``callback(host_pk)`` whenever key requests for that host commit in this process;
     returns the undo."""
-    with _lock:
-        _key_listeners.append(callback)
-
-    def remove() -> None:
-        with _lock:
-            if callback in _key_listeners:
-                _key_listeners.remove(callback)
-
-    return remove
+    return _register(_key_listeners, callback)
 
 
 def announce_key_requests(host_pks: Iterable[int]) -> None:

@@ -55,6 +55,14 @@ def engine_held(owner: str) -> bool:
     return owner == PROCESSES_OWNER or owner.startswith(("compiled ", "loading "))
 
 
+def holder_of(owner: str) -> str:
+    """Who a memory owner is: "key", "engine" (its processes, compiled matrices, a load's
+    buffers) or "job" (a claimed partition's reservation)."""
+    if owner.startswith(KEY_OWNER_PREFIX):
+        return "key"
+    return "engine" if engine_held(owner) else "job"
+
+
 def engine_reserved(column: Any) -> dict[str, int]:
     """The host row's reserved_by_engine, as written or edited by hand: whole byte counts only."""
     if not isinstance(column, dict):

@@ -129,9 +129,8 @@ def test_a_legacy_row_cancelled_on_the_gpu_without_its_end_is_not_busy_for_ever(
     assert history.values[-1] == 0.0 and sum(history.values[-5:]) / 5 / 100 == pytest.approx(share, abs=0.01)
 
 
-def test_each_memory_segment_says_whether_a_job_a_key_or_the_engine_holds_it() -> None:
-    from engine.console.reads import holder_of
-    from engine.status.holdings import PROCESSES_OWNER, compiled_owner, key_owner, loading_owner
+def test_each_memory_owner_is_a_jobs_a_keys_or_the_engines() -> None:
+    from engine.status.holdings import PROCESSES_OWNER, compiled_owner, holder_of, key_owner, loading_owner
 
     assert [holder_of(o) for o in (key_owner("porep-c2/tiny"), PROCESSES_OWNER, compiled_owner("porep-c2/tiny", 0),
                                    loading_owner("porep-c2/tiny"), "porep-c2 job-7")] == \
