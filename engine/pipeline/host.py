@@ -227,7 +227,8 @@ class Engine:
         self.writer = StatusWriter(self.host)
         self.inflight = InFlight(self.writer, self.keycache)
         self.synthesis = Synthesis(self.inflight, self.proof_queue, self.config.synthesis,
-                                   float(settings.PROVINGSITE["WITNESS_SECONDS"]), memory=self.memory)
+                                   float(settings.PROVINGSITE["WITNESS_SECONDS"]), memory=self.memory,
+                                   charge_processes=self.config.charge_processes)
         self.dispatcher = Dispatcher(
             self.writer, self.inflight, self.signals, self.synthesis, self.proof_queue,
             reserve=lambda item: reserve(item, self.inflight, self.keycache, self.memory, self.signals.stopping),

@@ -6,7 +6,9 @@ the client's witness, or from the witness its generator computes from the reques
 under the partition's reservation and a budget of instructions and time). Each pool process
 keeps one built-in circuit's compiled matrices for its next partitions; the engine reserves
 them under "compiled <circuit> in synthesis-<n>" before that process first synthesizes the
-circuit, and gives them back when it moves to another circuit. The collector
+circuit, and gives them back when it moves to another circuit. A process about to compile a
+circuit the matrices cache lacks holds the compile's peak until that first partition is done
+(engine.circuits.compiled.first_use_bytes), then only what it keeps. The collector
 thread records ``synth_done`` and hands the item to the proving queue, or fails it: an error
 the inputs or the circuit cause is not retried.
 """
@@ -49,20 +51,24 @@ def new_pool(concurrency: int) -> ProcessPoolExecutor:
                                initializer=synthesis_process.init_worker, initargs=(os.getpid(), kernel_tied))
 
 
-def compiled_nbytes(circuit_id: str) -> int:
+def first_use_nbytes(circuit_id: str, charge_processes: bool) -> tuple[int, int]:
+    """What a process takes while it first uses a circuit's compiled matrices, and keeps after."""
+    from engine.circuits.compiled import CHILD_BASE, first_use_bytes
     from engine.circuits.kinds import parse_circuit_id
 
-    return parse_circuit_id(circuit_id).compiled_bytes
+    return first_use_bytes(parse_circuit_id(circuit_id), CHILD_BASE if charge_processes else 0)
 
 
 class Synthesis:
     """One single-process pool per synthesis process, so the engine knows which process takes a
     partition and so which holds which circuit's compiled matrices (a shared pool hands work to
     any process). A partition goes to a free process already holding its circuit if there is one.
-    Without ``memory`` (a bare test) the matrices are not reserved."""
+    Without ``memory`` (a bare test) the matrices are not reserved; ``charge_processes`` counts
+    a compiling child's interpreter, as the engine counts its processes at rest."""
 
     def __init__(self, book: InFlight, outbox: ProofQueue, concurrency: int, witness_seconds: float = 60.0,
-                 memory: MemoryManager | None = None) -> None:
+                 memory: MemoryManager | None = None, charge_processes: bool = True) -> None:
+        self.charge_processes = charge_processes
         self.book = book
         self.witness_seconds = witness_seconds
         self.outbox = outbox
@@ -72,6 +78,8 @@ class Synthesis:
         self.busy = [False] * concurrency
         # what each process keeps: (circuit id, the reservation of its compiled matrices)
         self.compiled: list[tuple[str, Reservation] | None] = [None] * concurrency
+        # bytes of a process's compiled reservation to give back once its first use is over
+        self.settle: list[int] = [0] * concurrency
         self.active = 0
         self._slots = threading.Condition()
         self._done: queue.Queue[tuple[WorkItem, Future[Any]] | None] = queue.Queue()
@@ -119,6 +127,7 @@ class Synthesis:
                                  self.witness_seconds)
         # the process is free before the collector may let the next partition in
         future.add_done_callback(lambda f: self._free(process))
+        future.add_done_callback(lambda f: self._settle(process))
         future.add_done_callback(lambda f: self._done.put((item, f)))
 
     def _pick(self, item: WorkItem) -> int:
@@ -132,6 +141,16 @@ class Synthesis:
         with self._slots:
             self.busy[process] = False
 
+    def _settle(self, process: int) -> None:
+        """The process's first use of its circuit is over (compiled or read): keep what it keeps."""
+        with self._slots:
+            extra, self.settle[process] = self.settle[process], 0
+            held = self.compiled[process]
+        if extra and held is not None:
+            held[1].release_part(extra)
+            log.info("synthesis-%d has %s's compiled matrices: %s reserved", process + 1, held[0],
+                     fmt_bytes(held[1].nbytes))
+
     def _hold_compiled(self, item: WorkItem, process: int) -> bool:
         """Reserve the compiled matrices ``process`` will keep for a built-in item's circuit,
         unless it holds them already; what it kept for another circuit is given back (the
@@ -144,7 +163,7 @@ class Synthesis:
         if held is not None and held[0] == item.circuit_id:
             return True
         try:
-            nbytes = compiled_nbytes(item.circuit_id)
+            nbytes, kept = first_use_nbytes(item.circuit_id, self.charge_processes)
             reservation = self.memory.acquire(compiled_owner(item.circuit_id, process), nbytes, item.priority,
                                               cancelled=lambda: item.dropped)
         except MemoryBudgetError as exc:
@@ -155,9 +174,15 @@ class Synthesis:
             return False
         if held is not None:
             held[1].release()
-        self.compiled[process] = (item.circuit_id, reservation)
-        log.info("synthesis-%d will keep %s's compiled matrices: %s reserved", process + 1, item.circuit_id,
-                 fmt_bytes(nbytes))
+        with self._slots:
+            self.compiled[process] = (item.circuit_id, reservation)
+            self.settle[process] = nbytes - kept
+        if nbytes > kept:
+            log.info("synthesis-%d will compile %s (the matrices cache lacks it): %s reserved until it has, "
+                     "then %s", process + 1, item.circuit_id, fmt_bytes(nbytes), fmt_bytes(kept))
+        else:
+            log.info("synthesis-%d will keep %s's compiled matrices: %s reserved", process + 1, item.circuit_id,
+                     fmt_bytes(nbytes))
         return True
 
     # -- collector -------------------------------------------------------------------------
@@ -202,6 +227,7 @@ class Synthesis:
             if held is not None:
                 held[1].release()
         self.compiled = [None] * self.concurrency
+        self.settle = [0] * self.concurrency
 
 
 def _deterministic(exc: BaseException) -> bool:

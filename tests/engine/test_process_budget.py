@@ -132,3 +132,27 @@ def test_the_engines_own_reservations_are_reported_when_they_change_and_only_the
         compiled = memory.acquire(compiled_owner("porep-c2/tiny", 0), 300)
         compiled.release()
     assert reports == [{"partition P0": 100, compiled_owner("porep-c2/tiny", 0): 300}, {"partition P0": 100}]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_process_compiling_a_circuit_the_cache_lacks_holds_the_compiles_peak_until_it_has_it(start_engine) -> None:
+    from engine.circuits import compiled
+    from engine.models import ProofJob
+    from engine.states import JobState
+
+    shape = circuit_for("window-post", "tiny")
+    keys.load_proving_key("window-post/tiny")  # made first: making it compiles the circuit
+    path = compiled._cache_path(shape)
+    assert path is not None
+    path.unlink(missing_ok=True)  # every process of this test's engine then finds the cache without it
+    engine = start_engine(synthesis=1, workers_per_device=1)
+    owner = compiled_owner("window-post/tiny", 0)
+    seen: list[int] = []
+    engine.memory.watch(lambda o: o == owner, lambda: seen.append(engine.memory.snapshot()["by_owner"].get(owner, 0)))
+
+    submit_demo("window-post", "first-compile")
+    assert engine.run_until_idle(timeout=120)
+    assert ProofJob.objects.get(job_id="first-compile").state == JobState.DONE
+    # tests charge no interpreter (CHARGE_PROCESSES off), so the child's base is not in it
+    assert seen[:2] == [compiled.COMPILE_PEAK * shape.compiled_bytes, shape.compiled_bytes]
+    assert path.exists()

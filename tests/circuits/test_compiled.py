@@ -1,0 +1,64 @@
+"""A circuit's matrices are compiled once per cache, by a child process whose peak (several
+times the matrices) goes back to the system when it exits; a process reads them at their own
+size, and says beforehand what its first use takes (engine.pipeline.synthesize reserves it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.circuits import compiled
+from engine.circuits.kinds import circuit_for
+
+SHAPE = circuit_for("winning-post", "tiny")
+
+
+@pytest.fixture
+def fresh_cache(tmp_path: Path) -> Iterator[Path]:
+    """An empty matrices cache, and this process holding no matrices of SHAPE."""
+    before = compiled._DISK_CACHE
+    held = compiled._COMPILED.pop(SHAPE, None)
+    compiled.use_disk_cache(tmp_path)
+    yield tmp_path
+    compiled._COMPILED.pop(SHAPE, None)
+    if held is not None:
+        compiled._COMPILED[SHAPE] = held
+    compiled._DISK_CACHE = before
+
+
+def test_with_a_disk_cache_a_shape_is_compiled_by_a_child_never_in_this_process(fresh_cache, monkeypatch) -> None:
+    def in_place(shape: object) -> None:
+        raise AssertionError("compiled in the caller's process")
+
+    monkeypatch.setattr(compiled, "compile_shape", in_place)
+    r1cs = compiled.compiled(SHAPE)
+    assert compiled.on_disk(SHAPE)
+    monkeypatch.undo()
+    reference = compiled.compile_shape(SHAPE)
+    for name in "abc":
+        for part in ("row_ptr", "cols", "coeffs"):
+            assert np.array_equal(getattr(getattr(r1cs, name), part), getattr(getattr(reference, name), part))
+    assert (r1cs.n_vars, r1cs.n_public) == (reference.n_vars, reference.n_public)
+
+
+def test_the_first_use_takes_the_compiles_peak_until_the_cache_has_the_shape(fresh_cache) -> None:
+    steady = SHAPE.compiled_bytes
+    assert compiled.first_use_bytes(SHAPE, child_base=1000) == (compiled.COMPILE_PEAK * steady + 1000, steady)
+    compiled.compiled(SHAPE)
+    assert compiled.first_use_bytes(SHAPE, child_base=1000) == (steady, steady)
+
+
+def test_without_a_disk_cache_a_compile_in_place_is_counted_at_its_peak_throughout(fresh_cache) -> None:
+    compiled._DISK_CACHE = None
+    peak = compiled.COMPILE_PEAK * SHAPE.compiled_bytes
+    assert compiled.first_use_bytes(SHAPE) == (peak, peak)
+
+
+def test_a_child_that_fails_names_the_circuit_and_its_error(fresh_cache, monkeypatch) -> None:
+    monkeypatch.setattr(compiled, "_DISK_CACHE", fresh_cache / "circuits")
+    monkeypatch.setattr("sys.executable", "/bin/false")
+    with pytest.raises(RuntimeError, match="compiling winning-post/tiny failed"):
+        compiled.compiled(SHAPE)
