@@ -18,7 +18,8 @@ Steps, each printing progress as it goes:
 3. ``manage.py runengine`` as a subprocess on a fresh SQLite database, its process tree's RSS
    (the engine and its synthesis processes) sampled every --sample-ms. The key is preloaded hot
    through the operators' key control first, so the tree's RSS with the key and no partition is
-   the baseline. Two runs: *solo* (budget rest + key + compiled + 1 partition: partitions one at a time, stopped
+   the baseline (with --cold-matrices the circuit's compiled matrices are first removed from
+   the cache, so each run's synthesis processes meet a circuit this host never compiled). Two runs: *solo* (budget rest + key + compiled + 1 partition: partitions one at a time, stopped
    after --solo-partitions are done) gives one partition's measured peak above the baseline;
    *concurrent* (the budget above) proves a whole job, which must end ``done`` with every proof
    verified by the engine;
@@ -254,6 +255,13 @@ def run_engine(name: str, circuit_id: str, budget: int, args: argparse.Namespace
     cmd = [sys.executable, str(REPO / "manage.py"), "runengine", "--budget", str(budget), "--scale", shape.scale,
            "--devices", args.devices, "--synthesis", str(args.synthesis), "--host-name", host,
            "--drain-seconds", "30"]
+    if args.cold_matrices:
+        from engine.circuits import compiled
+
+        matrices = compiled._cache_path(shape)
+        if matrices is not None:
+            matrices.unlink(missing_ok=True)
+            say(f"{name}: removed {matrices.name} from the matrices cache: the engine compiles the circuit")
     say(f"{name}: starting the engine, budget {gib(budget)} ({budget} bytes), log {log_path}")
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
@@ -406,6 +414,8 @@ def main() -> None:
     parser.add_argument("--sample-ms", type=float, default=50.0, help="RSS sampling interval")
     parser.add_argument("--baseline-s", type=float, default=3.0, help="idle window sampled for the baseline")
     parser.add_argument("--tier-repeat", type=int, default=1, help="proofs per tier in the key-tier step; 0 skips it")
+    parser.add_argument("--cold-matrices", action="store_true",
+                        help="remove the circuit's compiled matrices from the cache before each engine run")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
     args = parser.parse_args()
 
