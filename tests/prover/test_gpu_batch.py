@@ -6,12 +6,13 @@ CPU's batch of the same witnesses and r, s."""
 from __future__ import annotations
 
 import json
-import random
 from collections import Counter
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine.prover.backends import cuda
 from engine.prover.backends.cpu import native
@@ -47,6 +48,16 @@ class CountingGrid(EmulatedGrid):
 @pytest.fixture(scope="module")
 def grid() -> CountingGrid:
     return CountingGrid()
+
+
+@pytest.fixture(scope="module", params=["emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
+def dev(request: pytest.FixtureRequest) -> cuda.Grid:
+    """The emulated grid everywhere, and a real device where one is usable (gpu_check.sh)."""
+    if request.param == "emulated":
+        return EmulatedGrid()
+    if not cuda.gpu_available():
+        pytest.skip(f"no GPU: {cuda.gpu_unavailable_reason()}")
+    return cuda.get_device(0)
 
 
 def vector(kind: str, curve: str, n: int, seed: int) -> np.ndarray:
@@ -87,11 +98,11 @@ def one_by_one_on_cpu(curve: str, group: str, bases: np.ndarray, vectors: np.nda
     (1000, ("equal", "witness", "random")),
     (2500, ("witness", "random", "witness")),
 ])
-def test_each_vector_of_a_batch_gets_its_own_msm(grid: CountingGrid, curve: str, group: str, n: int,
+def test_each_vector_of_a_batch_gets_its_own_msm(dev: cuda.Grid, curve: str, group: str, n: int,
                                                  kinds: tuple[str, ...]) -> None:
     bases = bases_of(curve, group, n)
     vectors = np.stack([vector(kind, curve, n, seed) for seed, kind in enumerate(kinds)])
-    got = batched(grid, curve, group, bases, vectors)
+    got = batched(dev, curve, group, bases, vectors)
     assert len(got) == len(kinds)
     for mine, want in zip(got, one_by_one_on_cpu(curve, group, bases, vectors), strict=True):
         assert np.array_equal(mine, want)
@@ -99,15 +110,15 @@ def test_each_vector_of_a_batch_gets_its_own_msm(grid: CountingGrid, curve: str,
 
 @pytest.mark.parametrize("curve", CURVE_NAMES)
 def test_two_equal_vectors_of_a_batch_give_equal_points_and_a_batch_of_one_the_single_msm(
-        grid: CountingGrid, curve: str) -> None:
+        dev: cuda.Grid, curve: str) -> None:
     # equal vectors fill equal buckets of different vectors: nothing of one may reach the other
     n = 300
     bases = bases_of(curve, "g1", n)
     v = vector("random", curve, n, 1)
-    twice = batched(grid, curve, "g1", bases, np.stack([v, v]))
-    alone = grid.msm_g1(curve, bases, v)
+    twice = batched(dev, curve, "g1", bases, np.stack([v, v]))
+    alone = dev.msm_g1(curve, bases, v)
     assert np.array_equal(twice[0], twice[1]) and np.array_equal(twice[0], alone)
-    assert np.array_equal(batched(grid, curve, "g1", bases, v[None])[0], alone)
+    assert np.array_equal(batched(dev, curve, "g1", bases, v[None])[0], alone)
 
 
 def test_a_batch_is_one_launch_sequence(grid: CountingGrid) -> None:
@@ -163,14 +174,33 @@ def test_a_batch_of_proofs_on_the_emulated_device_is_the_cpu_batch(curve: str, m
         assert verify(vk, on_device[k], public_inputs_of(asg))
 
 
-def test_random_batches_of_random_sizes(grid: CountingGrid) -> None:
-    # a few sizes and batch widths drawn at random, G1 of bn128 (the cheapest to emulate)
-    rng = random.Random(2026)
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 700), kinds=st.lists(st.sampled_from(["witness", "random", "zero", "equal"]), min_size=1,
+                                              max_size=4), seed=st.integers(0, 2**32))
+def test_any_batch_of_any_size_gets_each_vector_its_own_msm(grid: CountingGrid, n: int, kinds: list[str],
+                                                            seed: int) -> None:
+    # G1 of bn128 only, the cheapest to emulate; the sizes and vectors drawn
     curve = "bn128"
-    for _ in range(4):
-        n, k = rng.randrange(2, 700), rng.randrange(1, 4)
-        bases = bases_of(curve, "g1", n)
-        vectors = np.stack([vector(rng.choice(["witness", "random", "zero"]), curve, n, rng.randrange(99))
-                            for _ in range(k)])
-        assert all(np.array_equal(a, b) for a, b in zip(batched(grid, curve, "g1", bases, vectors),
-                                                        one_by_one_on_cpu(curve, "g1", bases, vectors), strict=True))
+    bases = native.g1_mul_generator_batch(curve, random_scalars(CURVES[curve], n, seed))
+    vectors = np.stack([vector(kind, curve, n, seed + v) for v, kind in enumerate(kinds)])
+    got = batched(grid, curve, "g1", bases, vectors)
+    for mine, want in zip(got, one_by_one_on_cpu(curve, "g1", bases, vectors), strict=True):
+        assert np.array_equal(mine, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("curve", CURVE_NAMES)
+def test_a_batch_of_proofs_on_a_real_device_is_the_cpu_batch(curve: str) -> None:
+    # the witnesses and H as device arrays (the batch MSM's on-device path), at a size past the emulation's
+    if not cuda.gpu_available():
+        pytest.skip(f"no GPU: {cuda.gpu_unavailable_reason()}")
+    r1cs, w0 = synthetic_circuit(curve, 3000, n_public=2, seed=0)
+    pk, vk = setup(r1cs, seed=6)
+    asgs = [assignment_from_r1cs(r1cs, w) for w in
+            [w0] + [synthetic_circuit(curve, 3000, n_public=2, seed=s)[1] for s in (1, 2, 3)]]
+    rs = [(5 + k, 7 + k) for k in range(4)]
+    on_device = [gpu_prove_finish(p) for p in gpu_prove_start_batch(pk, asgs, "cuda:0", randomness=list(rs))]
+    on_cpu = prove_batch(pk, asgs, randomness=list(rs))
+    for mine, want, asg in zip(on_device, on_cpu, asgs, strict=True):
+        assert json.dumps(proof_to_json(mine)) == json.dumps(proof_to_json(want))
+        assert verify(vk, mine, public_inputs_of(asg))
