@@ -164,6 +164,31 @@ def _cuda_start(pk: ProvingKey, w: np.ndarray, a: np.ndarray, b: np.ndarray, c: 
     return _CudaHandle(parts=parts, keep=keep)
 
 
+def _cuda_start_batch(pk: ProvingKey, assignments: list[Assignment], device: str) -> list[_CudaHandle]:
+    """k proofs' MSMs on the device, one launch sequence per MSM kind for all k (the batch MSM
+    puts the vector in each bucket id), after each proof's H on the device as _cuda_start does."""
+    from engine.prover.backends import cuda
+
+    dev = cuda.get_device(_cuda_index(device))
+    bases = _bases_on(pk, dev)
+    curve, k = pk.curve, len(assignments)
+    # one proof's domain evaluations on the host at a time: uploaded, then dropped
+    evals = (_domain_evals(pk, asg) for asg in assignments)
+    keep: list[Any] = []
+    h_dev = dev.h_coset_batch_dev(curve, pk.domain_size, evals, k, keep)
+    w_dev = dev.upload(np.stack([asg.witness for asg in assignments]), keep)
+    rows = {
+        "a": dev.msm_g1_batch_async(curve, bases["a"], w_dev),
+        "b1": dev.msm_g1_batch_async(curve, bases["b1"], w_dev),
+        "b2": dev.msm_g2_batch_async(curve, bases["b2"], w_dev),
+        "h": dev.msm_g1_batch_async(curve, bases["h"], h_dev),
+    }
+    if pk.n_private:
+        rows["c"] = dev.msm_g1_batch_async(curve, bases["c"], w_dev[:, pk.n_public + 1 :])
+    # the handles share keep: any one's wait waits every batch MSM, the last launches on the stream
+    return [_CudaHandle(parts={name: r[v] for name, r in rows.items()}, keep=keep) for v in range(k)]
+
+
 @dataclass(eq=False)
 class PendingProof:
     """A proof between start and finish.
@@ -266,12 +291,13 @@ def gpu_prove_start_batch(
     finished alone by gpu_prove_finish (and byte-identical to gpu_prove_start's proof of the
     same assignment and r, s). On "cpu" each of the five MSMs (the G2 one included, so finish
     only assembles) is one pass over the key's bases for the k scalar vectors
-    (fixed_base.msm_batch); on a device the proofs are launched one after the other on its
-    stream. ``randomness``: an (r, s) per assignment, None for fresh ones."""
+    (fixed_base.msm_batch); on a device likewise, each MSM kind one launch sequence on its
+    stream for the k vectors (cuda.Grid.msm_g1_batch_async), after each proof's H there. ``randomness``: an (r, s) per assignment, None for fresh ones."""
     rs = randomness if randomness is not None else [(None, None)] * len(assignments)
     if len(rs) != len(assignments):
         raise ValueError(f"{len(assignments)} assignments but {len(rs)} (r, s) pairs")
-    if device != "cpu" or len(assignments) == 1:
+    if len(assignments) == 1 or not (device == "cpu" or device.startswith("cuda")):
+        # one proof, or a device gpu_prove_start names as unknown
         return [gpu_prove_start(pk, asg, device, r=r, s=s, abort=abort) for asg, (r, s) in zip(assignments, rs, strict=True)]
     cp = get_curve(pk.curve)
     pendings: list[PendingProof] = []
@@ -283,6 +309,12 @@ def gpu_prove_start_batch(
             s=groth16_native.random_scalar(cp) if s is None else int(s) % cp.r,
             abc_nbytes=int(asg.a.nbytes + asg.b.nbytes + asg.c.nbytes),
         ))
+    if device.startswith("cuda"):
+        _check(abort, "the device's H polynomials and MSMs")
+        for p, handle in zip(pendings, _cuda_start_batch(pk, assignments, device), strict=True):
+            p.handle = handle
+            p.abc_released = True
+        return pendings
     _check(abort, "the H polynomials")
     hs = []
     for asg in assignments:

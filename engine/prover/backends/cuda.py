@@ -17,7 +17,9 @@ MSM (kernels/msm_gpu.h): signed c-bit digits as packed 64-bit keys, one device s
 sums by chunks of at most ``CHUNK`` entries and a segmented tree over the partial sums (so a
 bucket holding most points, as witness scalars make one, is summed by many threads), bucket
 reduction by segments and a tree to one sum per window; on the host, the window sums to
-affine and weighed by 2^(c w) as an MSM of a few points.
+affine and weighed by 2^(c w) as an MSM of a few points. ``msm_g1_batch_async`` /
+``msm_g2_batch_async`` run k scalar vectors over the same bases as one such sequence: the
+vector is part of each bucket id, so one sort, one accumulation and one reduction serve all k.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,6 +124,7 @@ def compile_for_arch(arch: str = "sm_90") -> bytes:
 # and 32768 reduction threads beat 8192 by 6 %.
 CHUNK = 8  # entries one thread sums per bucket chunk and per level of the tree
 SEGMENTS = 1 << 15  # threads of the bucket reduction, over all windows
+BUCKET_IDS = (1 << 32) - 1  # bucket ids a key's 32 bits give a launch sequence (0xffffffff: zero digit)
 
 
 def msm_window_gpu(n: int, bias: int = 5, cap: int = 20) -> int:
@@ -192,6 +195,21 @@ class PendingResult:
         return self._value
 
 
+@dataclass(eq=False)
+class PendingRow:
+    """One vector's share of a batched MSM: row ``index`` of the batch's result (the batch is
+    waited for, and turned into points, once for all its rows)."""
+
+    whole: PendingResult
+    index: int
+
+    def done(self) -> bool:
+        return self.whole.done()
+
+    def wait(self) -> np.ndarray:
+        return self.whole.wait()[self.index]
+
+
 def _fr_mont_const(c: CurveParams, v: int) -> np.ndarray:
     m = (v % c.r) * c.fr_r % c.r
     return np.frombuffer(m.to_bytes(32, "little"), dtype="<u8").astype(np.uint64)
@@ -242,6 +260,7 @@ class Grid:
         self.chunk = CHUNK
         self.segments = SEGMENTS
         self.window: Callable[[int], int] = msm_window_gpu
+        self.bucket_ids = BUCKET_IDS  # a batch is split where its buckets would pass it
 
     def _mark(self, label: str) -> None:
         """A point between an algorithm's steps, for a grid that times them (GpuDevice.trace)."""
@@ -291,15 +310,67 @@ class Grid:
             level += 1
         return items, off
 
-    def _msm_async(self, curve: str, group: str, bases_dev: Any, scalars: Any) -> PendingResult:
-        xp = self.xp
+    def _msm_width(self, curve: str, group: str, bases_dev: Any) -> tuple[CurveParams, int, int]:
         c = get_curve(curve)
         width = (2 if group == "g1" else 4) * c.fp_limbs
         n = int(bases_dev.shape[0])
         if bases_dev.ndim != 2 or bases_dev.shape[1] != width:
             raise ValueError(f"bases: expected (n, {width}) on the device")
         if n >= 1 << 31:
-            raise ValueError("at most 2^31 - 1 points")
+            raise ValueError("at most 2^31 - 1 points")  # a key's entry field holds the base's index
+        return c, width, n
+
+    def batch_limit(self, n: int) -> int:
+        """The most vectors one launch sequence takes over n bases: their k nwin half bucket
+        ids share a key's 32 bucket bits, 0xffffffff being a zero digit's."""
+        cw = self.window(n)
+        return max(1, self.bucket_ids // (((256 + cw) // cw) << (cw - 1)))
+
+    def _msm_launch(self, c: CurveParams, group: str, bases_dev: Any, sc: Any, k: int, keep: list[Any], *,
+                    single: bool = False) -> PendingResult:
+        """One launch sequence for k vectors (sc: (k n, 4) on the device); the result (k, width),
+        or (width,) for a ``single`` vector."""
+        xp = self.xp
+        n = int(bases_dev.shape[0])
+        pre = f"{c.name}_{group}"
+        cw = self.window(n)  # a vector's buckets are its own: each costs what a single MSM does
+        nwin = (256 + cw) // cw
+        half = 1 << (cw - 1)
+        kw = k * nwin  # vector v's window w is window v nwin + w of the batch
+        nb = kw * half
+        keys = xp.empty(kw * n, dtype=xp.uint64)
+        self._mark("upload")
+        self._launch(f"{pre}_k_digits", k * n, keys, sc, np.uint64(n), np.uint64(k), np.int32(cw), np.int32(nwin))
+        self._mark("digits")
+        keys.sort()
+        self._mark("sort")
+        starts = xp.searchsorted(keys, xp.arange(nb + 1, dtype=xp.uint64) << xp.uint64(32)).astype(xp.int64)
+        self._mark("bucket offsets")
+        xz = 2 * int(bases_dev.shape[1])
+        # a bucket holds at most one entry per base: n bounds it whatever k
+        buckets, boff = self._segmented_sum(pre, starts, nb, n, kw * n, (f"{pre}_k_acc_affine", bases_dev), keys, xz)
+        self._mark("bucket sums")
+        S = max(1, min(half, self.segments // kw))
+        seg = xp.empty((kw * S, xz), dtype=xp.uint64)
+        self._launch(f"{pre}_k_segments", kw * S, seg, buckets, boff, np.uint64(half), np.int32(kw), np.uint64(S))
+        self._mark("bucket reduction")
+        sums, _ = self._segmented_sum(pre, xp.arange(kw + 1, dtype=xp.int64) * S, kw, S, kw * S, None, seg, xz)
+        windows = xp.ascontiguousarray(sums[:kw])  # every window has segments, so sum w is item w
+        self._mark("window sums")
+        keep += [keys, starts, buckets, boff, seg, sums, sc]
+        weights = _window_weights(c, cw, nwin)
+        msm_host = getattr(native, f"msm_{group}")
+        ext = 1 if group == "g1" else 2
+
+        def post(w: np.ndarray) -> np.ndarray:
+            aff = xyzz_to_affine(c, w, ext).reshape(k, nwin, -1)
+            points = [msm_host(c.name, aff[v], weights) for v in range(k)]
+            return points[0] if single else np.stack(points)
+
+        return self._finish(windows, keep, post)
+
+    def _msm_async(self, curve: str, group: str, bases_dev: Any, scalars: Any) -> PendingResult:
+        c, _, n = self._msm_width(curve, group, bases_dev)
         keep: list[Any] = []
         with self._on():
             if isinstance(scalars, np.ndarray):
@@ -307,42 +378,41 @@ class Grid:
                     raise ValueError("scalars: expected (n, 4) uint64")
                 sc = self.upload(scalars, keep)
             else:
-                sc = xp.ascontiguousarray(scalars, dtype=xp.uint64)
-            pre = f"{c.name}_{group}"
-            cw = self.window(n)
-            nwin = (256 + cw) // cw
-            half = 1 << (cw - 1)
-            nb = nwin * half
-            keys = xp.empty(nwin * n, dtype=xp.uint64)
-            self._mark("upload")
-            self._launch(f"{pre}_k_digits", n, keys, sc, np.uint64(n), np.int32(cw), np.int32(nwin))
-            self._mark("digits")
-            keys.sort()
-            self._mark("sort")
-            starts = xp.searchsorted(keys, xp.arange(nb + 1, dtype=xp.uint64) << xp.uint64(32)).astype(xp.int64)
-            self._mark("bucket offsets")
-            xz = 2 * width
-            buckets, boff = self._segmented_sum(pre, starts, nb, n, nwin * n, (f"{pre}_k_acc_affine", bases_dev),
-                                                keys, xz)
-            self._mark("bucket sums")
-            S = max(1, min(half, self.segments // nwin))
-            seg = xp.empty((nwin * S, xz), dtype=xp.uint64)
-            self._launch(f"{pre}_k_segments", nwin * S, seg, buckets, boff, np.uint64(half), np.int32(nwin), np.uint64(S))
-            self._mark("bucket reduction")
-            sums, _ = self._segmented_sum(pre, xp.arange(nwin + 1, dtype=xp.int64) * S, nwin, S, nwin * S, None, seg, xz)
-            windows = xp.ascontiguousarray(sums[:nwin])  # every window has segments, so sum w is item w
-            self._mark("window sums")
-            keep += [keys, starts, buckets, boff, seg, sums, sc]
-            weights = _window_weights(c, cw, nwin)
-            msm_host = getattr(native, f"msm_{group}")
-            ext = 1 if group == "g1" else 2
-            return self._finish(windows, keep, lambda w: msm_host(curve, xyzz_to_affine(c, w, ext), weights))
+                sc = self.xp.ascontiguousarray(scalars, dtype=self.xp.uint64)
+            return self._msm_launch(c, group, bases_dev, sc, 1, keep, single=True)  # a batch of one
+
+    def _msm_batch_async(self, curve: str, group: str, bases_dev: Any, scalars: Any) -> list[PendingRow]:
+        c, _, n = self._msm_width(curve, group, bases_dev)
+        on_host = not isinstance(scalars, self.xp.ndarray)  # (numpy arrays are the emulation's device arrays)
+        with self._on():
+            sc = np.asarray(scalars) if on_host else self.xp.ascontiguousarray(scalars, dtype=self.xp.uint64)
+            if sc.ndim != 3 or tuple(sc.shape[1:]) != (n, 4) or sc.dtype != np.uint64:
+                raise ValueError(f"scalars: expected (k, {n}, 4) uint64")
+            k, step = int(sc.shape[0]), self.batch_limit(n)
+            rows: list[PendingRow] = []
+            for lo in range(0, k, step):
+                g = min(step, k - lo)
+                keep: list[Any] = []
+                part = sc[lo : lo + g].reshape(g * n, 4)
+                if on_host:
+                    part = self.upload(part, keep)
+                whole = self._msm_launch(c, group, bases_dev, part, g, keep)
+                rows += [PendingRow(whole, v) for v in range(g)]
+        return rows
 
     def msm_g1_async(self, curve: str, bases_dev: Any, scalars: Any) -> PendingResult:
         return self._msm_async(curve, "g1", bases_dev, scalars)
 
     def msm_g2_async(self, curve: str, bases_dev: Any, scalars: Any) -> PendingResult:
         return self._msm_async(curve, "g2", bases_dev, scalars)
+
+    def msm_g1_batch_async(self, curve: str, bases_dev: Any, scalars: Any) -> list[PendingRow]:
+        """k MSMs over the same bases (scalars (k, n, 4), host or device) in one launch sequence
+        (several where k passes ``batch_limit``): one pending result per vector."""
+        return self._msm_batch_async(curve, "g1", bases_dev, scalars)
+
+    def msm_g2_batch_async(self, curve: str, bases_dev: Any, scalars: Any) -> list[PendingRow]:
+        return self._msm_batch_async(curve, "g2", bases_dev, scalars)
 
     def msm_g1(self, curve: str, bases: np.ndarray, scalars: np.ndarray) -> np.ndarray:
         return self.msm_g1_async(curve, self.upload_bases(bases), scalars).wait()
@@ -417,8 +487,10 @@ class Grid:
         c_: np.ndarray,
         shift: int | None,
         keep: list[Any],
+        out: Any = None,
     ) -> Any:
-        """snarkjs's H evaluations left on the device (std form), ready for the H MSM."""
+        """snarkjs's H evaluations left on the device (std form), ready for the H MSM; into
+        ``out`` (an (n, 4) device array) when given."""
         c = get_curve(curve)
         n = self._check_domain(a)
         if shift is None:
@@ -434,9 +506,22 @@ class Grid:
                 self._ntt_mont_dev(c, x, n, True)
                 self._launch(f"{c.name}_fr_k_pointwise_mul", n, x, pw, np.uint64(n))
                 self._ntt_mont_dev(c, x, n, False)
-            out = self.xp.empty((n, 4), dtype=self.xp.uint64)
+            if out is None:
+                out = self.xp.empty((n, 4), dtype=self.xp.uint64)
             self._launch(f"{c.name}_fr_k_h_final", n, out, xs[0], xs[1], xs[2], np.uint64(n))
             keep += [pw, g, ninv, *xs]
+        return out
+
+    def h_coset_batch_dev(self, curve: str, n: int, evals: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                          k: int, keep: list[Any]) -> Any:
+        """The H evaluations of k proofs over one domain of n rows, as one (k, n, 4) device array
+        (the scalars of a batched H MSM); ``evals`` gives each proof's a, b, c in turn, so the
+        caller need hold only one proof's on the host."""
+        with self._on():
+            out = self.xp.empty((k, n, 4), dtype=self.xp.uint64)
+        for v, (a, b, c_) in enumerate(evals):
+            self.h_coset_dev(curve, a, b, c_, None, keep, out=out[v])
+        keep.append(out)
         return out
 
     def h_coset_async(

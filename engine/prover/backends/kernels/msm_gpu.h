@@ -1,5 +1,6 @@
-/* GPU Pippenger MSM over one group, in launches the host (engine/prover/backends/cuda.py) sequences:
- *   k_digits         one thread per scalar: its signed c-bit digits as sortable keys
+/* GPU Pippenger MSM over one group, for k scalar vectors over the same bases (a batch; k = 1
+ * is the single MSM), in launches the host (engine/prover/backends/cuda.py) sequences:
+ *   k_digits         one thread per scalar of each vector: its signed c-bit digits as sortable keys
  *   (a device sort groups every bucket's entries; a search gives each bucket's offset)
  *   k_acc_affine     one thread per chunk of at most K entries of one bucket: their XYZZ sum
  *   k_acc_xyzz       the same over partial sums, level after level, until one per bucket
@@ -9,20 +10,27 @@
  * nwin points on the CPU): one thread's inversion on the GPU costs milliseconds.
  * Chunking, not one thread per bucket, keeps the work balanced whatever the scalars: witness
  * scalars (mostly 0 and 1) put nearly every point in one bucket of the lowest window.
+ * A batch is k independent MSMs sharing every launch: vector v's window w is "window" v nwin + w
+ * of one MSM of k nwin windows, so its buckets never mix with another vector's and the sums
+ * and reduction below run unchanged over all k nwin windows.
  * Instantiated once per group by each_group.h (which names it: CN, FF, ET, AFF, XZ). */
 #include "msm_digits.h"
 
-/* Signed c-bit digits d (msm_digits.h) as sort keys, keys[w*n + i] = bucket << 32 | entry with
- * bucket = w*half + |d| - 1 and entry = i | (d < 0) << 31; a zero digit sorts last
- * (bucket 0xffffffff) and is never read. Scalars: (n, 4) standard form, n < 2^31. */
-KERNEL CN(k_digits)(u64 *keys, const u64 *scalars, u64 n, int c, int nwin) {
-    u64 i = GID; if (i >= n) return;
+/* Signed c-bit digits d (msm_digits.h) of vector v's scalar i as sort keys, keys[W n + i] =
+ * bucket << 32 | entry with W = v nwin + w, bucket = W half + |d| - 1 and entry = i | (d < 0) << 31;
+ * a zero digit sorts last (bucket 0xffffffff) and is never read. The entry names the base only
+ * (every vector reads the same bases), so n < 2^31 whatever k; the host keeps k nwin half < 2^32 - 1.
+ * Scalars: (k, n, 4) standard form, one thread per (v, i). */
+KERNEL CN(k_digits)(u64 *keys, const u64 *scalars, u64 n, u64 k, int c, int nwin) {
+    u64 t = GID; if (t >= k * n) return;
+    const u64 v = t / n, i = t % n;
     const u64 half = (u64)1 << (c - 1);
     i64 carry = 0;
     for (int w = 0; w < nwin; w++) {
-        i64 d = ps_signed_digit(scalars + 4 * i, w, c, &carry);
-        u64 bucket = d == 0 ? 0xffffffffull : (u64)w * half + (u64)(d > 0 ? d : -d) - 1;
-        keys[(u64)w * n + i] = bucket << 32 | i | (d < 0 ? 0x80000000ull : 0);
+        i64 d = ps_signed_digit(scalars + 4 * t, w, c, &carry);
+        u64 W = v * (u64)nwin + (u64)w;
+        u64 bucket = d == 0 ? 0xffffffffull : W * half + (u64)(d > 0 ? d : -d) - 1;
+        keys[W * n + i] = bucket << 32 | i | (d < 0 ? 0x80000000ull : 0);
     }
 }
 
