@@ -65,6 +65,8 @@ class Dispatcher:
             self.start(self.book.add(load_item(claims[0], self.scale)))
 
     def start(self, item: WorkItem) -> None:
-        """Reserve what the item needs, then synthesize it."""
-        if self.reserve(item):
-            self.synthesis.start(item)
+        """Reserve what the item needs (its synthesis process's compiled matrices first), then
+        synthesize it."""
+        process = self.synthesis.prepare(item)
+        if process is not None and self.reserve(item):
+            self.synthesis.start(item, process)

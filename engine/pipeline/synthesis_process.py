@@ -84,6 +84,19 @@ def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int) -> t
     return assignment, time.perf_counter() - started
 
 
+def load_circuit(circuit_id: str) -> float:
+    """Hold ``circuit_id``'s compiled matrices (and no other circuit's): read from the cache, or
+    compiled into it first (engine.circuits.compiled). Seconds taken."""
+    from engine.circuits.compiled import compiled, keep_only
+    from engine.circuits.kinds import parse_circuit_id
+
+    started = time.perf_counter()
+    shape = parse_circuit_id(circuit_id)
+    keep_only(shape)
+    compiled(shape)
+    return time.perf_counter() - started
+
+
 def synthesize_circom(upload_dir: str, memory_limit: int, witness_seconds: float) -> tuple[Any, float]:
     """A circom circuit's assignment from its witness: the client's snarkjs witness, or the one
     its generator (the client's .wasm) computes here from the request's inputs, with at most

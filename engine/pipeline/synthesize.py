@@ -6,9 +6,10 @@ the client's witness, or from the witness its generator computes from the reques
 under the partition's reservation and a budget of instructions and time). Each pool process
 keeps one built-in circuit's compiled matrices for its next partitions; the engine reserves
 them under "compiled <circuit> in synthesis-<n>" before that process first synthesizes the
-circuit, and gives them back when it moves to another circuit. A process about to compile a
-circuit the matrices cache lacks holds the compile's peak until that first partition is done
-(engine.circuits.compiled.first_use_bytes), then only what it keeps. The collector
+circuit, and gives them back when it moves to another circuit. Before that first partition
+reserves anything else the process loads the circuit, compiling it into the matrices cache if
+the cache lacks it, under a reservation of that first use's peak
+(engine.circuits.compiled.first_use_bytes), which then shrinks to what it keeps. The collector
 thread records ``synth_done`` and hands the item to the proving queue, or fails it: an error
 the inputs or the circuit cause is not retried.
 """
@@ -78,8 +79,6 @@ class Synthesis:
         self.busy = [False] * concurrency
         # what each process keeps: (circuit id, the reservation of its compiled matrices)
         self.compiled: list[tuple[str, Reservation] | None] = [None] * concurrency
-        # bytes of a process's compiled reservation to give back once its first use is over
-        self.settle: list[int] = [0] * concurrency
         self.active = 0
         self._slots = threading.Condition()
         self._done: queue.Queue[tuple[WorkItem, Future[Any]] | None] = queue.Queue()
@@ -107,10 +106,16 @@ class Synthesis:
         with self._slots:
             return max(0, min(self.concurrency - self.active, pace_target - self.active - waiting_for_proof))
 
-    def start(self, item: WorkItem) -> None:
+    def prepare(self, item: WorkItem) -> int | None:
+        """The process that will synthesize ``item``, its compiled matrices reserved; None (the
+        item failed or dropped, freed) if they cannot be. Called before the item reserves its
+        key and memory: a first compile's peak may need a key evicted, and must never wait
+        behind the item's own reservation."""
         process = self._pick(item)
-        if not self._hold_compiled(item, process):
-            return
+        return process if self._hold_compiled(item, process) else None
+
+    def start(self, item: WorkItem, process: int) -> None:
+        """Submit ``item`` (reserved) to ``process`` (from prepare)."""
         if not self.book.record(item, P.SYNTHESIZING, synth_started_at=timezone.now(),
                                 reserved_bytes=item.reservation.nbytes):
             return  # cancelled (or fenced) since the claim: record() has freed what it held
@@ -127,7 +132,6 @@ class Synthesis:
                                  self.witness_seconds)
         # the process is free before the collector may let the next partition in
         future.add_done_callback(lambda f: self._free(process))
-        future.add_done_callback(lambda f: self._settle(process))
         future.add_done_callback(lambda f: self._done.put((item, f)))
 
     def _pick(self, item: WorkItem) -> int:
@@ -141,27 +145,22 @@ class Synthesis:
         with self._slots:
             self.busy[process] = False
 
-    def _settle(self, process: int) -> None:
-        """The process's first use of its circuit is over (compiled or read): keep what it keeps."""
-        with self._slots:
-            extra, self.settle[process] = self.settle[process], 0
-            held = self.compiled[process]
-        if extra and held is not None:
-            held[1].release_part(extra)
-            log.info("synthesis-%d has %s's compiled matrices: %s reserved", process + 1, held[0],
-                     fmt_bytes(held[1].nbytes))
-
     def _hold_compiled(self, item: WorkItem, process: int) -> bool:
-        """Reserve the compiled matrices ``process`` will keep for a built-in item's circuit,
-        unless it holds them already; what it kept for another circuit is given back (the
-        process drops those before it compiles: synthesis_process.synthesize_builtin).
-        False (the item failed or dropped, freed) when the bytes can never fit or it was
-        cancelled while waiting for them."""
+        """Give ``process`` a built-in item's compiled circuit, unless it holds it already: what it
+        kept for another circuit is given back, the first use's bytes are reserved (a compile's
+        peak where the matrices cache lacks the circuit), the process loads the circuit (reading
+        the cache, or compiling into it), and the reservation shrinks to what it keeps. All of it
+        before the item reserves its key and memory, so a compile's peak never waits behind them
+        and may evict an idle key. False (the item failed or dropped, freed) when the bytes can
+        never fit, the compile failed, or the item was cancelled while waiting."""
         if self.memory is None or item.source is not CircuitSource.BUILTIN:
             return True
         held = self.compiled[process]
         if held is not None and held[0] == item.circuit_id:
             return True
+        if held is not None:
+            held[1].release()
+            self.compiled[process] = None
         try:
             nbytes, kept = first_use_nbytes(item.circuit_id, self.charge_processes)
             reservation = self.memory.acquire(compiled_owner(item.circuit_id, process), nbytes, item.priority,
@@ -172,17 +171,20 @@ class Synthesis:
         except InterruptedError:
             self.book.drop(item)
             return False
-        if held is not None:
-            held[1].release()
-        with self._slots:
-            self.compiled[process] = (item.circuit_id, reservation)
-            self.settle[process] = nbytes - kept
         if nbytes > kept:
-            log.info("synthesis-%d will compile %s (the matrices cache lacks it): %s reserved until it has, "
-                     "then %s", process + 1, item.circuit_id, fmt_bytes(nbytes), fmt_bytes(kept))
-        else:
-            log.info("synthesis-%d will keep %s's compiled matrices: %s reserved", process + 1, item.circuit_id,
-                     fmt_bytes(nbytes))
+            log.info("synthesis-%d compiles %s (the matrices cache lacks it) under %s reserved", process + 1,
+                     item.circuit_id, fmt_bytes(nbytes))
+        try:
+            seconds = self.pools[process].submit(synthesis_process.load_circuit, item.circuit_id).result()
+        except Exception as exc:  # the compile failed, or the process died
+            reservation.release()
+            self.book.fail(item, item.public_reason(f"compiling {item.circuit_id}: {type(exc).__name__}: {exc}"),
+                           retryable=not _deterministic(exc))
+            return False
+        reservation.release_part(nbytes - kept)
+        self.compiled[process] = (item.circuit_id, reservation)
+        log.info("synthesis-%d keeps %s's compiled matrices (%s reserved), loaded in %.1fs", process + 1,
+                 item.circuit_id, fmt_bytes(kept), seconds)
         return True
 
     # -- collector -------------------------------------------------------------------------
@@ -227,7 +229,6 @@ class Synthesis:
             if held is not None:
                 held[1].release()
         self.compiled = [None] * self.concurrency
-        self.settle = [0] * self.concurrency
 
 
 def _deterministic(exc: BaseException) -> bool:

@@ -156,3 +156,34 @@ def test_a_process_compiling_a_circuit_the_cache_lacks_holds_the_compiles_peak_u
     # tests charge no interpreter (CHARGE_PROCESSES off), so the child's base is not in it
     assert seen[:2] == [compiled.COMPILE_PEAK * shape.compiled_bytes, shape.compiled_bytes]
     assert path.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_first_compile_that_fits_only_without_the_idle_hot_key_evicts_it_and_the_job_is_proved(start_engine) -> None:
+    from engine.circuits import compiled
+    from engine.models import ProofJob
+    from engine.pipeline.keycache import KeyTier
+    from engine.states import JobState
+
+    shape = circuit_for("window-post", "tiny")
+    keys.load_proving_key("window-post/tiny")
+    needs = shape.memory
+    key = needs.key_bytes + keys.table_bytes(needs)
+    # room for the key, one partition and the matrices kept, not for the key beside a compile
+    budget = key + needs.partition_bytes + shape.compiled_bytes + (64 << 10)
+    peak = compiled.COMPILE_PEAK * shape.compiled_bytes
+    assert key + peak > budget
+    path = compiled._cache_path(shape)
+    assert path is not None
+    path.unlink(missing_ok=True)
+    engine = start_engine(budget=str(budget), synthesis=1, workers_per_device=1)
+    engine.keycache.preload("window-post/tiny", KeyTier.HOT, key)
+    owner = compiled_owner("window-post/tiny", 0)
+    seen: list[int] = []
+    engine.memory.watch(lambda o: o == owner, lambda: seen.append(engine.memory.snapshot()["by_owner"].get(owner, 0)))
+
+    submit_demo("window-post", "tight-compile")
+    assert engine.run_until_idle(timeout=120)
+    assert ProofJob.objects.get(job_id="tight-compile").state == JobState.DONE
+    assert seen[:2] == [peak, shape.compiled_bytes]
+    assert engine.memory.peak <= budget
