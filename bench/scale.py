@@ -232,6 +232,9 @@ class EngineRun:
     peak_engine: int = 0
     partitions: list[dict[str, Any]] = field(default_factory=list)
     job_state: str = ""
+    rest_reserved: int = 0  # --second-job: the engine processes' reservation before it (re-measured when idle)
+    second_peak: int = 0  # --second-job: the tree's peak while it ran
+    second_state: str = ""
     verified: int = 0
     wall_s: float = 0.0
     max_concurrent: int = 0
@@ -242,9 +245,7 @@ def run_engine(name: str, circuit_id: str, budget: int, args: argparse.Namespace
     """One engine on a fresh database: preload the key, baseline, one job, sample to the end."""
     from django.db import connection
 
-    from engine.circuits.kinds import parse_circuit_id, validate_inputs
-    from engine.ledger.demo import demo_inputs
-    from engine.ledger.jobs import submit_job
+    from engine.circuits.kinds import parse_circuit_id
     from engine.ledger.key_requests import ask
     from engine.models import EngineHost, KeyRequest, Partition
 
@@ -266,6 +267,7 @@ def run_engine(name: str, circuit_id: str, budget: int, args: argparse.Namespace
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
     sampler = TreeSampler(proc.pid, args.sample_ms / 1000).start()
+    first_end = float("inf")
     try:
         wait_for(lambda: EngineHost.objects.filter(name=host, stopped_at__isnull=True).exists(), proc, 120,
                  "the engine to register")
@@ -295,38 +297,21 @@ def run_engine(name: str, circuit_id: str, budget: int, args: argparse.Namespace
             f"{gib(result.rested['engine'])}, synthesis pool {gib(result.rested['pool'])}); peak while loading "
             f"{gib(result.load_peak)}")
 
-        inputs, n = validate_inputs(shape.kind, demo_inputs(shape.kind))
-        job_id = f"scale-{name}-{int(time.time())}"
-        job, _ = submit_job(kind=shape.kind, job_id=job_id, inputs=inputs, num_partitions=n, circuit_id=circuit_id,
-                            scale=shape.scale)
-        t0 = time.perf_counter()
-        target = stop_after or n
-        say(f"{name}: submitted {job_id}: {n} partitions; waiting for {target} done")
-        last = ""
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"{name}: the engine exited ({proc.returncode}); see {log_path}")
-            states = list(Partition.objects.filter(job=job).values_list("state", flat=True))
-            job.refresh_from_db()
-            line = " ".join(f"{s}:{states.count(s)}" for s in sorted(set(states)))
-            now = sampler.samples[-1] if sampler.samples else None
-            if line != last:
-                rss = f", tree {gib(now.tree)}" if now else ""
-                say(f"{name}: +{time.perf_counter() - t0:.0f}s {line}{rss} (peak {gib(sampler.peak())})")
-                last = line
-            if job.state in ("done", "failed", "cancelled") or states.count("done") >= target:
-                break
-            time.sleep(0.5)  # polling rows the engine writes: the bench has nothing else to do
-        result.wall_s = time.perf_counter() - t0
-        if job.state not in ("done", "failed", "cancelled"):  # the solo run: drop the rest, so the tree can rest
-            from engine.ledger.jobs import cancel_job
-
-            cancel_job(job)
-            wait_for(lambda: not Partition.objects.filter(job=job, state__in=ACTIVE).exists(), proc, 600,
-                     "the cancelled partitions to be dropped")
+        job, result.wall_s = prove_job(name, shape, proc, sampler, log_path, stop_after)
         result.after = sampler.rest(args.baseline_s)
         say(f"{name}: at rest after the job: tree {gib(result.after['tree'])} (engine {gib(result.after['engine'])}, "
             f"synthesis pool {gib(result.after['pool'])})")
+        first_end = time.time()
+        if args.second_job and stop_after is None:
+            # the engine re-measures its processes at rest when idle (a heartbeat or two)
+            time.sleep(3 * float(os.environ.get("PROVINGSITE_HEARTBEAT_SECONDS", "2")))
+            result.rest_reserved = engine_reserved_now(host).get("engine processes", 0)
+            since = time.time()
+            second, _ = prove_job(f"{name} (second job)", shape, proc, sampler, log_path, None)
+            second.refresh_from_db()
+            result.second_peak, result.second_state = sampler.peak(since), second.state
+            say(f"{name}: second job {second.state}, peak tree {gib(result.second_peak)}; engine processes reserved "
+                f"{gib(result.rest_reserved)} before it")
     finally:
         say(f"{name}: stopping the engine")
         proc.send_signal(signal.SIGTERM)
@@ -339,9 +324,9 @@ def run_engine(name: str, circuit_id: str, budget: int, args: argparse.Namespace
     connection.close()
     job.refresh_from_db()
     result.job_state = job.state
-    result.peak = sampler.peak()
-    result.peak_engine = sampler.peak(of="engine")
-    result.peak_pool = sampler.peak(of="pool")
+    result.peak = sampler.peak(until=first_end)  # the first job's (a second one's is second_peak)
+    result.peak_engine = sampler.peak(until=first_end, of="engine")
+    result.peak_pool = sampler.peak(until=first_end, of="pool")
     for p in Partition.objects.filter(job=job).order_by("index"):
         row: dict[str, Any] = {"index": p.index, "state": p.state, "verified": bool(p.vk_digest), "batch": p.batch}
         if p.synth_started_at and p.gpu_finished_at:
@@ -354,6 +339,54 @@ def run_engine(name: str, circuit_id: str, budget: int, args: argparse.Namespace
     windows = [r["window"] for r in result.partitions if "window" in r]
     result.max_concurrent = max((sum(1 for a, b in windows if a <= t < b) for t, _ in windows), default=0)
     return result
+
+
+def prove_job(name: str, shape: Any, proc: subprocess.Popen[bytes], sampler: TreeSampler, log_path: Path,
+              stop_after: int | None) -> tuple[Any, float]:
+    """Submit a demo job of ``shape`` and follow it to its end (or ``stop_after`` partitions
+    done, then cancel the rest and wait until they are dropped): (the job, seconds)."""
+    from engine.circuits.kinds import validate_inputs
+    from engine.ledger.demo import demo_inputs
+    from engine.ledger.jobs import submit_job
+    from engine.models import Partition
+
+    circuit_id = f"{shape.kind}/{shape.scale}"
+    inputs, n = validate_inputs(shape.kind, demo_inputs(shape.kind))
+    job_id = f"scale-{name}-{int(time.time())}"
+    job, _ = submit_job(kind=shape.kind, job_id=job_id, inputs=inputs, num_partitions=n, circuit_id=circuit_id,
+                        scale=shape.scale)
+    t0 = time.perf_counter()
+    target = stop_after or n
+    say(f"{name}: submitted {job_id}: {n} partitions; waiting for {target} done")
+    last = ""
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"{name}: the engine exited ({proc.returncode}); see {log_path}")
+        states = list(Partition.objects.filter(job=job).values_list("state", flat=True))
+        job.refresh_from_db()
+        line = " ".join(f"{s}:{states.count(s)}" for s in sorted(set(states)))
+        now = sampler.samples[-1] if sampler.samples else None
+        if line != last:
+            rss = f", tree {gib(now.tree)}" if now else ""
+            say(f"{name}: +{time.perf_counter() - t0:.0f}s {line}{rss} (peak {gib(sampler.peak())})")
+            last = line
+        if job.state in ("done", "failed", "cancelled") or states.count("done") >= target:
+            break
+        time.sleep(0.5)  # polling rows the engine writes: the bench has nothing else to do
+    if job.state not in ("done", "failed", "cancelled"):  # the solo run: drop the rest, so the tree can rest
+        from engine.ledger.jobs import cancel_job
+
+        cancel_job(job)
+        wait_for(lambda: not Partition.objects.filter(job=job, state__in=ACTIVE).exists(), proc, 600,
+                 "the cancelled partitions to be dropped")
+    return job, time.perf_counter() - t0
+
+
+def engine_reserved_now(host: str) -> dict[str, int]:
+    from engine.models import EngineHost
+
+    row = EngineHost.objects.filter(name=host, stopped_at__isnull=True).values_list("reserved_by_engine", flat=True)
+    return dict(row.first() or {})
 
 
 # The partition states in which an engine holds a partition's memory.
@@ -414,6 +447,9 @@ def main() -> None:
     parser.add_argument("--sample-ms", type=float, default=50.0, help="RSS sampling interval")
     parser.add_argument("--baseline-s", type=float, default=3.0, help="idle window sampled for the baseline")
     parser.add_argument("--tier-repeat", type=int, default=1, help="proofs per tier in the key-tier step; 0 skips it")
+    parser.add_argument("--second-job", action="store_true",
+                        help="after the concurrent run's job, let the engine rest a few heartbeats, then prove a "
+                             "second job and report its peak")
     parser.add_argument("--cold-matrices", action="store_true",
                         help="remove the circuit's compiled matrices from the cache before each engine run")
     parser.add_argument("--markdown", type=Path, help="also write the tables here")
@@ -516,6 +552,12 @@ def report(args: argparse.Namespace, est: Estimates, budget: int, setup_s: float
              f"{gib((run.peak - after['tree']) / max(run.max_concurrent, 1))}"
              f" (estimate {gib(est.partition_bytes)})"],
         ]
+        if run.second_state:
+            rows += [
+                [f"{n}: engine processes reserved after the first job (re-measured at rest)", gib(run.rest_reserved)],
+                [f"{n}: second job's state; **peak tree / budget**",
+                 f"{run.second_state}; {gib(run.second_peak)} / {gib(run.budget)} = {run.second_peak / run.budget:.2f}"],
+            ]
     lines = [f"## {args.circuit}", "", markdown_table(["figure", "value"], rows)]
     if tiers is not None:
         lines += ["", "Key per tier (bench/key_tiers.py's measure, in the bench process):", "",

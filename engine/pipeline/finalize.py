@@ -22,6 +22,7 @@ from django.utils import timezone
 from engine import prover
 from engine.format import fmt_ms
 from engine.pipeline.inflight import InFlight
+from engine.pipeline.memory import release_freed_memory
 from engine.pipeline.work import WorkItem
 from engine.prover import ProofAborted
 from engine.prover.formats.snarkjs_json import vk_digest
@@ -65,6 +66,7 @@ class Finalizers:
             with self._count:
                 self.active -= 1
             close_old_connections()
+            release_freed_memory()  # a finished partition's arrays, not kept by the heap for the next
 
     def finish(self, item: WorkItem) -> None:
         book = self.book

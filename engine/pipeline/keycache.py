@@ -22,7 +22,7 @@ from typing import Any
 from engine.format import fmt_bytes
 from engine.pipeline.keymap import MappedKey
 from engine.pipeline.memory import MemoryBudgetError, MemoryManager, Reservation
-from engine.status.holdings import key_owner, loading_owner
+from engine.status.holdings import held_for_good, key_owner, loading_owner
 from engine.status.host_report import KeyReport
 
 log = logging.getLogger("engine.keycache")
@@ -121,10 +121,12 @@ class KeyCache:
     def _load(self, circuit_id: str, nbytes: int, priority: int, users: int) -> None:
         """Cold → hot: reserve the estimate, read the key, true the reservation up to it."""
         extra = self.transient(circuit_id) if self.transient is not None else 0
-        if nbytes + extra > self.memory.budget:
+        engine = self.memory.held_by(held_for_good)  # never given back while this load waits
+        if nbytes + extra + engine > self.memory.budget:
+            beside = f" beside the engine's own {fmt_bytes(engine)} (processes at rest, compiled matrices)" if engine else ""
             raise MemoryBudgetError(
-                f"loading {circuit_id} needs {fmt_bytes(nbytes)} for the key and {fmt_bytes(extra)} while it reads, "
-                f"more than the whole memory budget of {fmt_bytes(self.memory.budget)}")
+                f"loading {circuit_id} needs {fmt_bytes(nbytes)} for the key and {fmt_bytes(extra)} while it reads"
+                f"{beside}, more than the whole memory budget of {fmt_bytes(self.memory.budget)}")
         reservation = self.memory.acquire(key_owner(circuit_id), nbytes, priority)
         started = time.monotonic()
         try:

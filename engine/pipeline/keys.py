@@ -21,6 +21,7 @@ from django.conf import settings
 from engine.format import fmt_bytes
 from engine.ledger.circuits import REGISTERED_ID, is_registered
 from engine.ledger.keys import KeyMismatch, adopt_key
+from engine.pipeline import memory
 from engine.prover.formats.snarkjs_json import vk_digest
 
 if TYPE_CHECKING:
@@ -84,24 +85,8 @@ def load_proving_key(circuit_id: str) -> Any:
         started = time.monotonic()
         nbytes = fixed_base.precompute(pk)
         log.info("fixed-base tables for %s: %s in %.2f s", circuit_id, fmt_bytes(nbytes), time.monotonic() - started)
-    release_freed_memory()
+    memory.release_freed_memory()
     return pk
-
-
-def release_freed_memory() -> None:
-    """Hand the reader's freed buffers back to the system (glibc keeps them in its heap): after
-    a porep-c2/large load the process held 938 MiB more than before for a key of 827 MiB, 832 MiB
-    once trimmed, and the key's reservation is what the key holds, not the heap's leftovers."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        if libc is not None and hasattr(libc, "malloc_trim"):
-            libc.malloc_trim(0)
-    except OSError:
-        pass  # not glibc: nothing to hand back this way
 
 
 def _read_proving_key(circuit_id: str) -> Any:

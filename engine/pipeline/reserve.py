@@ -18,19 +18,23 @@ from engine.pipeline.keycache import KeyCache
 from engine.pipeline.keys import KeyRefused
 from engine.pipeline.memory import MemoryBudgetError, MemoryManager
 from engine.pipeline.work import CircuitSource, WorkItem
-from engine.status.holdings import partition_owner
+from engine.status.holdings import held_for_good, partition_owner
 
 log = logging.getLogger("engine.reserve")
 
 
 def _check_fits_with_key(item: WorkItem, key_bytes: int, memory: MemoryManager) -> None:
-    """A partition whose memory cannot fit beside its own key would wait for ever (the key it
-    holds is never evictable while it waits): fail it now, saying so."""
-    if key_bytes + item.partition_bytes > memory.budget:
+    """A partition whose memory cannot fit beside its own key and what the engine holds for
+    good (its processes at rest, the synthesis processes' compiled matrices) would wait for ever
+    (none of it is evictable while it waits): fail it now, saying so."""
+    engine = memory.held_by(held_for_good)
+    if key_bytes + item.partition_bytes + engine > memory.budget:
+        beside = f" and the engine's own {fmt_bytes(engine)} (processes at rest, compiled matrices)" if engine else ""
         raise MemoryBudgetError(
-            f"{item.label} needs {fmt_bytes(item.partition_bytes)} beside its proving key's {fmt_bytes(key_bytes)}, "
-            f"more than the whole memory budget of {fmt_bytes(memory.budget)}; raise PROVINGSITE_MEMORY_BUDGET "
-            f"(runengine --budget) or set PROVINGSITE_FIXED_BASE=0 to keep keys without their tables")
+            f"{item.label} needs {fmt_bytes(item.partition_bytes)} beside its proving key's {fmt_bytes(key_bytes)}"
+            f"{beside}, more than the whole memory budget of {fmt_bytes(memory.budget)}; raise "
+            f"PROVINGSITE_MEMORY_BUDGET (runengine --budget) or set PROVINGSITE_FIXED_BASE=0 to keep keys without "
+            f"their tables")
 
 
 def reserve(item: WorkItem, book: InFlight, keycache: KeyCache, memory: MemoryManager,

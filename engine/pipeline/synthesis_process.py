@@ -77,10 +77,12 @@ def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int) -> t
     from engine.circuits.kinds import parse_circuit_id
     from engine.circuits.synthesis import synthesize_partition
 
+    _trim()
     started = time.perf_counter()
     # The engine reserves one circuit's compiled matrices per process: drop any other first.
     keep_only(parse_circuit_id(circuit_id))
     assignment = synthesize_partition(circuit_id, inputs, index)
+    _trim()  # the witness's intermediates, freed on return from the circuit, before the result is sent
     return assignment, time.perf_counter() - started
 
 
@@ -90,6 +92,7 @@ def load_circuit(circuit_id: str) -> float:
     from engine.circuits.compiled import compiled, keep_only
     from engine.circuits.kinds import parse_circuit_id
 
+    _trim()
     started = time.perf_counter()
     shape = parse_circuit_id(circuit_id)
     keep_only(shape)
@@ -103,28 +106,50 @@ def synthesize_circom(upload_dir: str, memory_limit: int, witness_seconds: float
     ``memory_limit`` bytes of wasm memory (what the partition reserved), an instruction budget
     for the circuit's size and ``witness_seconds`` of time. A generator that traps, fails an
     assertion or runs past a budget raises WitnessError with its own message (not retried)."""
-    import json
     from pathlib import Path
 
     from engine.circuits import job_folder
-    from engine.prover import assignment_from_witness, read_wtns
-    from engine.prover.formats.wasm_witness import WitnessError, calculate_witness, fuel_for, witness_array
+    from engine.prover import assignment_from_witness
     from engine.prover.snarkjs import read_zkey_constraints
 
+    _trim()
     started = time.perf_counter()
     folder = Path(upload_dir)
     # Only the matrices: the points are the prover's, read once per job in reserve.
     constraints = read_zkey_constraints(folder / job_folder.ZKEY)
-    if job_folder.from_inputs(folder):
-        inputs = json.loads((folder / job_folder.INPUTS).read_text())
-        values = calculate_witness((folder / job_folder.WASM).read_bytes(), inputs, fuel=fuel_for(constraints.n_vars),
-                                   memory=memory_limit, seconds=witness_seconds)
-        if len(values) != constraints.n_vars:
-            raise WitnessError(None, f"the .wasm computes {len(values)} signals; the zkey has {constraints.n_vars}")
-        witness = witness_array(values)
-    else:
-        witness = read_wtns(folder / job_folder.WTNS, constraints.curve)
-    return assignment_from_witness(constraints, witness), time.perf_counter() - started
+    witness = _circom_witness(folder, constraints, memory_limit, witness_seconds)
+    assignment = assignment_from_witness(constraints, witness)
+    del constraints, witness
+    _trim()
+    return assignment, time.perf_counter() - started
+
+
+def _circom_witness(folder: Any, constraints: Any, memory_limit: int, witness_seconds: float) -> Any:
+    """The client's witness, or its generator's from the request's inputs (whose Python values
+    are freed when this returns)."""
+    import json
+
+    from engine.circuits import job_folder
+    from engine.prover import read_wtns
+    from engine.prover.formats.wasm_witness import WitnessError, calculate_witness, fuel_for, witness_array
+
+    if not job_folder.from_inputs(folder):
+        return read_wtns(folder / job_folder.WTNS, constraints.curve)
+    inputs = json.loads((folder / job_folder.INPUTS).read_text())
+    values = calculate_witness((folder / job_folder.WASM).read_bytes(), inputs, fuel=fuel_for(constraints.n_vars),
+                               memory=memory_limit, seconds=witness_seconds)
+    if len(values) != constraints.n_vars:
+        raise WitnessError(None, f"the .wasm computes {len(values)} signals; the zkey has {constraints.n_vars}")
+    return witness_array(values)
+
+
+def _trim() -> None:
+    """Freed memory back to the system, before a task (the last one's result was pickled after
+    it returned) and before a result is sent: the engine reserves what a process keeps, and
+    the heap would keep it."""
+    from engine.pipeline.memory import release_freed_memory
+
+    release_freed_memory()
 
 
 def nothing() -> None:

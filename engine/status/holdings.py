@@ -55,6 +55,13 @@ def engine_held(owner: str) -> bool:
     return owner == PROCESSES_OWNER or owner.startswith(("compiled ", "loading "))
 
 
+def held_for_good(owner: str) -> bool:
+    """An engine's own reservation that no partition's progress gives back (its processes at
+    rest, a synthesis process's compiled matrices): not a key load's buffers. Work that cannot
+    fit beside these and its key would wait for ever."""
+    return engine_held(owner) and not owner.startswith("loading ")
+
+
 def holder_of(owner: str) -> str:
     """Who a memory owner is: "key", "engine" (its processes, compiled matrices, a load's
     buffers) or "job" (a claimed partition's reservation)."""

@@ -187,3 +187,70 @@ def test_a_first_compile_that_fits_only_without_the_idle_hot_key_evicts_it_and_t
     assert ProofJob.objects.get(job_id="tight-compile").state == JobState.DONE
     assert seen[:2] == [peak, shape.compiled_bytes]
     assert engine.memory.peak <= budget
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_the_processes_keep_after_work_is_reserved_once_the_engine_is_idle(start_engine, settings) -> None:
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "CHARGE_PROCESSES": True}
+    engine = start_engine(synthesis=1, workers_per_device=1)
+    assert engine.processes is not None
+    at_start = engine.processes.nbytes
+    kept = bytearray(96 << 20)  # the engine's process (this one) keeps 96 MiB more, touched
+    kept[:: 4096] = b"\1" * len(kept[:: 4096])
+
+    engine.recharge_processes(settle_s=0)
+
+    grown = engine.processes.nbytes - at_start
+    assert 80 << 20 <= grown <= 112 << 20
+    assert engine.memory.snapshot()["by_owner"][PROCESSES_OWNER] == engine.processes.nbytes
+    del kept
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_rest_is_not_measured_while_a_partition_is_in_flight(engine_params, settings) -> None:
+    from engine.pipeline.host import Engine, EngineConfig
+
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "CHARGE_PROCESSES": True}
+    engine = Engine(EngineConfig.from_settings(devices="cpu", scale="tiny", budget="2GiB", synthesis=1,
+                                               workers_per_device=1, host_name="busy-host")).prepare()
+    try:
+        engine.synthesis.warm_up()
+        engine._charge_processes()
+        assert engine.processes is not None
+        at_start = engine.processes.nbytes
+        submit_demo("winning-post", "busy-1")
+        (claim,) = engine.writer.claim(1)
+        engine.adopt(claim)  # in flight: what the process holds now is partly the partition's
+        kept = bytearray(96 << 20)
+        kept[:: 4096] = b"\1" * len(kept[:: 4096])
+
+        engine.recharge_processes(settle_s=0)
+
+        assert engine.processes.nbytes == at_start
+        del kept
+    finally:
+        engine.finalizers.stop()
+        engine.synthesis.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_partition_that_cannot_fit_beside_its_key_and_the_engines_own_fails_at_once_saying_so(start_engine) -> None:
+    from engine.models import Partition
+    from engine.states import PartitionState
+
+    shape = circuit_for("winning-post", "tiny")
+    keys.load_proving_key("winning-post/tiny")
+    needs = shape.memory
+    key = needs.key_bytes + keys.table_bytes(needs)
+    budget = 8 << 20
+    engine = start_engine(budget=str(budget), synthesis=1, workers_per_device=1)
+    # the processes at rest leave room for the key, not for it and a partition (tests charge none by default)
+    rest = engine.memory.acquire(PROCESSES_OWNER, budget - key - shape.compiled_bytes - needs.partition_bytes + 1)
+
+    submit_demo("winning-post", "no-room")
+    assert engine.run_until_idle(timeout=60)  # not waiting for ever
+    errors = set(Partition.objects.filter(job__job_id="no-room").values_list("error", flat=True))
+    states = set(Partition.objects.filter(job__job_id="no-room").values_list("state", flat=True))
+    assert states == {PartitionState.FAILED}
+    assert all("the engine's own" in e and ("beside its proving key" in e or "while it reads" in e) for e in errors), errors
+    rest.release()
