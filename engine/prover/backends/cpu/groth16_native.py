@@ -102,6 +102,14 @@ def proof_from_bytes(curve: CurveParams, raw: bytes) -> Proof:
                  pi_b=None if b is None else ((b[0], b[1]), (b[2], b[3])), pi_c=None if c is None else (c[0], c[1]))
 
 
+def g1_add(curve: CurveParams, p: Buffer, q: Buffer) -> bytes:
+    """p + q of two affine G1 points (all-zero: infinity): C's MSM and H's, summed."""
+    k = _Call(curve)
+    out = k.out(point_words(curve)[0])
+    k.fn("g1_add_affine_api")(out, k.u64(p), k.u64(q))
+    return bytes(k.ffi.buffer(out))
+
+
 def assemble(curve: CurveParams, msm_a: Buffer, msm_b1: Buffer, msm_b2: Buffer, msm_ch: Buffer, alpha1: Buffer,
              beta1: Buffer, beta2: Buffer, delta1: Buffer, delta2: Buffer, r: int, s: int) -> bytes:
     """pi_a | pi_b | pi_c from the MSMs (A, B1, B2, C + H), the key's points and r, s."""

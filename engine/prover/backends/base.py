@@ -1,0 +1,86 @@
+"""The one interface Groth16's orchestration (engine.prover.groth16) proves through.
+
+A backend is where a proof's heavy steps run: H on the coset and the five MSMs. The
+orchestration asks a backend for a ``Launch`` per proof (or per batch of proofs of one key):
+the launch owns whatever the proof holds on the backend's side (device copies of the witness
+and of H), reports it in ``nbytes``, and gives it back on ``close``. Every MSM returns a
+``Handle`` at once; ``wait`` gives its affine point. A backend that computes eagerly (the CPU)
+returns handles that are already done; one with a stream (CUDA) returns them while the
+device works, so the caller may go on and finish later.
+
+Buffers cross this interface through the buffer protocol (bytes, memoryviews, numpy and CuPy
+arrays), so this module, and the orchestration above it, import no array library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Buffer = Any  # bytes, a memoryview or an array: the kernels' layout (little-endian u64 limbs)
+# a, b, c of one proof over the whole domain (std-form scalars, one row per domain point)
+Evaluations = tuple[Buffer, Buffer, Buffer]
+
+# The key's MSM sections, by the names ProvingKey gives them, and their groups.
+SECTIONS = {"a_points": "g1", "b1_points": "g1", "b2_points": "g2", "c_points": "g1", "h_points": "g1"}
+
+
+class Handle(Protocol):
+    """One MSM in flight (or done): ``wait`` blocks until it is and returns the affine point."""
+
+    def wait(self) -> Buffer: ...
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A result computed before its handle was returned (an eager backend's MSM)."""
+
+    value: Buffer
+
+    def wait(self) -> Buffer:
+        return self.value
+
+
+class Launch(Protocol):
+    """One proof's (or one batch's) work on a backend, over one key.
+
+    Scalars and H live where the backend reads them: ``scalars`` and ``h_coset`` return the
+    backend's own buffers, to be passed back to its ``msm``. ``first_row`` skips the first rows
+    of the scalars (the C MSM runs over the private signals only)."""
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this launch holds on the backend until ``close``."""
+        ...
+
+    def h_coset(self, evals: Evaluations) -> Buffer: ...
+
+    def h_coset_batch(self, evals: Iterable[Evaluations], k: int) -> Buffer:
+        """k proofs' H at once; ``evals`` is consumed one proof at a time."""
+        ...
+
+    def scalars(self, witness: Buffer) -> Buffer: ...
+
+    def scalars_batch(self, witnesses: Sequence[Buffer]) -> Buffer: ...
+
+    def msm(self, section: str, scalars: Buffer, first_row: int = 0) -> Handle: ...
+
+    def msm_batch(self, section: str, scalars: Buffer, first_row: int = 0) -> list[Handle]:
+        """One handle per vector of a ``scalars_batch`` (or ``h_coset_batch``) buffer."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    """A device that proves: ``launch`` opens one proof's work over ``key``.
+
+    ``asynchronous``: its MSMs run after ``msm`` returns, so the orchestration launches all five
+    (the G2 one included) at start and waits at finish; an eager backend runs the G2 MSM at
+    finish instead, where the engine's finalizer takes it off the proving stage."""
+
+    name: str
+    asynchronous: bool
+
+    def launch(self, key: Any) -> Launch: ...
