@@ -17,17 +17,19 @@ each MSM once for all of them (one pass over the bases), the G2 one included.
 The math is snarkjs's (SNARKJS.md): a, b over the domain rows incl. the public-input rows,
 c = a·b on the circuit rows, h = a·b − c on the odd coset, randomised with r and s.
 
-No numpy at import: an Assignment's arrays are checked and spread by engine.prover.statement,
-loaded when one is handed in.
+What is proved is a key (a ProvingKey of arrays, or a MappedKey of a .zkey's buffers) and a
+Statement: the witness, its check against the key and its a, b, c over the domain. The engine
+hands in Assignments (engine.prover.statement, numpy's, loaded when one is); the command line
+a .zkey's witness and coefficients (engine.prover.zkey_prover), and never loads numpy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from engine.prover.backends.base import Backend, Buffer, Handle, Launch
+from engine.prover.backends.base import Backend, Buffer, Evaluations, Handle, Launch, MappedKey
 from engine.prover.backends.cpu import groth16_native
 from engine.prover.datatypes import Proof, ProofAborted
 from engine.prover.params.curves import get_curve
@@ -39,11 +41,13 @@ if TYPE_CHECKING:
     from engine.prover.keys import ProvingKey
     from engine.prover.r1cs import R1CS, Assignment
 
+    Key = ProvingKey | MappedKey
+
 Abort = Callable[[], bool] | None
 Randomness = list[tuple[int | None, int | None]]
 
 __all__ = [
-    "PendingProof", "Proof", "ProofAborted", "assignment_from_r1cs", "assignment_from_witness", "backend_for",
+    "PendingProof", "Statement", "finish", "prove_raw", "start", "Proof", "ProofAborted", "assignment_from_r1cs", "assignment_from_witness", "backend_for",
     "gpu_prove_finish", "gpu_prove_start", "gpu_prove_start_batch", "prove", "prove_batch", "public_inputs_of",
 ]
 
@@ -97,6 +101,19 @@ def backend_for(device: str) -> Backend:
     raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'cuda:N'")
 
 
+class Statement(Protocol):
+    """What a proof proves: ``witness`` (the kernels' layout, one row per signal) and its
+    evaluations. ``validate`` raises for a witness that does not fit or satisfy the key;
+    ``evaluations`` gives a, b, c over the key's domain (std form) for H."""
+
+    witness: Buffer
+    abc_nbytes: int  # what the caller holds of a, b, c, released once H is made
+
+    def validate(self, key: Any) -> None: ...
+
+    def evaluations(self, key: Any) -> Evaluations: ...
+
+
 @dataclass(eq=False)
 class PendingProof:
     """A proof between start and finish.
@@ -107,9 +124,9 @@ class PendingProof:
     backend holds for it (a batch's proofs share one launch).
     """
 
-    pk: ProvingKey
+    pk: Key
     device: str
-    witness: Any  # the host's witness (an array of the kernels' layout)
+    witness: Buffer
     r: int
     s: int
     abc_nbytes: int
@@ -124,7 +141,7 @@ class PendingProof:
     @property
     def retained_bytes(self) -> int:
         held = self.launch.nbytes // self.launch_share if self.launch is not None else 0
-        return int(self.witness.nbytes) + held
+        return memoryview(self.witness).nbytes + held
 
     def release_abc(self) -> int:
         """Returns the bytes of a/b/c the caller may now release (idempotent: 0 the second time)."""
@@ -134,17 +151,17 @@ class PendingProof:
         return 0
 
 
-def _pending(pk: ProvingKey, asg: Assignment, device: str, r: int | None, s: int | None) -> PendingProof:
-    cp = get_curve(pk.curve)
+def _pending(key: Key, statement: Statement, device: str, r: int | None, s: int | None) -> PendingProof:
+    cp = get_curve(key.curve)
     return PendingProof(
-        pk=pk, device=device, witness=asg.witness,
+        pk=key, device=device, witness=statement.witness,
         r=groth16_native.random_scalar(cp) if r is None else int(r) % cp.r,
         s=groth16_native.random_scalar(cp) if s is None else int(s) % cp.r,
-        abc_nbytes=int(asg.a.nbytes + asg.b.nbytes + asg.c.nbytes),
+        abc_nbytes=statement.abc_nbytes,
     )
 
 
-def _launch_msms(launch: Launch, pk: ProvingKey, w: Buffer, h: Buffer, abort: Abort, *, batch: bool,
+def _launch_msms(launch: Launch, key: Key, w: Buffer, h: Buffer, abort: Abort, *, batch: bool,
                  with_g2: bool) -> dict[str, Any]:
     """The MSMs in their order, each after a poll of ``abort``: a handle each (a list of
     handles, one per proof, for a batch). C runs over the private signals only."""
@@ -155,8 +172,8 @@ def _launch_msms(launch: Launch, pk: ProvingKey, w: Buffer, h: Buffer, abort: Ab
     _check(abort, "the B1 MSM")
     parts["b1"] = msm("b1_points", w)
     _check(abort, "the C MSM")
-    if pk.n_private:
-        parts["c"] = msm("c_points", w, pk.n_public + 1)
+    if key.n_private:
+        parts["c"] = msm("c_points", w, key.n_public + 1)
     _check(abort, "the H MSM")
     parts["h"] = msm("h_points", h)
     if with_g2:
@@ -165,23 +182,19 @@ def _launch_msms(launch: Launch, pk: ProvingKey, w: Buffer, h: Buffer, abort: Ab
     return parts
 
 
-def gpu_prove_start(
-    pk: ProvingKey, assignment: Assignment, device: str = "cpu", *, r: int | None = None, s: int | None = None,
-    abort: Abort = None,
-) -> PendingProof:
-    """Launch a proof on ``device``. ``abort`` is polled between phases; when it turns true
-    ProofAborted is raised and nothing of the proof is kept."""
-    from engine.prover import statement
-
-    statement.validate(pk, assignment)
-    backend = backend_for(device)
-    pending = _pending(pk, assignment, device, r, s)
+def start(key: Key, statement: Statement, backend: Backend, *, r: int | None = None, s: int | None = None,
+          abort: Abort = None) -> PendingProof:
+    """Validate, H on the coset, launch the MSMs (the G2 one too on an asynchronous backend).
+    ``abort`` is polled between phases; when it turns true ProofAborted is raised and nothing
+    of the proof is kept."""
+    statement.validate(key)
+    pending = _pending(key, statement, backend.name, r, s)
     _check(abort, "the H polynomial")
-    launch = backend.launch(pk)
+    launch = backend.launch(key)
     try:
-        h = launch.h_coset(statement.domain_evals(pk, assignment))
-        w = launch.scalars(assignment.witness)
-        pending.parts = _launch_msms(launch, pk, w, h, abort, batch=False, with_g2=backend.asynchronous)
+        h = launch.h_coset(statement.evaluations(key))
+        w = launch.scalars(statement.witness)
+        pending.parts = _launch_msms(launch, key, w, h, abort, batch=False, with_g2=backend.asynchronous)
     except BaseException:
         launch.close()
         raise
@@ -190,12 +203,13 @@ def gpu_prove_start(
     return pending
 
 
-def gpu_prove_finish(pending: PendingProof, *, abort: Abort = None) -> Proof:
-    """Wait for the launched work and assemble the proof; ``abort`` as in gpu_prove_start."""
+def finish(pending: PendingProof, *, abort: Abort = None) -> bytes:
+    """Wait for the launched work (run the G2 MSM where start left it) and assemble: the proof
+    as pi_a | pi_b | pi_c, affine Montgomery limbs (the zkey layout)."""
     if pending.finished:
         raise RuntimeError("gpu_prove_finish called twice for the same pending proof")
     launch = pending.launch
-    assert launch is not None, "a pending proof is made by gpu_prove_start"
+    assert launch is not None, "a pending proof is made by start"
     _check(abort, "the B2 MSM")
     if "b2" not in pending.parts:
         pending.parts["b2"] = launch.msm("b2_points", pending.scalars)
@@ -206,12 +220,33 @@ def gpu_prove_finish(pending: PendingProof, *, abort: Abort = None) -> Proof:
     return _assemble(pending.pk, points, pending.r, pending.s)
 
 
-def _assemble(pk: ProvingKey, points: dict[str, Buffer], r: int, s: int) -> Proof:
-    cp = get_curve(pk.curve)
+def _assemble(key: Key, points: dict[str, Buffer], r: int, s: int) -> bytes:
+    cp = get_curve(key.curve)
     ch = groth16_native.g1_add(cp, points["c"], points["h"]) if "c" in points else points["h"]
-    raw = groth16_native.assemble(cp, points["a"], points["b1"], points["b2"], ch, pk.alpha1, pk.beta1, pk.beta2,
-                                  pk.delta1, pk.delta2, r, s)
-    return groth16_native.proof_from_bytes(cp, raw)
+    return groth16_native.assemble(cp, points["a"], points["b1"], points["b2"], ch, key.alpha1, key.beta1, key.beta2,
+                                   key.delta1, key.delta2, r, s)
+
+
+def prove_raw(key: Key, statement: Statement, backend: Backend, *, r: int | None = None,
+              s: int | None = None) -> bytes:
+    """A whole proof, pi_a | pi_b | pi_c as finish gives it."""
+    return finish(start(key, statement, backend, r=r, s=s))
+
+
+def gpu_prove_start(
+    pk: ProvingKey, assignment: Assignment, device: str = "cpu", *, r: int | None = None, s: int | None = None,
+    abort: Abort = None,
+) -> PendingProof:
+    """Launch a proof of an Assignment on ``device`` ("cpu" or "cuda:N"); see start."""
+    from engine.prover.statement import ArrayStatement
+
+    return start(pk, ArrayStatement(assignment), backend_for(device), r=r, s=s, abort=abort)
+
+
+def gpu_prove_finish(pending: PendingProof, *, abort: Abort = None) -> Proof:
+    """Wait for the launched work and assemble the proof; ``abort`` as in gpu_prove_start."""
+    raw = finish(pending, abort=abort)
+    return groth16_native.proof_from_bytes(get_curve(pending.pk.curve), raw)
 
 
 def gpu_prove_start_batch(
@@ -230,19 +265,19 @@ def gpu_prove_start_batch(
     if len(assignments) == 1:
         (r, s), = rs
         return [gpu_prove_start(pk, assignments[0], device, r=r, s=s, abort=abort)]
-    from engine.prover import statement
+    from engine.prover.statement import ArrayStatement
 
+    statements = [ArrayStatement(asg) for asg in assignments]
+    for st in statements:
+        st.validate(pk)
     backend = backend_for(device)
-    pendings = []
-    for asg, (r, s) in zip(assignments, rs, strict=True):
-        statement.validate(pk, asg)
-        pendings.append(_pending(pk, asg, device, r, s))
+    pendings = [_pending(pk, st, backend.name, r, s) for st, (r, s) in zip(statements, rs, strict=True)]
     _check(abort, "the H polynomials")
     launch = backend.launch(pk)
     try:
         # one proof's domain evaluations on the host at a time
-        h = launch.h_coset_batch((statement.domain_evals(pk, asg) for asg in assignments), len(assignments))
-        w = launch.scalars_batch([asg.witness for asg in assignments])
+        h = launch.h_coset_batch((st.evaluations(pk) for st in statements), len(statements))
+        w = launch.scalars_batch([st.witness for st in statements])
         rows = _launch_msms(launch, pk, w, h, abort, batch=True, with_g2=True)
     except BaseException:
         launch.close()
@@ -264,4 +299,3 @@ def prove(
     pk: ProvingKey, assignment: Assignment, *, device: str = "cpu", r: int | None = None, s: int | None = None
 ) -> Proof:
     return gpu_prove_finish(gpu_prove_start(pk, assignment, device, r=r, s=s))
-

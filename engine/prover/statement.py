@@ -85,3 +85,18 @@ def validate(pk: ProvingKey, asg: Assignment) -> None:
 def public_inputs_of(assignment: Assignment) -> list[int]:
     p = assignment.public_inputs
     return limbs_to_ints(p) if p.shape[0] else []
+
+
+class ArrayStatement:
+    """An Assignment as the orchestration's statement (engine.prover.groth16.Statement)."""
+
+    def __init__(self, assignment: Assignment) -> None:
+        self.assignment = assignment
+        self.witness = assignment.witness
+        self.abc_nbytes = int(assignment.a.nbytes + assignment.b.nbytes + assignment.c.nbytes)
+
+    def validate(self, key: ProvingKey) -> None:
+        validate(key, self.assignment)
+
+    def evaluations(self, key: ProvingKey) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return domain_evals(key, self.assignment)

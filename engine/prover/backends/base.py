@@ -15,8 +15,7 @@ arrays), so this module, and the orchestration above it, import no array library
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 Buffer = Any  # bytes, a memoryview or an array: the kernels' layout (little-endian u64 limbs)
 # a, b, c of one proof over the whole domain (std-form scalars, one row per domain point)
@@ -32,14 +31,47 @@ class Handle(Protocol):
     def wait(self) -> Buffer: ...
 
 
-@dataclass(frozen=True)
 class Ready:
     """A result computed before its handle was returned (an eager backend's MSM)."""
 
-    value: Buffer
+    __slots__ = ("value",)
+
+    def __init__(self, value: Buffer) -> None:
+        self.value = value
 
     def wait(self) -> Buffer:
         return self.value
+
+
+class MappedKey(NamedTuple):
+    """A proving key as buffers of the kernels' layout, read where they lie: a snarkjs .zkey's
+    header points and sections (engine.prover.zkey_prover maps the file). No arrays, so the
+    command line proves from it without numpy; a NamedTuple, not a dataclass, for the same
+    command's start-up. ``entries``: section 4 after its count (the A and B coefficients, 44
+    bytes each); ``mapped``: the buffers are views of a read-only file mapping, whose pages the
+    kernels give back as they are done with each."""
+
+    curve: str
+    n_vars: int
+    n_public: int
+    domain_size: int
+    alpha1: Buffer
+    beta1: Buffer
+    beta2: Buffer
+    delta1: Buffer
+    delta2: Buffer
+    a_points: Buffer
+    b1_points: Buffer
+    b2_points: Buffer
+    c_points: Buffer
+    h_points: Buffer
+    entries: Buffer
+    n_coef: int
+    mapped: bool = False
+
+    @property
+    def n_private(self) -> int:
+        return self.n_vars - self.n_public - 1
 
 
 class Launch(Protocol):

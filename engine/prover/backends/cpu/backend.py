@@ -1,33 +1,40 @@
-"""The CPU as a Backend (backends.base): H on the coset and the MSMs through the compiled
-kernels, each MSM through the key's fixed-base table where it carries one (fixed_base), else
-Pippenger over its live bases read in place.
+"""The CPU as a Backend (backends.base), through the compiled kernels.
 
-The CPU computes as it is asked, so every handle it returns is already done, and a launch
-holds nothing of its own: H and the witness stay host arrays the caller owns.
+The CPU computes as it is asked, so every handle it returns is already done. Two kinds of key:
+a ProvingKey of arrays (the engine's, kept hot, maybe with fixed-base tables: array_launch,
+numpy's) and a MappedKey of buffers (a .zkey mapped by the command line): its launch here
+runs the kernels' Groth16 steps over the mapped sections with no array library, giving each
+section's pages back once its MSM has planned (copied the live points).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from engine.prover.backends.base import Buffer, Evaluations, Handle, Ready
-from engine.prover.backends.cpu import fixed_base, native
+from engine.prover.backends.base import SECTIONS, Buffer, Evaluations, Handle, Launch, MappedKey, Ready
+from engine.prover.backends.cpu import groth16_native, native_build
+from engine.prover.params.curves import get_curve
 
 if TYPE_CHECKING:
     from engine.prover.keys import ProvingKey
 
 
-class CpuLaunch:
-    def __init__(self, key: ProvingKey) -> None:
+class MappedLaunch:
+    """H and the MSMs over a MappedKey's buffers; H lives on the C heap until its MSM."""
+
+    def __init__(self, key: MappedKey, threads: int) -> None:
         self.key = key
+        self.curve = get_curve(key.curve)
+        self.threads = threads
 
     @property
     def nbytes(self) -> int:
         return 0
 
     def h_coset(self, evals: Evaluations) -> Buffer:
-        return native.h_coset(self.key.curve, *evals)
+        a, b, c = evals
+        return groth16_native.h_coset(self.curve, a, b, c, self.key.domain_size, self.threads)
 
     def h_coset_batch(self, evals: Iterable[Evaluations], k: int) -> Buffer:
         return [self.h_coset(e) for e in evals]
@@ -39,11 +46,12 @@ class CpuLaunch:
         return list(witnesses)
 
     def msm(self, section: str, scalars: Buffer, first_row: int = 0) -> Handle:
-        return Ready(fixed_base.msm(self.key, section, scalars[first_row:]))
+        return Ready(groth16_native.msm(self.curve, SECTIONS[section], getattr(self.key, section), scalars,
+                                        self.threads, first_row=first_row, mapped=self.key.mapped))
 
     def msm_batch(self, section: str, scalars: Buffer, first_row: int = 0) -> list[Handle]:
-        # one pass over the section's points for all the vectors (the batch kernels)
-        return [Ready(p) for p in fixed_base.msm_batch(self.key, section, [v[first_row:] for v in scalars])]
+        # a mapped section is given back after its first MSM: one vector at a time
+        return [self.msm(section, v, first_row) for v in scalars]
 
     def close(self) -> None:
         pass
@@ -53,5 +61,12 @@ class CpuBackend:
     name = "cpu"
     asynchronous = False
 
-    def launch(self, key: ProvingKey) -> CpuLaunch:
-        return CpuLaunch(key)
+    def __init__(self, threads: int | None = None) -> None:
+        self.threads = threads
+
+    def launch(self, key: ProvingKey | MappedKey | Any) -> Launch:
+        if isinstance(key, MappedKey):
+            return MappedLaunch(key, native_build.default_threads() if self.threads is None else self.threads)
+        from engine.prover.backends.cpu.array_launch import ArrayLaunch
+
+        return ArrayLaunch(key, self.threads)

@@ -46,6 +46,8 @@ class _Call:
         """A uint64_t pointer into ``data``, 8-byte aligned, valid while this call object lives:
         it keeps the buffer's cdata, since a pointer derived from it (``+ offset``) does not,
         and a temporary made in an argument list would be freed before the kernel reads it."""
+        if isinstance(data, self.ffi.CData):  # a C-heap vector (Scratch): already a uint64_t pointer
+            return data + offset_words
         ptr = self.ffi.from_buffer("uint64_t[]", data)
         if int(self.ffi.cast("uintptr_t", ptr)) % 8:  # CPython's bytes and numpy's arrays are aligned; be sure
             size = self.ffi.sizeof(ptr)
@@ -122,30 +124,60 @@ def assemble(curve: CurveParams, msm_a: Buffer, msm_b1: Buffer, msm_b2: Buffer, 
     return bytes(k.ffi.buffer(proof))
 
 
-def prove_zkey(curve: CurveParams, witness: Buffer, n_vars: int, n_public: int, domain_size: int, entries: Buffer,
-               n_coef: int, header_points: Buffer, sections: dict[int, Buffer], r: int, s: int,
-               threads: int, *, mapped: bool = False) -> bytes:
-    """A whole proof (pi_a | pi_b | pi_c) from a zkey's sections, its layout already checked
-    against its header: header_points, the coefficient entries (section 4 after its count)
-    and the point sections 5 to 9. ``mapped``: the entries and point sections are views of a
-    read-only mapping of the file (mmap.ACCESS_READ), read in place and given back a section
-    at a time as the proof is done with each. Raises RefusedInput naming a bad entry or
-    witness value."""
+def scratch(curve: CurveParams, rows: int) -> Any:
+    """``rows`` zeroed scalars on the C heap, freed when the returned pointer is dropped: a
+    proof's domain vectors, kept out of Python's allocator (the command's memory is the
+    kernels' and the mapped key's, which tests/prover/test_zkey_memory.py traces apart)."""
+    k = _Call(curve)
+    ptr = k.fn("groth16_alloc")(4 * rows)
+    if ptr == k.ffi.NULL:
+        raise MemoryError(f"out of memory for a domain of {rows} rows")
+    return k.ffi.gc(ptr, k.fn("groth16_free"), size=32 * rows)
+
+
+def check_witness(curve: CurveParams, witness: Buffer, n_vars: int) -> None:
+    """Raises RefusedInput("witness") unless every value is below r and witness[0] is 1."""
+    k = _Call(curve)
+    if k.fn("groth16_check_witness")(k.u64(witness), n_vars, k.err, _ERR_BYTES):
+        raise RefusedInput("witness", k.message())
+
+
+def evaluate(curve: CurveParams, entries: Buffer, n_coef: int, witness: Buffer, n_vars: int, domain_size: int,
+             threads: int, *, mapped: bool = False) -> tuple[Any, Any, Any]:
+    """a = A w, b = B w (from a zkey's coefficient entries: section 4 after its count) and
+    c = a b over the domain, standard form, on the C heap; the entries' pages given back when
+    ``mapped``. Raises RefusedInput("key") naming the first bad entry."""
+    k = _Call(curve)
+    a, b, c = (scratch(curve, domain_size) for _ in range(3))
+    bad = k.fn("groth16_evaluate")(a, b, c, k.bytes(entries), n_coef, k.u64(witness), n_vars, domain_size, threads,
+                                   int(mapped))
+    if bad >= 0:
+        raise RefusedInput("key", f"coefficient entry {bad} is out of range or not reduced")
+    return a, b, c
+
+
+def h_coset(curve: CurveParams, a: Buffer, b: Buffer, c: Buffer, domain_size: int, threads: int) -> Any:
+    """H's scalars (a b - c on snarkjs's coset; standard form, on the C heap) from a, b, c over
+    the domain, which it clobbers."""
+    k = _Call(curve)
+    h = scratch(curve, domain_size)
+    k.fn("groth16_h_coset")(h, k.u64(a), k.u64(b), k.u64(c), domain_size.bit_length() - 1, threads)
+    return h
+
+
+def msm(curve: CurveParams, group: str, bases: Buffer, scalars: Buffer, threads: int, *, first_row: int = 0,
+        mapped: bool = False) -> bytes:
+    """sum scalars[first_row + i] bases[i] over every base (all-zero ones skipped), one affine
+    point; ``mapped``: the bases are a view of a read-only file mapping, read in place and
+    given back once planned."""
     k = _Call(curve)
     g1, g2 = point_words(curve)
-    proof = k.out(2 * g1 + g2)
-    points = k.in_place if mapped else k.u64
-    code = k.fn("groth16_prove_zkey")(
-        proof, k.u64(witness), n_vars, n_public, domain_size.bit_length() - 1, k.bytes(entries), n_coef,
-        k.u64(header_points), *(points(sections[sid]) for sid in (5, 6, 7, 8, 9)),
-        k.u64(_limbs(r % curve.r) + _limbs(s % curve.r)), threads, int(mapped), k.err, _ERR_BYTES)
-    if code == 1:
-        raise RefusedInput("key", k.message())
-    if code == 2:
-        raise RefusedInput("witness", k.message())
-    if code:
-        raise MemoryError(k.message())
-    return bytes(k.ffi.buffer(proof))
+    words = g1 if group == "g1" else g2
+    n = memoryview(bases).nbytes // (8 * words)
+    out = k.out(words)
+    points = k.in_place(bases) if mapped else k.u64(bases)
+    k.fn(f"groth16_msm_{group}")(out, points, k.u64(scalars, 4 * first_row), n, threads, int(mapped))
+    return bytes(k.ffi.buffer(out))
 
 
 def check_key(curve: CurveParams, alpha1: Buffer, beta2: Buffer, gamma2: Buffer, delta2: Buffer, ic: Buffer,
