@@ -43,6 +43,37 @@ class Ready:
         return self.value
 
 
+class HostLaunch:
+    """What a launch on the host shares: the caller's buffers are the backend's (the witness
+    and H stay where they are, nothing is held apart), and a batch is its proofs one by one
+    unless a subclass has a batch kernel. Subclasses give ``h_coset`` and ``msm``."""
+
+    @property
+    def nbytes(self) -> int:
+        return 0
+
+    def h_coset(self, evals: Evaluations) -> Buffer:
+        raise NotImplementedError
+
+    def msm(self, section: str, scalars: Buffer, first_row: int = 0) -> Handle:
+        raise NotImplementedError
+
+    def h_coset_batch(self, evals: Iterable[Evaluations], k: int) -> Buffer:
+        return [self.h_coset(e) for e in evals]
+
+    def scalars(self, witness: Buffer) -> Buffer:
+        return witness
+
+    def scalars_batch(self, witnesses: Sequence[Buffer]) -> Buffer:
+        return list(witnesses)
+
+    def msm_batch(self, section: str, scalars: Buffer, first_row: int = 0) -> list[Handle]:
+        return [self.msm(section, v, first_row) for v in scalars]
+
+    def close(self) -> None:
+        pass
+
+
 class MappedKey(NamedTuple):
     """A proving key as buffers of the kernels' layout, read where they lie: a snarkjs .zkey's
     header points and sections (engine.prover.zkey_prover maps the file). No arrays, so the

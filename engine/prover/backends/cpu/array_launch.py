@@ -5,38 +5,24 @@ such a key is proved."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from engine.prover.backends.base import Buffer, Evaluations, Handle, Ready
+from engine.prover.backends.base import Buffer, Evaluations, Handle, HostLaunch, Ready
 from engine.prover.backends.cpu import fixed_base, native
 
 if TYPE_CHECKING:
     from engine.prover.keys import ProvingKey
 
 
-class ArrayLaunch:
+class ArrayLaunch(HostLaunch):
     """Holds nothing of its own: H and the witness stay host arrays the caller owns."""
 
     def __init__(self, key: ProvingKey, threads: int | None) -> None:
         self.key = key
         self.threads = threads
 
-    @property
-    def nbytes(self) -> int:
-        return 0
-
     def h_coset(self, evals: Evaluations) -> Buffer:
         return native.h_coset(self.key.curve, *evals, threads=self.threads)
-
-    def h_coset_batch(self, evals: Iterable[Evaluations], k: int) -> Buffer:
-        return [self.h_coset(e) for e in evals]
-
-    def scalars(self, witness: Buffer) -> Buffer:
-        return witness
-
-    def scalars_batch(self, witnesses: Sequence[Buffer]) -> Buffer:
-        return list(witnesses)
 
     def msm(self, section: str, scalars: Buffer, first_row: int = 0) -> Handle:
         return Ready(fixed_base.msm(self.key, section, scalars[first_row:]))
@@ -44,6 +30,3 @@ class ArrayLaunch:
     def msm_batch(self, section: str, scalars: Buffer, first_row: int = 0) -> list[Handle]:
         # one pass over the section's points for all the vectors (the batch kernels)
         return [Ready(p) for p in fixed_base.msm_batch(self.key, section, [v[first_row:] for v in scalars])]
-
-    def close(self) -> None:
-        pass

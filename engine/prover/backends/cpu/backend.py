@@ -9,10 +9,9 @@ section's pages back once its MSM has planned (copied the live points).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine.prover.backends.base import SECTIONS, Buffer, Evaluations, Handle, Launch, MappedKey, Ready
+from engine.prover.backends.base import SECTIONS, Buffer, Evaluations, Handle, HostLaunch, Launch, MappedKey, Ready
 from engine.prover.backends.cpu import groth16_native, native_build
 from engine.prover.params.curves import get_curve
 
@@ -20,41 +19,22 @@ if TYPE_CHECKING:
     from engine.prover.keys import ProvingKey
 
 
-class MappedLaunch:
-    """H and the MSMs over a MappedKey's buffers; H lives on the C heap until its MSM."""
+class MappedLaunch(HostLaunch):
+    """H and the MSMs over a MappedKey's buffers; H lives on the C heap until its MSM. A batch
+    is its proofs one by one: a mapped section is given back after each MSM."""
 
     def __init__(self, key: MappedKey, threads: int) -> None:
         self.key = key
         self.curve = get_curve(key.curve)
         self.threads = threads
 
-    @property
-    def nbytes(self) -> int:
-        return 0
-
     def h_coset(self, evals: Evaluations) -> Buffer:
         a, b, c = evals
         return groth16_native.h_coset(self.curve, a, b, c, self.key.domain_size, self.threads)
 
-    def h_coset_batch(self, evals: Iterable[Evaluations], k: int) -> Buffer:
-        return [self.h_coset(e) for e in evals]
-
-    def scalars(self, witness: Buffer) -> Buffer:
-        return witness
-
-    def scalars_batch(self, witnesses: Sequence[Buffer]) -> Buffer:
-        return list(witnesses)
-
     def msm(self, section: str, scalars: Buffer, first_row: int = 0) -> Handle:
         return Ready(groth16_native.msm(self.curve, SECTIONS[section], getattr(self.key, section), scalars,
                                         self.threads, first_row=first_row, mapped=self.key.mapped))
-
-    def msm_batch(self, section: str, scalars: Buffer, first_row: int = 0) -> list[Handle]:
-        # a mapped section is given back after its first MSM: one vector at a time
-        return [self.msm(section, v, first_row) for v in scalars]
-
-    def close(self) -> None:
-        pass
 
 
 class CpuBackend:
