@@ -7,9 +7,10 @@ interrupted, but each phase is short next to a whole proof, so a cancelled parti
 its memory within one phase.
 
 The split is the engine's: gpu_prove_start launches the work and returns; gpu_prove_finish
-waits for it and assembles. An asynchronous backend (CUDA) has all five MSMs launched on its
-stream when start returns; an eager one (the CPU) runs the G1 MSMs in start and the G2 MSM
-in finish, where the engine's finalizer takes it off the proving stage. On an H200 the G2
+waits for it and assembles. An asynchronous launch has all five MSMs launched when start
+returns: on a CUDA device's stream, or (the CPU's over a mapped .zkey) queued to run on one
+thread team at the first wait; an eager one (the CPU's over arrays) runs the G1 MSMs in start
+and the G2 MSM in finish, where the engine's finalizer takes it off the proving stage. On an H200 the G2
 MSM of a 2^20 proof takes 51 ms on the device against over a second on 16 cores, so the
 device runs it with the others (bench/results/gpu.md). A batch of proofs of one key runs
 each MSM once for all of them (one pass over the bases), the G2 one included.
@@ -194,7 +195,7 @@ def start(key: Key, statement: Statement, backend: Backend, *, r: int | None = N
     try:
         h = launch.h_coset(statement.evaluations(key))
         w = launch.scalars(statement.witness)
-        pending.parts = _launch_msms(launch, key, w, h, abort, batch=False, with_g2=backend.asynchronous)
+        pending.parts = _launch_msms(launch, key, w, h, abort, batch=False, with_g2=launch.asynchronous)
     except BaseException:
         launch.close()
         raise

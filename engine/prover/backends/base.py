@@ -48,6 +48,8 @@ class HostLaunch:
     and H stay where they are, nothing is held apart), and a batch is its proofs one by one
     unless a subclass has a batch kernel. Subclasses give ``h_coset`` and ``msm``."""
 
+    asynchronous = False
+
     @property
     def nbytes(self) -> int:
         return 0
@@ -110,7 +112,14 @@ class Launch(Protocol):
 
     Scalars and H live where the backend reads them: ``scalars`` and ``h_coset`` return the
     backend's own buffers, to be passed back to its ``msm``. ``first_row`` skips the first rows
-    of the scalars (the C MSM runs over the private signals only)."""
+    of the scalars (the C MSM runs over the private signals only).
+
+    ``asynchronous``: its MSMs run after ``msm`` returns (on a device's stream, or queued until
+    the first wait), so the orchestration launches all five (the G2 one included) at start and
+    waits at finish; an eager launch runs the G2 MSM at finish instead, where the engine's
+    finalizer takes it off the proving stage."""
+
+    asynchronous: bool
 
     @property
     def nbytes(self) -> int:
@@ -137,13 +146,8 @@ class Launch(Protocol):
 
 
 class Backend(Protocol):
-    """A device that proves: ``launch`` opens one proof's work over ``key``.
-
-    ``asynchronous``: its MSMs run after ``msm`` returns, so the orchestration launches all five
-    (the G2 one included) at start and waits at finish; an eager backend runs the G2 MSM at
-    finish instead, where the engine's finalizer takes it off the proving stage."""
+    """A device that proves: ``launch`` opens one proof's work over ``key``."""
 
     name: str
-    asynchronous: bool
 
     def launch(self, key: Any) -> Launch: ...

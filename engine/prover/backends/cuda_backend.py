@@ -44,6 +44,8 @@ def bases_on(key: ProvingKey, dev: Any) -> dict[str, Any]:
 class CudaLaunch:
     """One proof's (or batch's) buffers on the device: what its kernels read until they finish."""
 
+    asynchronous = True
+
     def __init__(self, dev: Any, key: ProvingKey) -> None:
         self.dev = dev
         self.curve = key.curve
@@ -88,8 +90,6 @@ class CudaLaunch:
 
 
 class CudaBackend:
-    asynchronous = True
-
     def __init__(self, index: int) -> None:
         self.index = index
         self.name = f"cuda:{index}"

@@ -156,28 +156,32 @@ def evaluate(curve: CurveParams, entries: Buffer, n_coef: int, witness: Buffer, 
     return a, b, c
 
 
-def h_coset(curve: CurveParams, a: Buffer, b: Buffer, c: Buffer, domain_size: int, threads: int) -> Any:
-    """H's scalars (a b - c on snarkjs's coset; standard form, on the C heap) from a, b, c over
-    the domain, which it clobbers."""
-    k = _Call(curve)
-    h = scratch(curve, domain_size)
-    k.fn("groth16_h_coset")(h, k.u64(a), k.u64(b), k.u64(c), domain_size.bit_length() - 1, threads)
-    return h
-
-
-def msm(curve: CurveParams, group: str, bases: Buffer, scalars: Buffer, threads: int, *, first_row: int = 0,
-        mapped: bool = False) -> bytes:
-    """sum scalars[first_row + i] bases[i] over every base (all-zero ones skipped), one affine
-    point; ``mapped``: the bases are a view of a read-only file mapping, read in place and
-    given back once planned."""
+def msm_pool(curve: CurveParams, jobs: list[tuple[str, Buffer, Buffer, int]], threads: int, *, h: Any = None,
+             evals: tuple[Any, Any, Any] | None = None, domain_size: int = 0, mapped: bool = False) -> list[bytes]:
+    """Several MSMs on one thread team (kernels/groth16.h groth16_msm_pool), the largest first:
+    each job (group "g1" or "g2", bases, scalars, first_row) sums scalars[first_row + i]
+    bases[i] over every base (all-zero ones skipped) into one affine point. With ``evals``
+    (a, b, c: scratch, handed over: the pool frees them once H is made), H is made into ``h``
+    among them, before the plans of the jobs whose scalars are ``h``. ``mapped``: the bases are views of a read-only file mapping, read in
+    place and given back once planned."""
     k = _Call(curve)
     g1, g2 = point_words(curve)
-    words = g1 if group == "g1" else g2
-    n = memoryview(bases).nbytes // (8 * words)
-    out = k.out(words)
-    points = k.in_place(bases) if mapped else k.u64(bases)
-    k.fn(f"groth16_msm_{group}")(out, points, k.u64(scalars, 4 * first_row), n, threads, int(mapped))
-    return bytes(k.ffi.buffer(out))
+    words = [g2 if group == "g2" else g1 for group, *_ in jobs]
+    outs = [k.out(w) for w in words]
+    points = k.in_place if mapped else k.u64
+    bases = [points(b) for _, b, _, _ in jobs]
+    scalars = [k.u64(sc, 4 * first) for _, _, sc, first in jobs]
+    rows = [memoryview(b).nbytes // (8 * w) for (_, b, _, _), w in zip(jobs, words, strict=True)]
+    a, b, c = evals if evals is not None else (k.ffi.NULL,) * 3
+    k.fn("groth16_msm_pool")(k.ffi.new("uint64_t *[]", outs), k.ffi.new("const uint64_t *[]", bases),
+                             k.ffi.new("const uint64_t *[]", scalars), k.ffi.new("size_t[]", rows),
+                             k.ffi.new("int[]", [group == "g2" for group, *_ in jobs]), len(jobs),
+                             h if h is not None else k.ffi.NULL, a, b, c, max(domain_size.bit_length() - 1, 0),
+                             threads, int(mapped), int(evals is not None))
+    if evals is not None:  # the pool freed them once H was made: their owners must not again
+        for v in evals:
+            k.ffi.gc(v, None)
+    return [bytes(k.ffi.buffer(o)) for o in outs]
 
 
 def check_key(curve: CurveParams, alpha1: Buffer, beta2: Buffer, gamma2: Buffer, delta2: Buffer, ic: Buffer,

@@ -1,7 +1,7 @@
 /* Groth16 of one curve in whole steps (host only), instantiated by pairing_instances.h after
  * pairing.h (PC, G1C, G2C, PC_LABEL):
  *   groth16_assemble   the randomised proof from its five MSMs (engine.prover.groth16 and below)
- *   groth16_check_witness, groth16_evaluate, groth16_h_coset, groth16_msm_g1/g2
+ *   groth16_check_witness, groth16_evaluate, groth16_msm_pool (H among the MSMs)
  *                      a proof's steps over a snarkjs zkey's sections (mapped) and a witness, for
  *                      the CPU backend's launch over a mapped key (engine.prover.backends.cpu), so
  *                      a proof from files needs no array library; groth16_alloc/free hold the
@@ -149,9 +149,9 @@ int64_t GN(groth16_evaluate)(u64 *a, u64 *b, u64 *c, const unsigned char *entrie
 
 /* h = a b - c on snarkjs's coset from their evaluations over the domain of 2^log_domain
  * points (standard form in and out; a, b, c clobbered): what the H MSM takes. */
-void GN(groth16_h_coset)(u64 *h, u64 *a, u64 *b, u64 *c, int log_domain, int threads) {
-    if (threads <= 0) threads = 1;
+static void GN(g16_h_coset)(u64 *h, u64 *a, u64 *b, u64 *c, int log_domain, int threads) {
     size_t n = (size_t)1 << log_domain;
+    if (threads <= 0) threads = 1;
     RT *av = (RT *)a, *bv = (RT *)b, *cv = (RT *)c;
     R_(to_mont_vec)(av, n, threads); R_(to_mont_vec)(bv, n, threads); R_(to_mont_vec)(cv, n, threads);
     RT dw, dwi, dni, dsh;
@@ -160,31 +160,95 @@ void GN(groth16_h_coset)(u64 *h, u64 *a, u64 *b, u64 *c, int log_domain, int thr
     R_(from_mont_vec)((RT *)h, n, threads);
 }
 
-/* sum scalars[i] bases[i] over the bases' live rows (a signal absent from A or B has the point
- * at infinity there: half of them in many circuits, and the G2 MSM is the dearest): the plan
- * (GLV split, digits) copies the live points, so the bases are given back before the windows
- * are summed (mapped). */
-#define PS_G16_MSM(G)                                                                              \
-    if (threads <= 0) threads = 1;                                                                 \
-    size_t live = 0;                                                                               \
-    int64_t *rows = (int64_t *)malloc(sizeof(int64_t) * (n ? n : 1));                              \
-    for (size_t i = 0; i < n; i++)                                                                 \
-        if (!G(affine_is_inf)((const G(affine) *)bases + i)) rows[live++] = (int64_t)i;             \
-    G(msm_job) job;                                                                                \
-    G(job_plan)(&job, bases, scalars, rows, live, 0, 1, 256, threads);                             \
-    free(rows);                                                                                    \
-    ps_g16_release(bases, sizeof(G(affine)) * n, mapped);                                          \
-    _Pragma("omp parallel for schedule(dynamic, 1) num_threads(threads)")                          \
-    for (int w = 0; w < job.pip.nwin; w++) G(pip_window)(&job.pip, w);                             \
-    G(job_finish)(&job, out)
+/* Plan an MSM over its bases' live rows (a signal absent from A or B has the point at
+ * infinity there: half of them in many circuits, and the G2 MSM is the dearest): the GLV split
+ * and its digits, on one thread. The plan holds its own copy of the live points (with their
+ * endomorphism images), so the bases are given back once it is made (mapped). */
+#define PS_G16_PLAN(G, NAME)                                                                       \
+    static void NAME(G(msm_job) *job, const u64 *bases, const u64 *scalars, size_t n, int mapped) { \
+        size_t live = 0;                                                                           \
+        int64_t *rows = (int64_t *)malloc(sizeof(int64_t) * (n ? n : 1));                          \
+        for (size_t i = 0; i < n; i++)                                                             \
+            if (!G(affine_is_inf)((const G(affine) *)bases + i)) rows[live++] = (int64_t)i;         \
+        G(job_plan)(job, bases, scalars, rows, live, 0, 1, 256, 1);                                \
+        free(rows);                                                                                \
+        ps_g16_release(bases, sizeof(G(affine)) * n, mapped);                                      \
+    }
+PS_G16_PLAN(P1, GN(g16_plan_g1))
+PS_G16_PLAN(P2, GN(g16_plan_g2))
+#undef PS_G16_PLAN
 
-void GN(groth16_msm_g1)(u64 *out, const u64 *bases, const u64 *scalars, size_t n, int threads, int mapped) {
-    PS_G16_MSM(P1);
+/* H, and a, b, c freed (free_abc: they are groth16_alloc's, handed over) as soon as it is made. */
+static void GN(g16_h_made)(u64 *h, u64 *a, u64 *b, u64 *c, int log_domain, int threads, int free_abc) {
+    GN(g16_h_coset)(h, a, b, c, log_domain, threads);
+    if (free_abc) { free(a); free(b); free(c); }
 }
-void GN(groth16_msm_g2)(u64 *out, const u64 *bases, const u64 *scalars, size_t n, int threads, int mapped) {
-    PS_G16_MSM(P2);
+
+/* Window tasks queued per MSM before its plan says how many windows it has: a task runs
+ * windows t, t + PS_G16_WINDOWS, ... so none is lost however many there are, and the tasks
+ * past the last window return at once (GLV halves of ~128 bits in windows of at least 3 bits
+ * make at most 44). */
+#define PS_G16_WINDOWS 48
+
+/* k MSMs on one thread team: job i sums scalars[i][r] bases[i][r] over rows[i] bases (of G2
+ * when g2[i], else G1) into outs[i], one affine point. With a given (not NULL), H is made
+ * too (g16_h_coset of a, b, c into h), before the plans of the jobs whose scalars are h,
+ * and a, b, c are freed then when free_abc (the caller hands them over).
+ * The jobs are independent and in no order of the proof's: the caller queues them (a
+ * launch), this runs them (its finish).
+ *
+ * They share the team as a graph of tasks: each one's plan, its window tasks, its finish
+ * (which frees the plan), so one job's plan and another's windows fill each other's idle
+ * threads. What the pool holds at its peak is the plans alive at once (each a GLV copy of its
+ * live points and their digits, twice its section), so a plan waits for the finish of the job
+ * `live` places before it: the caller puts the largest first. Two alive keep two threads busy
+ * (one plans while the other sums windows); more than four threads get one more. On a few
+ * cores H runs as one task among them, on many it runs first with every thread. */
+void GN(groth16_msm_pool)(uint64_t **outs, const uint64_t **bases, const uint64_t **scalars, const size_t *rows,
+                          const int *g2, size_t k, uint64_t *h, uint64_t *a, uint64_t *b, uint64_t *c,
+                          int log_domain, int threads, int mapped, int free_abc) {
+    if (threads <= 0) threads = 1;
+    if (k == 0) return;
+    P1(msm_job) *j1 = (P1(msm_job) *)malloc(sizeof(P1(msm_job)) * k);
+    P2(msm_job) *j2 = (P2(msm_job) *)malloc(sizeof(P2(msm_job)) * k);
+    char *dep = (char *)malloc(2 * k);  /* per job: its plan writes it, its windows read it, its finish writes it */
+    char *first = dep + k;  /* what a plan with nothing to wait for waits for */
+    char h_done;
+    int with_h = a != NULL, h_first = with_h && threads > 4;
+    if (h_first) GN(g16_h_made)(h, a, b, c, log_domain, threads, free_abc);
+    size_t live = threads > 4 ? 3 : 2;
+    #pragma omp parallel num_threads(threads)
+    #pragma omp single
+    {
+        if (with_h && !h_first) {
+            #pragma omp task depend(out: h_done)
+            GN(g16_h_made)(h, a, b, c, log_domain, 1, free_abc);
+        }
+        for (size_t i = 0; i < k; i++) {
+            char *after = i >= live ? &dep[i - live] : &first[i];  /* the finish this plan waits for */
+            char *needs = with_h && scalars[i] == h ? &h_done : &first[i];
+            #pragma omp task depend(out: dep[i]) depend(in: after[0]) depend(in: needs[0])
+            {
+                if (g2[i]) GN(g16_plan_g2)(&j2[i], bases[i], scalars[i], rows[i], mapped);
+                else GN(g16_plan_g1)(&j1[i], bases[i], scalars[i], rows[i], mapped);
+            }
+            for (int t = 0; t < PS_G16_WINDOWS; t++) {
+                #pragma omp task depend(in: dep[i])
+                {
+                    if (g2[i]) for (int w = t; w < j2[i].pip.nwin; w += PS_G16_WINDOWS) P2(pip_window)(&j2[i].pip, w);
+                    else for (int w = t; w < j1[i].pip.nwin; w += PS_G16_WINDOWS) P1(pip_window)(&j1[i].pip, w);
+                }
+            }
+            #pragma omp task depend(inout: dep[i])
+            {
+                if (g2[i]) P2(job_finish)(&j2[i], outs[i]);
+                else P1(job_finish)(&j1[i], outs[i]);
+            }
+        }
+    }
+    free(j1); free(j2); free(dep);
 }
-#undef PS_G16_MSM
+#undef PS_G16_WINDOWS
 
 /* 0 when pt (of G1, or of G2 when g2) is infinity or a point of the order-r subgroup; else 1
  * with the reason in err. */
