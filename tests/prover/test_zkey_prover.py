@@ -97,7 +97,7 @@ def test_an_abort_stops_a_proof_from_files_between_its_phases(stop_after: int, t
 
 
 def test_the_thread_count_changes_nothing_but_the_time(tmp_path: Path) -> None:
-    """One thread, a few, more than the machine has."""
+    """One thread, a few (H among the MSMs' tasks), many (H first, with every thread)."""
     files = our_circuit("bn128", tmp_path)
     proofs = {threads: from_files(*files, threads=threads) for threads in (1, 2, 3, 6)}
     assert len(set(proofs.values())) == 1
