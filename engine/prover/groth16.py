@@ -48,8 +48,9 @@ Abort = Callable[[], bool] | None
 Randomness = list[tuple[int | None, int | None]]
 
 __all__ = [
-    "PendingProof", "Statement", "finish", "prove_raw", "start", "Proof", "ProofAborted", "assignment_from_r1cs", "assignment_from_witness", "backend_for",
-    "gpu_prove_finish", "gpu_prove_start", "gpu_prove_start_batch", "prove", "prove_batch", "public_inputs_of",
+    "PendingProof", "Proof", "ProofAborted", "Statement", "assignment_from_r1cs", "assignment_from_witness",
+    "backend_for", "finish", "gpu_prove_finish", "gpu_prove_start", "gpu_prove_start_batch", "prove", "prove_batch",
+    "prove_raw", "public_inputs_of", "start",
 ]
 
 

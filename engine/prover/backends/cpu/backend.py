@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from engine.prover.keys import ProvingKey
 
 
-# The pool's order, the largest MSM first (the plans alive at once are bounded, so the last
-# one's windows run alone): G2, then H (its scalars are the domain's, freed once it is summed).
+# The pool's order: the largest MSM first (the plans alive at once are bounded, so the last
+# one's windows run alone), G2; then H's, so H is made early and the domain's a, b, c freed.
 POOL_ORDER = ("b2_points", "h_points", "a_points", "b1_points", "c_points")
 
 
