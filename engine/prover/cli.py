@@ -12,11 +12,11 @@ A .zkey carries no C matrix, so a bad witness is caught by verifying the fresh p
 the key's own verification key (skip with --no-verify), or, given --r1cs, row by row before
 proving.
 
-A .zkey and a .wtns proved on the CPU go straight to the kernels (engine.prover.zkey_prover):
-the command then loads only the standard library and the compiled kernels, never numpy, and
-a small circuit is proved in little more than the proof's own time. The GPU, --wasm and
---r1cs go through the engine's prover (engine.prover.groth16), which the numeric stack
-serves. `manage.py prove` is the same command behind Django's start-up.
+Every proof goes through the engine's one orchestration (engine.prover.groth16). A .zkey and a
+.wtns proved on the CPU are handed to it as the mapped file (engine.prover.zkey_prover): the
+command then loads only the standard library and the compiled kernels, never numpy, and a
+small circuit is proved in little more than the proof's own time. The GPU, --wasm and
+--r1cs hand it the key read into arrays, which the numeric stack serves. `manage.py prove` is the same command behind Django's start-up.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def _summary(curve: str, n_vars: int, domain: int, device: str, load_s: float, p
 
 
 def _prove_zkey_wtns(zkey: Path, wtns: Path, proof_path: Path, public_path: Path, check: bool) -> str:
-    """A .zkey and .wtns on the CPU, straight through the kernels (no numpy)."""
+    """A .zkey and .wtns on the CPU: the orchestration over the mapped key (no numpy)."""
     from engine.prover import zkey_prover
     from engine.prover.backends.cpu import native_build
     from engine.prover.datatypes import FormatError, InvalidProof

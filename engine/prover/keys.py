@@ -116,3 +116,4 @@ class ProvingKey:
             delta2=delta2,
             ic=tuple(g1_from_mont(self.ic, self.curve)),
         )
+

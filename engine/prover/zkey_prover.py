@@ -5,14 +5,13 @@ allocation is what the files really hold. The zkey is then mapped, not read: its
 the kernels' own layout (affine, Montgomery limbs, all-zero for infinity), so the kernels
 read them where they lie, and give each section's pages back once they are done with it (the
 coefficients after A·w and B·w, a section of points once its MSM has copied the live ones
-into its plan), so the proof never holds the whole key. The kernels do the rest in one call
-each (kernels/groth16.h): the witness checked, A·w and B·w from the coefficients, H on
-the coset, the five MSMs, the randomisation; then the key's points, and the proof against
-them. Only the standard library and the compiled kernels: no numpy, so a small circuit's
-command is over in little more than its proof's time.
+into its plan), so the proof never holds the whole key.
 
-The engine proves through engine.prover.groth16 instead: split start and finish, GPUs,
-fixed-base tables, cancellation between phases.
+The proof itself is the engine's: engine.prover.groth16's one orchestration, here over a
+MappedKey and a ZkeyStatement on the CPU backend, whose launch over a mapped key runs the
+kernels' Groth16 steps (kernels/groth16.h) over buffers. Only the standard library and the
+compiled kernels: no numpy, so a small circuit's command is over in little more than its
+proof's time.
 """
 
 from __future__ import annotations
@@ -22,7 +21,10 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
+from engine.prover import groth16
+from engine.prover.backends.base import MappedKey
 from engine.prover.backends.cpu import groth16_native, native_build
+from engine.prover.backends.cpu.backend import CpuBackend
 from engine.prover.datatypes import Proof
 from engine.prover.formats.binfile import read_section
 from engine.prover.formats.errors import FormatError
@@ -89,16 +91,45 @@ def read_inputs(zkey: str | os.PathLike[str], wtns: str | os.PathLike[str]) -> Z
                       sections=sections, witness=witness)
 
 
+class ZkeyStatement:
+    """A .wtns's witness as the orchestration's statement (groth16.Statement): checked by the
+    kernels, a and b summed from the key's coefficient entries and c = a b (the zkey has no C
+    matrix, so a witness that does not satisfy the circuit shows only when the proof is
+    verified)."""
+
+    def __init__(self, inputs: ZkeyInputs, threads: int) -> None:
+        self.curve = inputs.curve
+        self.witness = inputs.witness
+        self.abc_nbytes = 3 * 32 * inputs.domain_size  # on the C heap, freed once H is made
+        self.threads = threads
+
+    def validate(self, key: MappedKey) -> None:
+        groth16_native.check_witness(self.curve, self.witness, key.n_vars)
+
+    def evaluations(self, key: MappedKey) -> tuple[object, object, object]:
+        return groth16_native.evaluate(self.curve, key.entries, key.n_coef, self.witness, key.n_vars,
+                                       key.domain_size, self.threads, mapped=key.mapped)
+
+
+def mapped_key(inputs: ZkeyInputs) -> MappedKey:
+    """The zkey's header points and sections as a MappedKey (sections 5 to 9: A, B1, B2, C, H)."""
+    g1, g2 = (8 * w for w in groth16_native.point_words(inputs.curve))
+    hdr = memoryview(inputs.header_points)  # alpha1 beta1 beta2 gamma2 delta1 delta2
+    at = [0, g1, 2 * g1, 2 * g1 + g2, 2 * g1 + 2 * g2, 3 * g1 + 2 * g2, 3 * g1 + 3 * g2]
+    alpha1, beta1, beta2, _gamma2, delta1, delta2 = (hdr[at[i] : at[i + 1]] for i in range(6))
+    sec = inputs.sections
+    return MappedKey(curve=inputs.curve.name, n_vars=inputs.n_vars, n_public=inputs.n_public,
+                     domain_size=inputs.domain_size, alpha1=alpha1, beta1=beta1, beta2=beta2, delta1=delta1,
+                     delta2=delta2, a_points=sec[5], b1_points=sec[6], b2_points=sec[7], c_points=sec[8],
+                     h_points=sec[9], entries=sec[4], n_coef=inputs.n_coef, mapped=True)
+
+
 def prove(inputs: ZkeyInputs, *, r: int | None = None, s: int | None = None, threads: int | None = None) -> bytes:
     """The proof (pi_a | pi_b | pi_c: affine Montgomery limbs, the zkey layout). r and s are the
     randomisers (drawn when None). Raises FormatError naming the bad entry or witness value."""
-    c = inputs.curve
+    cores = native_build.default_threads() if threads is None else threads
     try:
-        return groth16_native.prove_zkey(
-            c, inputs.witness, inputs.n_vars, inputs.n_public, inputs.domain_size, inputs.sections[4],
-            inputs.n_coef, inputs.header_points, inputs.sections, groth16_native.random_scalar(c) if r is None else r,
-            groth16_native.random_scalar(c) if s is None else s,
-            native_build.default_threads() if threads is None else threads, mapped=True)
+        return groth16.prove_raw(mapped_key(inputs), ZkeyStatement(inputs, cores), CpuBackend(cores), r=r, s=s)
     except groth16_native.RefusedInput as e:
         if e.which == "key":
             raise FormatError("zkey", f"the proving key: {e.message}") from None

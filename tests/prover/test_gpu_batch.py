@@ -164,7 +164,7 @@ def test_a_batch_of_proofs_on_the_emulated_device_is_the_cpu_batch(curve: str, m
     asgs = [assignment_from_r1cs(r1cs, w) for w in witnesses]
     rs = [(21 + k, 43 + k) for k in range(3)]
     pendings = gpu_prove_start_batch(pk, asgs, "cuda:0", randomness=list(rs))
-    assert all(p.abc_released and p.handle is not None for p in pendings)
+    assert all(p.abc_released and p.launch is not None and len(p.parts) == 5 for p in pendings)
     pre = f"{curve}_g1"
     assert grid.launches[f"{pre}_k_digits"] == 4 and grid.launches[f"{curve}_g2_k_digits"] == 1  # A, B1, C, H; B2
     on_device = {k: gpu_prove_finish(pendings[k]) for k in (1, 2, 0)}  # each finished alone, out of order

@@ -1,6 +1,8 @@
-"""The command line's prover (engine.prover.zkey_prover): a proof straight from a .zkey and a
-.wtns through the kernels, no numpy. It proves what the engine's prover proves, byte for byte,
-passes the independent verifier, and refuses bad files naming what is wrong."""
+"""The command line's prover (engine.prover.zkey_prover): a proof from a mapped .zkey and a
+.wtns, no numpy, through the engine's one orchestration (a MappedKey and a ZkeyStatement on the
+CPU backend). It proves what the engine's path (the key read into arrays, an Assignment)
+proves, byte for byte, passes the independent verifier, and refuses bad files naming what is
+wrong."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import numpy as np
 import pytest
 
 from engine.prover import groth16, zkey_prover
-from engine.prover.datatypes import FormatError, InvalidProof
+from engine.prover.backends.cpu.backend import CpuBackend
+from engine.prover.datatypes import FormatError, InvalidProof, ProofAborted
 from engine.prover.params.curves import get_curve
 from engine.prover.r1cs import R1CS, SparseMatrix
 from engine.prover.setup import setup, synthetic_circuit
@@ -66,6 +69,31 @@ def test_a_proof_from_files_passes_the_independent_verifier(curve: str, tmp_path
     raw = zkey_prover.prove(inputs)
     assert zkey_prover.verify(inputs, raw)
     assert reference_verify(read_zkey(zkey).vk, zkey_prover.proof_of(inputs, raw), inputs.public_inputs)
+
+
+def test_a_mapped_key_runs_the_engines_split_start_and_finish(tmp_path: Path) -> None:
+    # the very start/finish the engine drives, over the mapped file: start queues H and the five
+    # MSMs, finish runs them on one thread team
+    files = our_circuit("bn128", tmp_path)
+    inputs = zkey_prover.read_inputs(*files)
+    pending = groth16.start(zkey_prover.mapped_key(inputs), zkey_prover.ZkeyStatement(inputs, 2), CpuBackend(2),
+                            r=R, s=S)
+    assert pending.abc_released and set(pending.parts) == {"a", "b1", "c", "h", "b2"}
+    assert zkey_prover.proof_of(inputs, groth16.finish(pending)) == engine_proof(*files)
+
+
+@pytest.mark.parametrize("stop_after", [0, 3])
+def test_an_abort_stops_a_proof_from_files_between_its_phases(stop_after: int, tmp_path: Path) -> None:
+    inputs = zkey_prover.read_inputs(*our_circuit("bn128", tmp_path))
+    polls: list[int] = []
+
+    def abort() -> bool:
+        polls.append(1)
+        return len(polls) > stop_after
+
+    with pytest.raises(ProofAborted, match="abandoned before"):
+        groth16.start(zkey_prover.mapped_key(inputs), zkey_prover.ZkeyStatement(inputs, 2), CpuBackend(2), abort=abort)
+    assert len(polls) == stop_after + 1
 
 
 def test_the_thread_count_changes_nothing_but_the_time(tmp_path: Path) -> None:

@@ -46,6 +46,8 @@ class _Call:
         """A uint64_t pointer into ``data``, 8-byte aligned, valid while this call object lives:
         it keeps the buffer's cdata, since a pointer derived from it (``+ offset``) does not,
         and a temporary made in an argument list would be freed before the kernel reads it."""
+        if isinstance(data, self.ffi.CData):  # a C-heap vector (Scratch): already a uint64_t pointer
+            return data + offset_words
         ptr = self.ffi.from_buffer("uint64_t[]", data)
         if int(self.ffi.cast("uintptr_t", ptr)) % 8:  # CPython's bytes and numpy's arrays are aligned; be sure
             size = self.ffi.sizeof(ptr)
@@ -102,6 +104,14 @@ def proof_from_bytes(curve: CurveParams, raw: bytes) -> Proof:
                  pi_b=None if b is None else ((b[0], b[1]), (b[2], b[3])), pi_c=None if c is None else (c[0], c[1]))
 
 
+def g1_add(curve: CurveParams, p: Buffer, q: Buffer) -> bytes:
+    """p + q of two affine G1 points (all-zero: infinity): C's MSM and H's, summed."""
+    k = _Call(curve)
+    out = k.out(point_words(curve)[0])
+    k.fn("g1_add_affine_api")(out, k.u64(p), k.u64(q))
+    return bytes(k.ffi.buffer(out))
+
+
 def assemble(curve: CurveParams, msm_a: Buffer, msm_b1: Buffer, msm_b2: Buffer, msm_ch: Buffer, alpha1: Buffer,
              beta1: Buffer, beta2: Buffer, delta1: Buffer, delta2: Buffer, r: int, s: int) -> bytes:
     """pi_a | pi_b | pi_c from the MSMs (A, B1, B2, C + H), the key's points and r, s."""
@@ -114,30 +124,64 @@ def assemble(curve: CurveParams, msm_a: Buffer, msm_b1: Buffer, msm_b2: Buffer, 
     return bytes(k.ffi.buffer(proof))
 
 
-def prove_zkey(curve: CurveParams, witness: Buffer, n_vars: int, n_public: int, domain_size: int, entries: Buffer,
-               n_coef: int, header_points: Buffer, sections: dict[int, Buffer], r: int, s: int,
-               threads: int, *, mapped: bool = False) -> bytes:
-    """A whole proof (pi_a | pi_b | pi_c) from a zkey's sections, its layout already checked
-    against its header: header_points, the coefficient entries (section 4 after its count)
-    and the point sections 5 to 9. ``mapped``: the entries and point sections are views of a
-    read-only mapping of the file (mmap.ACCESS_READ), read in place and given back a section
-    at a time as the proof is done with each. Raises RefusedInput naming a bad entry or
-    witness value."""
+def scratch(curve: CurveParams, rows: int) -> Any:
+    """``rows`` zeroed scalars on the C heap, freed when the returned pointer is dropped: a
+    proof's domain vectors, kept out of Python's allocator (the command's memory is the
+    kernels' and the mapped key's, which tests/prover/test_zkey_memory.py traces apart)."""
+    k = _Call(curve)
+    ptr = k.fn("groth16_alloc")(4 * rows)
+    if ptr == k.ffi.NULL:
+        raise MemoryError(f"out of memory for a domain of {rows} rows")
+    return k.ffi.gc(ptr, k.fn("groth16_free"), size=32 * rows)
+
+
+def check_witness(curve: CurveParams, witness: Buffer, n_vars: int) -> None:
+    """Raises RefusedInput("witness") unless every value is below r and witness[0] is 1."""
+    k = _Call(curve)
+    if k.fn("groth16_check_witness")(k.u64(witness), n_vars, k.err, _ERR_BYTES):
+        raise RefusedInput("witness", k.message())
+
+
+def evaluate(curve: CurveParams, entries: Buffer, n_coef: int, witness: Buffer, n_vars: int, domain_size: int,
+             threads: int, *, mapped: bool = False) -> tuple[Any, Any, Any]:
+    """a = A w, b = B w (from a zkey's coefficient entries: section 4 after its count) and
+    c = a b over the domain, standard form, on the C heap; the entries' pages given back when
+    ``mapped``. Raises RefusedInput("key") naming the first bad entry."""
+    k = _Call(curve)
+    a, b, c = (scratch(curve, domain_size) for _ in range(3))
+    bad = k.fn("groth16_evaluate")(a, b, c, k.bytes(entries), n_coef, k.u64(witness), n_vars, domain_size, threads,
+                                   int(mapped))
+    if bad >= 0:
+        raise RefusedInput("key", f"coefficient entry {bad} is out of range or not reduced")
+    return a, b, c
+
+
+def msm_pool(curve: CurveParams, jobs: list[tuple[str, Buffer, Buffer, int]], threads: int, *, h: Any = None,
+             evals: tuple[Any, Any, Any] | None = None, domain_size: int = 0, mapped: bool = False) -> list[bytes]:
+    """Several MSMs on one thread team (kernels/groth16.h groth16_msm_pool), the largest first:
+    each job (group "g1" or "g2", bases, scalars, first_row) sums scalars[first_row + i]
+    bases[i] over every base (all-zero ones skipped) into one affine point. With ``evals``
+    (a, b, c: scratch, handed over: the pool frees them once H is made), H is made into ``h``
+    among them, before the plans of the jobs whose scalars are ``h``. ``mapped``: the bases are views of a read-only file mapping, read in
+    place and given back once planned."""
     k = _Call(curve)
     g1, g2 = point_words(curve)
-    proof = k.out(2 * g1 + g2)
+    words = [g2 if group == "g2" else g1 for group, *_ in jobs]
+    outs = [k.out(w) for w in words]
     points = k.in_place if mapped else k.u64
-    code = k.fn("groth16_prove_zkey")(
-        proof, k.u64(witness), n_vars, n_public, domain_size.bit_length() - 1, k.bytes(entries), n_coef,
-        k.u64(header_points), *(points(sections[sid]) for sid in (5, 6, 7, 8, 9)),
-        k.u64(_limbs(r % curve.r) + _limbs(s % curve.r)), threads, int(mapped), k.err, _ERR_BYTES)
-    if code == 1:
-        raise RefusedInput("key", k.message())
-    if code == 2:
-        raise RefusedInput("witness", k.message())
-    if code:
-        raise MemoryError(k.message())
-    return bytes(k.ffi.buffer(proof))
+    bases = [points(b) for _, b, _, _ in jobs]
+    scalars = [k.u64(sc, 4 * first) for _, _, sc, first in jobs]
+    rows = [memoryview(b).nbytes // (8 * w) for (_, b, _, _), w in zip(jobs, words, strict=True)]
+    a, b, c = evals if evals is not None else (k.ffi.NULL,) * 3
+    k.fn("groth16_msm_pool")(k.ffi.new("uint64_t *[]", outs), k.ffi.new("const uint64_t *[]", bases),
+                             k.ffi.new("const uint64_t *[]", scalars), k.ffi.new("size_t[]", rows),
+                             k.ffi.new("int[]", [group == "g2" for group, *_ in jobs]), len(jobs),
+                             h if h is not None else k.ffi.NULL, a, b, c, max(domain_size.bit_length() - 1, 0),
+                             threads, int(mapped), int(evals is not None))
+    if evals is not None:  # the pool freed them once H was made: their owners must not again
+        for v in evals:
+            k.ffi.gc(v, None)
+    return [bytes(k.ffi.buffer(o)) for o in outs]
 
 
 def check_key(curve: CurveParams, alpha1: Buffer, beta2: Buffer, gamma2: Buffer, delta2: Buffer, ic: Buffer,

@@ -111,7 +111,7 @@ def _derived_prelude() -> str:
     return pairing_prelude() + glv_prelude()
 
 
-API_LINE = re.compile(r"^PS_(API|FIELD_API|GROUP_API)\((\w[\w ]*?), (\w+), \((.*)\)\)$")
+API_LINE = re.compile(r"^PS_(API|FIELD_API|GROUP_API)\((\w[\w *]*?), (\w+), \((.*)\)\)$")
 API_PARTS = {"API": ("",), "FIELD_API": ("fr_", "fp_"), "GROUP_API": ("g1_", "g2_")}
 
 

@@ -34,6 +34,10 @@ PS_API(void, pairing_power, (uint64_t *out, const uint64_t *g1, const uint64_t *
 
 /* kernels/groth16.h */
 PS_API(void, groth16_assemble, (uint64_t *pi_a, uint64_t *pi_b, uint64_t *pi_c, const uint64_t *msm_a, const uint64_t *msm_b1, const uint64_t *msm_b2, const uint64_t *msm_ch, const uint64_t *alpha1, const uint64_t *beta1, const uint64_t *beta2, const uint64_t *delta1, const uint64_t *delta2, const uint64_t *r, const uint64_t *s))
-PS_API(int, groth16_prove_zkey, (uint64_t *proof, const uint64_t *witness, size_t n_vars, size_t n_public, int log_domain, const unsigned char *entries, size_t n_coef, const uint64_t *hdr, const uint64_t *a_pts, const uint64_t *b1_pts, const uint64_t *b2_pts, const uint64_t *c_pts, const uint64_t *h_pts, const uint64_t *rs, int threads, int mapped, char *err, size_t errlen))
+PS_API(uint64_t *, groth16_alloc, (size_t words))
+PS_API(void, groth16_free, (uint64_t *p))
+PS_API(int, groth16_check_witness, (const uint64_t *witness, size_t n_vars, char *err, size_t errlen))
+PS_API(int64_t, groth16_evaluate, (uint64_t *a, uint64_t *b, uint64_t *c, const unsigned char *entries, size_t n_coef, const uint64_t *witness, size_t n_vars, size_t domain, int threads, int mapped))
+PS_API(void, groth16_msm_pool, (uint64_t **outs, const uint64_t **bases, const uint64_t **scalars, const size_t *rows, const int *g2, size_t k, uint64_t *h, uint64_t *a, uint64_t *b, uint64_t *c, int log_domain, int threads, int mapped, int free_abc))
 PS_API(int, groth16_check_key, (const uint64_t *alpha1, const uint64_t *beta2, const uint64_t *gamma2, const uint64_t *delta2, const uint64_t *ic, size_t n_ic, char *err, size_t errlen))
 PS_API(int, groth16_verify, (const uint64_t *proof, const uint64_t *gamma2, const uint64_t *delta2, const uint64_t *ic, const uint64_t *pub, size_t n_public, const uint64_t *alpha_beta, char *err, size_t errlen))

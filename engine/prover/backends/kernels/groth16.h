@@ -1,8 +1,11 @@
 /* Groth16 of one curve in whole steps (host only), instantiated by pairing_instances.h after
  * pairing.h (PC, G1C, G2C, PC_LABEL):
  *   groth16_assemble   the randomised proof from its five MSMs (engine.prover.groth16 and below)
- *   groth16_prove_zkey a whole proof from a snarkjs zkey's sections and a witness: what the
- *                      command-line prover runs, so a proof from files needs no array library
+ *   groth16_check_witness, groth16_evaluate, groth16_msm_pool (H among the MSMs)
+ *                      a proof's steps over a snarkjs zkey's sections (mapped) and a witness, for
+ *                      the CPU backend's launch over a mapped key (engine.prover.backends.cpu), so
+ *                      a proof from files needs no array library; groth16_alloc/free hold the
+ *                      domain's vectors outside Python's allocator
  *   groth16_check_key, groth16_verify   the verifier (engine.prover.verify and the command line)
  * Scalars: 4 standard-form limbs. Points: affine Montgomery limbs, all-zero for infinity (the
  * zkey layout). Errors come back as a message in err (at most errlen bytes). */
@@ -49,6 +52,34 @@ void GN(groth16_assemble)(u64 *pi_a, u64 *pi_b, u64 *pi_c, const u64 *msm_a, con
     P1(to_affine)((A1 *)pi_c, &c);
 }
 
+#ifndef PS_G16_RELEASE_ONCE
+#define PS_G16_RELEASE_ONCE
+#ifdef __linux__
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+/* Gives the whole pages inside [p, p + n) back to the file they map (mapped: the caller's
+ * buffer is a read-only file mapping), so they stop counting in the process's resident set;
+ * read again, they come back from the page cache. A buffer that is not a mapping is left as
+ * it is: dropping an anonymous page would zero it. */
+static void ps_g16_release(const void *p, size_t n, int mapped) {
+#ifdef __linux__
+    long page = sysconf(_SC_PAGESIZE);
+    if (!mapped || page <= 0) return;
+    uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~((uintptr_t)page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+#else
+    (void)p; (void)n; (void)mapped;
+#endif
+}
+#endif
+
+/* words zeroed u64s from the C heap (NULL when it has none): the domain's vectors of a proof
+ * from a mapped key, which the caller frees with groth16_free. */
+uint64_t *GN(groth16_alloc)(size_t words) { return (uint64_t *)calloc(words ? words : 1, sizeof(u64)); }
+void GN(groth16_free)(uint64_t *p) { free(p); }
+
 /* A zkey's section 4 entry: u32 matrix (0 = A, 1 = B), u32 constraint, u32 signal, then the
  * coefficient as c R^2 mod r. Entries are 44 bytes apart, so they are read by memcpy. */
 #ifndef PS_G16_ENTRY
@@ -83,177 +114,141 @@ static int64_t GN(g16_evaluate)(RT *ab[2], const unsigned char *entries, size_t 
     return bad[1] < 0 || bad[0] < bad[1] ? bad[0] : bad[1];
 }
 
-/* The witness is the file's: every value a canonical element, and w[0] = 1. */
-static int GN(g16_check_witness)(const RT *w, size_t n_vars, char *err, size_t errlen) {
+/* 0 when the witness is the file's: every value a canonical element, and w[0] = 1; else 2
+ * (a bad witness, as the command reports it) with the reason in err. */
+int GN(groth16_check_witness)(const u64 *witness, size_t n_vars, char *err, size_t errlen) {
+    const RT *w = (const RT *)witness;
     for (size_t i = 0; i < n_vars; i++)
         if (!R_(is_reduced)(&w[i])) {
             snprintf(err, errlen, "value %zu is not reduced below the field prime", i);
-            return 0;
+            return 2;
         }
     RT one; R_(zero)(&one); one.v[0] = 1;
-    if (!n_vars || !R_(eq)(&w[0], &one)) { snprintf(err, errlen, "witness[0] must be 1"); return 0; }
-    return 1;
+    if (!n_vars || !R_(eq)(&w[0], &one)) { snprintf(err, errlen, "witness[0] must be 1"); return 2; }
+    return 0;
 }
 
-/* H's scalars from a = A w and b = B w (Montgomery; both clobbered): c = a b on every row (the
- * public-input rows have b = 0, as snarkjs leaves them), then a b - c on the coset, in
- * standard form as the H MSM takes it. */
-static void GN(g16_h)(RT *h, RT *a, RT *b, int log_domain, int threads) {
+/* a = A w, b = B w from the key's coefficient entries (section 4 after its count) and c = a b,
+ * over the domain's rows (the public-input rows have b = 0, as snarkjs leaves them), standard
+ * form as H's step takes them; a, b, c zeroed by the caller. The entries are given back once
+ * summed (mapped). Returns the first bad entry's index, or -1. */
+int64_t GN(groth16_evaluate)(u64 *a, u64 *b, u64 *c, const unsigned char *entries, size_t n_coef,
+                             const u64 *witness, size_t n_vars, size_t domain, int threads, int mapped) {
+    if (threads <= 0) threads = 1;
+    RT *ab[2] = { (RT *)a, (RT *)b }, *cc = (RT *)c;
+    int64_t bad = GN(g16_evaluate)(ab, entries, n_coef, (const RT *)witness, n_vars, domain, threads);
+    ps_g16_release(entries, (size_t)PS_G16_ENTRY * n_coef, mapped);
+    if (bad >= 0) return bad;
+    #pragma omp parallel for schedule(static) num_threads(threads) if (domain >= 4096)
+    for (size_t i = 0; i < domain; i++) {
+        R_(mul)(&cc[i], &ab[0][i], &ab[1][i]);
+        R_(from_mont)(&ab[0][i], &ab[0][i]); R_(from_mont)(&ab[1][i], &ab[1][i]); R_(from_mont)(&cc[i], &cc[i]);
+    }
+    return -1;
+}
+
+/* h = a b - c on snarkjs's coset from their evaluations over the domain of 2^log_domain
+ * points (standard form in and out; a, b, c clobbered): what the H MSM takes. */
+static void GN(g16_h_coset)(u64 *h, u64 *a, u64 *b, u64 *c, int log_domain, int threads) {
     size_t n = (size_t)1 << log_domain;
-    RT *c = (RT *)malloc(n * sizeof(RT));
-    #pragma omp parallel for schedule(static) num_threads(threads) if (n >= 4096)
-    for (size_t i = 0; i < n; i++) R_(mul)(&c[i], &a[i], &b[i]);
+    if (threads <= 0) threads = 1;
+    RT *av = (RT *)a, *bv = (RT *)b, *cv = (RT *)c;
+    R_(to_mont_vec)(av, n, threads); R_(to_mont_vec)(bv, n, threads); R_(to_mont_vec)(cv, n, threads);
     RT dw, dwi, dni, dsh;
     R_(domain_roots)(&dw, &dwi, &dni, &dsh, log_domain);
-    R_(h_coset_mont)(h, a, b, c, n, &dw, &dwi, &dni, &dsh, threads);
-    R_(from_mont_vec)(h, n, threads);
-    free(c);
+    R_(h_coset_mont)((RT *)h, av, bv, cv, n, &dw, &dwi, &dni, &dsh, threads);
+    R_(from_mont_vec)((RT *)h, n, threads);
 }
 
-/* Plan an MSM of the proof over its bases' live rows (a signal absent from A or B has the point
- * at infinity there: half of them in many circuits, and the G2 MSM is the dearest): the GLV
- * split and its digits. The plan holds its own copy of the live points (with their
- * endomorphism images), so the bases are not read again. */
-#define PS_G16_PLAN(G, job, bases, scalars, n)                                                     \
-    do {                                                                                           \
-        size_t live_ = 0;                                                                          \
-        int64_t *rows_ = (int64_t *)malloc(sizeof(int64_t) * ((n) ? (n) : 1));                    \
-        for (size_t i_ = 0; i_ < (n); i_++)                                                        \
-            if (!G(affine_is_inf)((const G(affine) *)(bases) + i_)) rows_[live_++] = (int64_t)i_;  \
-        G(job_plan)(&(job), (bases), (scalars), rows_, live_, 0, 1, 256, 1);                       \
-        free(rows_);                                                                               \
-    } while (0)
+/* Plan an MSM over its bases' live rows (a signal absent from A or B has the point at
+ * infinity there: half of them in many circuits, and the G2 MSM is the dearest): the GLV split
+ * and its digits, on one thread. The plan holds its own copy of the live points (with their
+ * endomorphism images), so the bases are given back once it is made (mapped). */
+#define PS_G16_PLAN(G, NAME)                                                                       \
+    static void NAME(G(msm_job) *job, const u64 *bases, const u64 *scalars, size_t n, int mapped) { \
+        size_t live = 0;                                                                           \
+        int64_t *rows = (int64_t *)malloc(sizeof(int64_t) * (n ? n : 1));                          \
+        for (size_t i = 0; i < n; i++)                                                             \
+            if (!G(affine_is_inf)((const G(affine) *)bases + i)) rows[live++] = (int64_t)i;         \
+        G(job_plan)(job, bases, scalars, rows, live, 0, 1, 256, 1);                                \
+        free(rows);                                                                                \
+        ps_g16_release(bases, sizeof(G(affine)) * n, mapped);                                      \
+    }
+PS_G16_PLAN(P1, GN(g16_plan_g1))
+PS_G16_PLAN(P2, GN(g16_plan_g2))
+#undef PS_G16_PLAN
+
+/* H, and a, b, c freed (free_abc: they are groth16_alloc's, handed over) as soon as it is made. */
+static void GN(g16_h_made)(u64 *h, u64 *a, u64 *b, u64 *c, int log_domain, int threads, int free_abc) {
+    GN(g16_h_coset)(h, a, b, c, log_domain, threads);
+    if (free_abc) { free(a); free(b); free(c); }
+}
 
 /* Window tasks queued per MSM before its plan says how many windows it has: a task runs
  * windows t, t + PS_G16_WINDOWS, ... so none is lost however many there are, and the tasks
  * past the last window return at once (GLV halves of ~128 bits in windows of at least 3 bits
  * make at most 44). */
 #define PS_G16_WINDOWS 48
-#define PS_G16_RUN(G, job, t)                                                                      \
-    for (int w_ = (t); w_ < (job).pip.nwin; w_ += PS_G16_WINDOWS) G(pip_window)(&(job).pip, w_)
 
-#ifndef PS_G16_RELEASE_ONCE
-#define PS_G16_RELEASE_ONCE
-#ifdef __linux__
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
-/* Gives the whole pages inside [p, p + n) back to the file they map (mapped: the caller's
- * buffer is a read-only file mapping), so they stop counting in the process's resident set;
- * read again, they come back from the page cache. A buffer that is not a mapping is left as
- * it is: dropping an anonymous page would zero it. */
-static void ps_g16_release(const void *p, size_t n, int mapped) {
-#ifdef __linux__
-    long page = sysconf(_SC_PAGESIZE);
-    if (!mapped || page <= 0) return;
-    uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-    uintptr_t hi = ((uintptr_t)p + n) & ~((uintptr_t)page - 1);
-    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
-#else
-    (void)p; (void)n; (void)mapped;
-#endif
-}
-#endif
-
-/* A whole proof (pi_a | pi_b | pi_c into proof, Montgomery) from a zkey whose layout the caller
- * has checked against its header: hdr is section 2's points (alpha1 beta1 beta2 gamma2 delta1
- * delta2), entries section 4 after its count, and the point sections 5 to 9. rs: r then s.
- * mapped: entries and the point sections lie in a read-only mapping of the zkey, given back a
- * section at a time as each is done with (the coefficients once A w and B w are summed, a
- * section of points once its MSM's plan has copied the live ones).
+/* k MSMs on one thread team: job i sums scalars[i][r] bases[i][r] over rows[i] bases (of G2
+ * when g2[i], else G1) into outs[i], one affine point. With a given (not NULL), H is made
+ * too (g16_h_coset of a, b, c into h), before the plans of the jobs whose scalars are h,
+ * and a, b, c are freed then when free_abc (the caller hands them over).
+ * The jobs are independent and in no order of the proof's: the caller queues them (a
+ * launch), this runs them (its finish).
  *
- * The MSMs share the thread team as a graph of tasks: each one's plan, its window tasks, its
- * finish (which frees the plan). What the proof holds at its peak is the plans alive at once
- * (each a GLV copy of its live points and their digits, twice its section), so a plan waits
- * for the finish of the MSM `live` places before it: the G2 MSM (the largest) first, then H
- * (so the domain's arrays go early), A, B1, C. Two alive keep two threads busy (one plans
- * while the other sums windows); more threads get one more. On a few cores H's transforms
- * run as one task among them, on many they run first with every thread. Returns 0; 1 with err
- * for a bad zkey entry, 2 for a bad witness, 3 when the domain's own arrays cannot be
- * allocated. */
-int GN(groth16_prove_zkey)(u64 *proof, const u64 *witness, size_t n_vars, size_t n_public, int log_domain,
-                           const unsigned char *entries, size_t n_coef, const u64 *hdr, const u64 *a_pts,
-                           const u64 *b1_pts, const u64 *b2_pts, const u64 *c_pts, const u64 *h_pts,
-                           const u64 *rs, int threads, int mapped, char *err, size_t errlen) {
+ * They share the team as a graph of tasks: each one's plan, its window tasks, its finish
+ * (which frees the plan), so one job's plan and another's windows fill each other's idle
+ * threads. What the pool holds at its peak is the plans alive at once (each a GLV copy of its
+ * live points and their digits, twice its section), so a plan waits for the finish of the job
+ * `live` places before it: the caller puts the largest first. Two alive keep two threads busy
+ * (one plans while the other sums windows); more than four threads get one more. On a few
+ * cores H runs as one task among them, on many it runs first with every thread. */
+void GN(groth16_msm_pool)(uint64_t **outs, const uint64_t **bases, const uint64_t **scalars, const size_t *rows,
+                          const int *g2, size_t k, uint64_t *h, uint64_t *a, uint64_t *b, uint64_t *c,
+                          int log_domain, int threads, int mapped, int free_abc) {
     if (threads <= 0) threads = 1;
-    const RT *w = (const RT *)witness;
-    if (!GN(g16_check_witness)(w, n_vars, err, errlen)) return 2;
-    size_t n = (size_t)1 << log_domain;
-    RT *a = (RT *)calloc(n, sizeof(RT)), *b = (RT *)calloc(n, sizeof(RT)), *h = (RT *)malloc(n * sizeof(RT));
-    if (!a || !b || !h) {
-        free(a); free(b); free(h);
-        snprintf(err, errlen, "out of memory for a domain of %zu rows", n);
-        return 3;
-    }
-    RT *ab[2] = { a, b };
-    int64_t bad = GN(g16_evaluate)(ab, entries, n_coef, w, n_vars, n, threads);
-    ps_g16_release(entries, (size_t)PS_G16_ENTRY * n_coef, mapped);
-    if (bad >= 0) {
-        free(a); free(b); free(h);
-        snprintf(err, errlen, "coefficient entry %lld is out of range or not reduced", (long long)bad);
-        return 1;
-    }
-    int h_first = threads > 4;
-    if (h_first) {
-        GN(g16_h)(h, a, b, log_domain, threads);
-        free(a); free(b);
-    }
-    const size_t L1 = sizeof(A1) / sizeof(u64), L2 = sizeof(A2) / sizeof(u64);
-    size_t priv = n_vars - n_public - 1;
-    /* the G1 MSMs in their order: H, A, B1, C (the G2 MSM is place 0) */
-    const u64 *g1_bases[4] = { h_pts, a_pts, b1_pts, c_pts };
-    const u64 *g1_scalars[4] = { (const u64 *)h, witness, witness, witness + 4 * (n_public + 1) };
-    const size_t g1_rows[4] = { n, n_vars, n_vars, priv };
-    u64 g1_out[4][sizeof(A1) / sizeof(u64)], mb2[sizeof(A2) / sizeof(u64)];
-    P2(msm_job) jb2;
-    P1(msm_job) j1[4];
-    char dep[5];  /* per MSM: its plan writes it, its windows read it, its finish writes it */
-    char first[4];  /* what a plan with nothing to wait for waits for */
-    int live = threads > 4 ? 3 : 2;
+    if (k == 0) return;
+    P1(msm_job) *j1 = (P1(msm_job) *)malloc(sizeof(P1(msm_job)) * k);
+    P2(msm_job) *j2 = (P2(msm_job) *)malloc(sizeof(P2(msm_job)) * k);
+    char *dep = (char *)malloc(2 * k);  /* per job: its plan writes it, its windows read it, its finish writes it */
+    char *first = dep + k;  /* what a plan with nothing to wait for waits for */
+    char h_done;
+    int with_h = a != NULL, h_first = with_h && threads > 4;
+    if (h_first) GN(g16_h_made)(h, a, b, c, log_domain, threads, free_abc);
+    size_t live = threads > 4 ? 3 : 2;
     #pragma omp parallel num_threads(threads)
     #pragma omp single
     {
-        #pragma omp task depend(out: dep[0])
-        {
-            PS_G16_PLAN(P2, jb2, b2_pts, witness, n_vars);
-            ps_g16_release(b2_pts, L2 * 8 * n_vars, mapped);
+        if (with_h && !h_first) {
+            #pragma omp task depend(out: h_done)
+            GN(g16_h_made)(h, a, b, c, log_domain, 1, free_abc);
         }
-        for (int t = 0; t < PS_G16_WINDOWS; t++) {
-            #pragma omp task depend(in: dep[0])
-            PS_G16_RUN(P2, jb2, t);
-        }
-        #pragma omp task depend(inout: dep[0])
-        P2(job_finish)(&jb2, mb2);
-        for (int k = 0; k < 4; k++) {
-            char *after = k + 1 >= live ? &dep[k + 1 - live] : &first[k];  /* the finish this plan waits for */
-            #pragma omp task depend(out: dep[k + 1]) depend(in: after[0])
+        for (size_t i = 0; i < k; i++) {
+            char *after = i >= live ? &dep[i - live] : &first[i];  /* the finish this plan waits for */
+            char *needs = with_h && scalars[i] == h ? &h_done : &first[i];
+            #pragma omp task depend(out: dep[i]) depend(in: after[0]) depend(in: needs[0])
             {
-                if (k == 0 && !h_first) {
-                    GN(g16_h)(h, a, b, log_domain, 1);
-                    free(a); free(b);
-                }
-                PS_G16_PLAN(P1, j1[k], g1_bases[k], g1_scalars[k], g1_rows[k]);
-                ps_g16_release(g1_bases[k], L1 * 8 * g1_rows[k], mapped);
-                if (k == 0) free(h);
+                if (g2[i]) GN(g16_plan_g2)(&j2[i], bases[i], scalars[i], rows[i], mapped);
+                else GN(g16_plan_g1)(&j1[i], bases[i], scalars[i], rows[i], mapped);
             }
             for (int t = 0; t < PS_G16_WINDOWS; t++) {
-                #pragma omp task depend(in: dep[k + 1])
-                PS_G16_RUN(P1, j1[k], t);
+                #pragma omp task depend(in: dep[i])
+                {
+                    if (g2[i]) for (int w = t; w < j2[i].pip.nwin; w += PS_G16_WINDOWS) P2(pip_window)(&j2[i].pip, w);
+                    else for (int w = t; w < j1[i].pip.nwin; w += PS_G16_WINDOWS) P1(pip_window)(&j1[i].pip, w);
+                }
             }
-            #pragma omp task depend(inout: dep[k + 1])
-            P1(job_finish)(&j1[k], g1_out[k]);
+            #pragma omp task depend(inout: dep[i])
+            {
+                if (g2[i]) P2(job_finish)(&j2[i], outs[i]);
+                else P1(job_finish)(&j1[i], outs[i]);
+            }
         }
     }
-    /* C + H */
-    X1 ch; P1(from_affine)(&ch, (const A1 *)g1_out[3]); P1(add_affine)(&ch, &ch, (const A1 *)g1_out[0]);
-    P1(to_affine)((A1 *)g1_out[3], &ch);
-    /* hdr: alpha1 (G1), beta1 (G1), beta2 (G2), gamma2 (G2), delta1 (G1), delta2 (G2) */
-    const u64 *alpha1 = hdr, *beta1 = hdr + L1, *beta2 = hdr + 2 * L1, *delta1 = hdr + 2 * L1 + 2 * L2;
-    const u64 *delta2 = delta1 + L1;
-    GN(groth16_assemble)(proof, proof + L1, proof + L1 + L2, g1_out[1], g1_out[2], mb2, g1_out[3], alpha1, beta1,
-                         beta2, delta1, delta2, rs, rs + 4);
-    return 0;
+    free(j1); free(j2); free(dep);
 }
+#undef PS_G16_WINDOWS
 
 /* 0 when pt (of G1, or of G2 when g2) is infinity or a point of the order-r subgroup; else 1
  * with the reason in err. */
@@ -321,9 +316,6 @@ int GN(groth16_verify)(const u64 *proof, const u64 *gamma2, const u64 *delta2, c
     return GN(pairing_check)((const u64 *)g1, (const u64 *)g2, 3, alpha_beta) ? 0 : 1;
 }
 
-#undef PS_G16_PLAN
-#undef PS_G16_RUN
-#undef PS_G16_WINDOWS
 #undef GN
 #undef R_
 #undef RT

@@ -236,8 +236,8 @@ static int CN(scalar_bits)(const u64 *scalars, size_t n, int threads) {
     return 0;
 }
 
-/* An MSM in three steps, so that several can share one thread team (groth16.h runs a
- * proof's five as one pool of window tasks): the digits (plan), each window's bucket sum
+/* An MSM in three steps, so that a caller may act between them (groth16.h gives a mapped
+ * section's pages back once its plan holds the live points): the digits (plan), each window's bucket sum
  * (independent of the others), and the windows' combination (finish). The windows cover the
  * largest scalar's bits only: GLV's halves take half as many as full scalars. */
 typedef struct {
