@@ -47,7 +47,7 @@ class MemoryNeeds:
 
 # The prover's working arrays, in domain-sized Fr arrays (32 bytes a row), beyond the
 # assignment the partition already holds (witness, a/b/c). The CPU prover's H phase holds the
-# a/b/c spread over the domain (3, groth16._domain_evals), native.h_coset's copies of them and
+# a/b/c spread over the domain (3, statement.domain_evals), native.h_coset's copies of them and
 # its output (4) and the coset powers and twiddles (1.5); the assignment arrives from the
 # synthesis process pickled, so a second copy of it (4) is held while it is unpickled: 12 of
 # them are done with when gpu_prove_start returns. The MSMs' signed digits, scalar
