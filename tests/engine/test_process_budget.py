@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.circuits.kinds import circuit_for
+from engine.circuits.kinds import CircuitShape, circuit_for
+from engine.circuits.sizing import MemoryNeeds
 from engine.pipeline import keys
 from engine.pipeline.keycache import KeyCache
 from engine.pipeline.memory import MemoryBudgetError, MemoryManager
@@ -92,6 +93,15 @@ def test_an_engine_whose_processes_alone_exceed_its_budget_does_not_start(engine
         engine.synthesis.stop()
 
 
+def tiny_figures(kind: str) -> tuple[CircuitShape, MemoryNeeds, int]:
+    """A tiny circuit (its key made: making it compiles the circuit), what one partition needs,
+    and what its key is charged (points, matrices, fixed-base tables)."""
+    shape = circuit_for(kind, "tiny")
+    keys.load_proving_key(f"{kind}/tiny")
+    needs = shape.memory
+    return shape, needs, needs.key_bytes + keys.table_bytes(needs)
+
+
 def submit_demo(kind: str, job_id: str) -> None:
     from engine.circuits.kinds import demo_inputs, validate_inputs
     from engine.ledger.submission import Submission, submit
@@ -140,8 +150,7 @@ def test_a_process_compiling_a_circuit_the_cache_lacks_holds_the_compiles_peak_u
     from engine.models import ProofJob
     from engine.states import JobState
 
-    shape = circuit_for("window-post", "tiny")
-    keys.load_proving_key("window-post/tiny")  # made first: making it compiles the circuit
+    shape, _, _ = tiny_figures("window-post")
     path = compiled._cache_path(shape)
     assert path is not None
     path.unlink(missing_ok=True)  # every process of this test's engine then finds the cache without it
@@ -165,10 +174,7 @@ def test_a_first_compile_that_fits_only_without_the_idle_hot_key_evicts_it_and_t
     from engine.pipeline.keycache import KeyTier
     from engine.states import JobState
 
-    shape = circuit_for("window-post", "tiny")
-    keys.load_proving_key("window-post/tiny")
-    needs = shape.memory
-    key = needs.key_bytes + keys.table_bytes(needs)
+    shape, needs, key = tiny_figures("window-post")
     # room for the key, one partition and the matrices kept, not for the key beside a compile
     budget = key + needs.partition_bytes + shape.compiled_bytes + (64 << 10)
     peak = compiled.COMPILE_PEAK * shape.compiled_bytes
@@ -238,10 +244,7 @@ def test_a_partition_that_cannot_fit_beside_its_key_and_the_engines_own_fails_at
     from engine.models import Partition
     from engine.states import PartitionState
 
-    shape = circuit_for("winning-post", "tiny")
-    keys.load_proving_key("winning-post/tiny")
-    needs = shape.memory
-    key = needs.key_bytes + keys.table_bytes(needs)
+    shape, needs, key = tiny_figures("winning-post")
     budget = 8 << 20
     engine = start_engine(budget=str(budget), synthesis=1, workers_per_device=1)
     # the processes at rest leave room for the key, not for it and a partition (tests charge none by default)

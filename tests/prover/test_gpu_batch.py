@@ -50,16 +50,6 @@ def grid() -> CountingGrid:
     return CountingGrid()
 
 
-@pytest.fixture(scope="module", params=["emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
-def dev(request: pytest.FixtureRequest) -> cuda.Grid:
-    """The emulated grid everywhere, and a real device where one is usable (gpu_check.sh)."""
-    if request.param == "emulated":
-        return EmulatedGrid()
-    if not cuda.gpu_available():
-        pytest.skip(f"no GPU: {cuda.gpu_unavailable_reason()}")
-    return cuda.get_device(0)
-
-
 def vector(kind: str, curve: str, n: int, seed: int) -> np.ndarray:
     c = CURVES[curve]
     if kind == "witness":  # mostly 0 and 1: nearly every entry in one bucket of window 0

@@ -19,15 +19,6 @@ CURVE_NAMES = sorted(CURVES)
 EMULATED_MAX = 1 << 12  # the largest size the emulated grid is given
 
 
-@pytest.fixture(scope="module", params=["emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
-def dev(request: pytest.FixtureRequest) -> cuda.Grid:
-    if request.param == "emulated":
-        return EmulatedGrid()
-    if not cuda.gpu_available():
-        pytest.skip(f"no GPU: {cuda.gpu_unavailable_reason()}")
-    return cuda.get_device(0)
-
-
 def small_on_emulation(dev: cuda.Grid, n: int) -> None:
     if isinstance(dev, EmulatedGrid) and n > EMULATED_MAX:
         pytest.skip(f"{n} is past the emulated grid's sizes (a GPU runs it)")
