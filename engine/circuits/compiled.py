@@ -37,9 +37,10 @@ def already_compiled(shape: CircuitShape) -> R1CS | None:
     return _COMPILED.get(shape)
 
 
-def keep_only(shape: CircuitShape) -> None:
-    """Drop every other shape's matrices: a synthesis process keeps one circuit's, so what the
-    engine reserves for them per process is bounded (engine.pipeline.synthesize)."""
+def keep_only(shape: CircuitShape | None) -> None:
+    """Drop every other shape's matrices (all, for None): a synthesis process keeps one
+    circuit's, so what the engine reserves for them per process is bounded
+    (engine.pipeline.synthesize)."""
     for other in [s for s in _COMPILED if s != shape]:
         del _COMPILED[other]
 

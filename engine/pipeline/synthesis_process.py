@@ -92,12 +92,20 @@ def load_circuit(circuit_id: str) -> float:
     from engine.circuits.compiled import compiled, keep_only
     from engine.circuits.kinds import parse_circuit_id
 
-    _trim()
     started = time.perf_counter()
     shape = parse_circuit_id(circuit_id)
     keep_only(shape)
+    _trim()
     compiled(shape)
     return time.perf_counter() - started
+
+
+def drop_circuits() -> None:
+    """Drop every compiled circuit this process holds (the engine then gives their bytes back)."""
+    from engine.circuits.compiled import keep_only
+
+    keep_only(None)
+    _trim()
 
 
 def synthesize_circom(upload_dir: str, memory_limit: int, witness_seconds: float) -> tuple[Any, float]:

@@ -158,7 +158,8 @@ class Synthesis:
         held = self.compiled[process]
         if held is not None and held[0] == item.circuit_id:
             return True
-        if held is not None:
+        if held is not None:  # dropped by the process before its bytes are given back
+            self.pools[process].submit(synthesis_process.drop_circuits).result()
             held[1].release()
             self.compiled[process] = None
         try:
