@@ -17,16 +17,13 @@ SHAPE = circuit_for("winning-post", "tiny")
 
 
 @pytest.fixture
-def fresh_cache(tmp_path: Path) -> Iterator[Path]:
-    """An empty matrices cache, and this process holding no matrices of SHAPE."""
-    before = compiled._DISK_CACHE
-    held = compiled._COMPILED.pop(SHAPE, None)
-    compiled.use_disk_cache(tmp_path)
+def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty matrices cache, and this process holding no matrices of SHAPE (both as they
+    were again after the test)."""
+    monkeypatch.setattr(compiled, "_DISK_CACHE", tmp_path / "circuits")
+    monkeypatch.delitem(compiled._COMPILED, SHAPE, raising=False)
     yield tmp_path
     compiled._COMPILED.pop(SHAPE, None)
-    if held is not None:
-        compiled._COMPILED[SHAPE] = held
-    compiled._DISK_CACHE = before
 
 
 def test_with_a_disk_cache_a_shape_is_compiled_by_a_child_never_in_this_process(fresh_cache, monkeypatch) -> None:
@@ -51,14 +48,13 @@ def test_the_first_use_takes_the_compiles_peak_until_the_cache_has_the_shape(fre
     assert compiled.first_use_bytes(SHAPE, child_base=1000) == (steady, steady)
 
 
-def test_without_a_disk_cache_a_compile_in_place_is_counted_at_its_peak_throughout(fresh_cache) -> None:
-    compiled._DISK_CACHE = None
+def test_without_a_disk_cache_a_compile_in_place_is_counted_at_its_peak_throughout(fresh_cache, monkeypatch) -> None:
+    monkeypatch.setattr(compiled, "_DISK_CACHE", None)
     peak = compiled.COMPILE_PEAK * SHAPE.compiled_bytes
     assert compiled.first_use_bytes(SHAPE) == (peak, peak)
 
 
 def test_a_child_that_fails_names_the_circuit_and_its_error(fresh_cache, monkeypatch) -> None:
-    monkeypatch.setattr(compiled, "_DISK_CACHE", fresh_cache / "circuits")
     monkeypatch.setattr("sys.executable", "/bin/false")
     with pytest.raises(RuntimeError, match="compiling winning-post/tiny failed"):
         compiled.compiled(SHAPE)
