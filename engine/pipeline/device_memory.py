@@ -159,7 +159,7 @@ class DeviceMemory:
         with self._lock:
             self._in_use[slot] += 1  # before reserving: the evictor must not take this key's bases now
         try:
-            self._make_resident(manager, slot, key, resident)
+            self._make_resident(manager, slot, key, resident, cancelled)
             reservation = manager.acquire(owner, work, cancelled=cancelled)
         except BaseException:
             self._not_in_use(slot)
@@ -178,7 +178,8 @@ class DeviceMemory:
         if held is not None:
             held.finish_one()
 
-    def _make_resident(self, manager: MemoryManager, slot: tuple[str, str], key: Any, nbytes: int) -> None:
+    def _make_resident(self, manager: MemoryManager, slot: tuple[str, str], key: Any, nbytes: int,
+                       cancelled: Callable[[], bool] | None) -> None:
         if self._touch(slot, key):
             return
         # One key's reservation at a time per device (two workers missing the same key reserve
@@ -190,7 +191,7 @@ class DeviceMemory:
                 stale = self._resident.get(slot)
             if stale is not None:  # the host reloaded the circuit's key: the old object's bases are stale
                 self._forget(slot, stale)
-            reservation = manager.acquire(key_owner(slot[1]), nbytes, priority=0)
+            reservation = manager.acquire(key_owner(slot[1]), nbytes, priority=0, cancelled=cancelled)
             with self._lock:
                 self._resident[slot] = _Resident(weakref.ref(key), reservation)
 
