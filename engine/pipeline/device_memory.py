@@ -18,6 +18,7 @@ imported only where a CUDA device proves, so a CPU host loads no array library f
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import weakref
@@ -134,7 +135,7 @@ class DeviceMemory:
         self._holds: dict[int, DeviceHold] = {}  # partition id → its launch's hold
         self._loading = {device: threading.Lock() for device in budgets}  # one upload reservation at a time
         for device, manager in self.managers.items():
-            manager.add_evictor(lambda needed, device=device: self.evict(device, needed))
+            manager.add_evictor(functools.partial(self.evict, device))
             if on_change is not None:
                 manager.watch(lambda owner: True, on_change)
 

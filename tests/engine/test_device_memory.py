@@ -145,11 +145,11 @@ def test_the_estimate_covers_what_a_launch_holds_on_the_emulated_device(curve: s
     # What the launch keeps (CudaLaunch.nbytes: H, the witness), each MSM's buffers (its
     # pending result's), the domain's twiddles the grid caches, and the key's bases.
     launch = pendings[0].launch
-    assert launch is not None
+    assert isinstance(launch, cuda_backend.CudaLaunch)
     held = list(launch.keep) + list(grid._twiddles.values())
     for pending in pendings:
         for handle in pending.parts.values():
-            whole = getattr(handle, "whole", handle)
+            whole: Any = getattr(handle, "whole", handle)  # a batch's row: its launch sequence's result
             held += [*whole.keep, whole.host]
     kept = _distinct_bytes(held)
     assert _distinct_bytes(list(launch.keep)) == launch.nbytes
@@ -158,3 +158,43 @@ def test_the_estimate_covers_what_a_launch_holds_on_the_emulated_device(curve: s
     needs = launch_needs(pk, k)
     assert kept <= needs.kept <= 1.05 * kept  # what stays until finished: counted, not guessed
     assert needs.total <= 2 * kept  # with the largest MSM's scratch, still not absurdly above
+
+
+# -- the records ------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_engine_writes_each_devices_reservations_to_its_host_row_when_they_change_and_status_shows_them(
+        keys, engine_params, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.models import EngineHost
+    from engine.pipeline import devices, host
+    from engine.status.farm import farm_snapshot
+
+    # A host with one CUDA device of 8 GiB, as CuPy would report it (no GPU here).
+    monkeypatch.setattr(devices, "cuda_devices", lambda: [devices.Device("cuda:0", "an emulated GPU")])
+    monkeypatch.setattr(host, "gpu_memory", lambda name: {"total": 8 * GiB, "free": 8 * GiB, "pool_used": 0})
+    config = host.EngineConfig.from_settings(devices="cuda:0", device_budget="auto", device_margin="1GiB",
+                                             host_name="test-device-host", synthesis=1, workers_per_device=1)
+    engine = host.Engine(config).prepare()
+    try:
+        assert engine.device_memory is not None and engine.keycache.on_drop == engine.device_memory.key_dropped
+        assert all(w.device_memory is engine.device_memory for w in engine.workers)
+        assert engine.finalizers.device_memory is engine.device_memory
+
+        def row() -> dict[str, Any]:
+            return EngineHost.objects.get(name="test-device-host").device_reserved
+
+        assert row() == {"cuda:0": {"budget": 7 * GiB, "by_owner": {}}}  # written at start
+        a = keys["a"]
+        engine.device_memory.hold("cuda:0", "a", a, "porep-c2 j1", partitions=[1])
+        wanted = {"key:a": cuda_backend.resident_bytes(a), "porep-c2 j1": launch_bytes(a)}
+        assert row() == {"cuda:0": {"budget": 7 * GiB, "by_owner": wanted}}  # no heartbeat has run
+        [shown] = [h for h in farm_snapshot()["hosts"] if h["name"] == "test-device-host"]
+        assert shown["device_memory"] == [{"device": "cuda:0", "budget_bytes": 7 * GiB,
+                                           "reserved_bytes": sum(wanted.values()), "by_owner": wanted}]
+        engine.device_memory.finished(1)
+        engine.device_memory.key_dropped("a")
+        assert row() == {"cuda:0": {"budget": 7 * GiB, "by_owner": {}}}
+    finally:
+        engine.synthesis.stop()
+        engine.finalizers.stop()
