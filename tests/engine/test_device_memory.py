@@ -198,3 +198,32 @@ def test_the_engine_writes_each_devices_reservations_to_its_host_row_when_they_c
     finally:
         engine.synthesis.stop()
         engine.finalizers.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
+def test_a_job_proved_on_the_emulated_device_holds_its_launches_until_finished_and_keeps_only_its_keys_bases(
+        start_engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.models import ProofJob
+    from engine.pipeline import devices, host
+    from engine.states import JobState
+    from tests.engine.test_process_budget import submit_demo
+
+    # The engine's own proving stage and finalizer on "cuda:0", whose kernels are the host
+    # emulation's: the device memory is reserved and given back by the real pipeline.
+    grid = EmulatedGrid()
+    monkeypatch.setattr(cuda, "get_device", lambda index=0: grid)
+    monkeypatch.setattr(devices, "cuda_devices", lambda: [devices.Device("cuda:0", "an emulated GPU")])
+    monkeypatch.setattr(host, "gpu_memory", lambda name: {"total": 8 * GiB, "free": 8 * GiB, "pool_used": 0})
+    engine = start_engine(devices="cuda:0", workers_per_device=1)
+    submit_demo("winning-post", "on-the-device")
+    assert engine.run_until_idle(timeout=240)
+    assert ProofJob.objects.get(job_id="on-the-device").state == JobState.DONE
+
+    assert engine.device_memory is not None
+    key = engine.keycache._entries["winning-post/tiny"].key
+    manager = engine.device_memory.managers["cuda:0"]
+    resident = cuda_backend.resident_bytes(key)
+    assert manager.snapshot()["by_owner"] == {"key:winning-post/tiny": resident}  # every launch given back
+    assert manager.peak >= resident + launch_bytes(key)  # held while it proved
+    assert cuda_backend.has_bases(key, 0)
