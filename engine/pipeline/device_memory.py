@@ -100,9 +100,11 @@ class DeviceHold:
     """One launch's working memory on a device, shared by its proofs (one, or a batch's k):
     each finished proof gives back its share, the last one the rest and the key's use."""
 
-    def __init__(self, owner: DeviceMemory, slot: tuple[str, str], reservation: Reservation, members: int) -> None:
+    def __init__(self, owner: DeviceMemory, slot: tuple[str, str], reservation: Reservation, members: int,
+                 keep_bases: bool = True) -> None:
         self._memory = owner
         self.slot = slot
+        self.keep_bases = keep_bases
         self.reservation = reservation
         self.left = members
         self._share = reservation.nbytes // members
@@ -117,6 +119,8 @@ class DeviceHold:
         if last:
             self.reservation.release()
             self._memory._not_in_use(self.slot)
+            if not self.keep_bases:
+                self._memory._let_go_if_idle(self.slot)
         else:
             self.reservation.release_part(self._share)
 
@@ -142,10 +146,12 @@ class DeviceMemory:
     # -- a launch ------------------------------------------------------------------------
 
     def hold(self, device: str, circuit_id: str, key: Any, owner: str, partitions: Sequence[int],
-             cancelled: Callable[[], bool] | None = None) -> DeviceHold | None:
+             cancelled: Callable[[], bool] | None = None, keep_bases: bool = True) -> DeviceHold | None:
         """Reserve the key's bases on ``device`` (if not yet resident) and the launch's working
         memory for ``partitions`` (one proof, or a batch's), blocking until they fit; None on a
-        device without a budget (the CPU). MemoryBudgetError at once if they never can."""
+        device without a budget (the CPU). MemoryBudgetError at once if they never can.
+        ``keep_bases`` False: a key no cache keeps (a client's own zkey, read per job), whose
+        bases are let go once no launch of it is left on the device."""
         manager = self.managers.get(device)
         if manager is None:
             return None
@@ -165,7 +171,7 @@ class DeviceMemory:
         except BaseException:
             self._not_in_use(slot)
             raise
-        held = DeviceHold(self, slot, reservation, k)
+        held = DeviceHold(self, slot, reservation, k, keep_bases)
         with self._lock:
             for partition in partitions:
                 self._holds[partition] = held
@@ -238,6 +244,12 @@ class DeviceMemory:
         for slot, entry in gone:
             self._release(slot, entry)
         return freed
+
+    def _let_go_if_idle(self, slot: tuple[str, str]) -> None:
+        with self._lock:
+            entry = None if self._in_use[slot] else self._resident.pop(slot, None)
+        if entry is not None:
+            self._release(slot, entry)
 
     def _forget(self, slot: tuple[str, str], entry: _Resident) -> None:
         with self._lock:

@@ -303,7 +303,8 @@ class ProvingWorker:
         try:
             memory.hold(self.device, first.circuit_id, first.key, partition_owner(first.kind, first.job_id),
                         [item.claim.partition_id for item in items],
-                        cancelled=lambda: all(item.abandoned() for item in items))
+                        cancelled=lambda: all(item.abandoned() for item in items),
+                        keep_bases=first.source.shares_key)  # a client's own zkey is read per job
         except MemoryBudgetError as exc:
             for item in items:
                 self.book.fail(item, str(exc), retryable=False)

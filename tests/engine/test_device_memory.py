@@ -84,6 +84,17 @@ def test_a_launch_that_can_never_fit_beside_its_key_fails_at_once_saying_so_and_
 # -- giving the bases back ------------------------------------------------------------------------
 
 
+def test_a_clients_own_key_lets_its_bases_go_once_its_last_launch_is_finished(keys) -> None:
+    a, grid = keys["a"], EmulatedGrid()
+    memory = DeviceMemory({"cuda:0": 10 * _need(a)})
+    memory.hold("cuda:0", "custom/upload-1", a, "custom j1", partitions=[1, 2], keep_bases=False)
+    cuda_backend.bases_on(a, grid)
+    memory.finished(1)
+    assert "key:custom/upload-1" in _owners(memory)  # the batch's other proof still reads them
+    memory.finished(2)
+    assert _owners(memory) == {} and not cuda_backend.has_bases(a, 0)
+
+
 def test_a_key_the_host_cache_drops_gives_back_its_bases_on_the_device(keys) -> None:
     a, grid = keys["a"], EmulatedGrid()
     device = DeviceMemory({"cuda:0": 10 * _need(a)})
