@@ -11,6 +11,8 @@ from typing import TypedDict
 class Knobs(TypedDict):
     MEMORY_BUDGET: str
     MEMORY_SAFETY_MARGIN: str
+    DEVICE_MEMORY_BUDGET: str
+    DEVICE_MEMORY_MARGIN: str
     CHARGE_PROCESSES: bool
     FIXED_BASE: bool
     DEV_KEYS: bool

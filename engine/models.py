@@ -169,6 +169,12 @@ class EngineHost(models.Model):
         default=dict, blank=True,
         help_text="Bytes the engine reserves for itself, by owner: its processes at rest, each synthesis process's "
                   "compiled matrices, a key's load buffers. Written when a reservation changes.")
+    # Written when it changes, like reserved_by_engine: each CUDA device's budget and what is
+    # reserved on it, by owner (engine.pipeline.device_memory).
+    device_reserved = models.JSONField(
+        default=dict, blank=True,
+        help_text="Per CUDA device: its memory budget and the bytes reserved on it, by owner (a key's resident "
+                  "bases, each launch's buffers until finished). Written when a reservation changes; empty on the CPU.")
     # Measured, not derived: the machine's own load beside what the ledger says is reserved.
     # Written by the heartbeat alone (liveness, no version taken), read through
     # engine.status.host_report.HostFigures.

@@ -167,6 +167,10 @@ PROVINGSITE: Knobs = {
     # Host memory the engine may reserve: "auto" (RAM minus a safety margin) or a size.
     "MEMORY_BUDGET": env_size("PROVINGSITE_MEMORY_BUDGET", "auto"),
     "MEMORY_SAFETY_MARGIN": env_size("PROVINGSITE_MEMORY_SAFETY_MARGIN", "2GiB"),
+    # Each CUDA device's memory the engine may reserve (its keys' resident bases, each launch's
+    # buffers): "auto" (the device's total memory less the margin) or a size. Not used on "cpu".
+    "DEVICE_MEMORY_BUDGET": env_size("PROVINGSITE_DEVICE_MEMORY_BUDGET", "auto"),
+    "DEVICE_MEMORY_MARGIN": env_size("PROVINGSITE_DEVICE_MEMORY_MARGIN", "1GiB"),
     # The engine's processes at rest (the engine and its synthesis pool, measured at start) are
     # reserved under "engine processes", so the budget bounds the whole process tree.
     "CHARGE_PROCESSES": env_bool("PROVINGSITE_CHARGE_PROCESSES", True),

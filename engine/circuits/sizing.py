@@ -7,6 +7,7 @@ from them (built-in kinds) or from the sizes a zkey declares (circom circuits).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -227,3 +228,85 @@ def _hash_constraints(shape: CircuitShape) -> int:
     return HASH_CONSTRAINTS * shape.depth * shape.challenges * trees
 
 
+
+
+# ---- device memory (a CUDA device's share of a proof) --------------------------------------
+
+
+@dataclass(frozen=True)
+class DeviceLaunchBytes:
+    """A launch's device memory: ``kept`` from gpu_prove_start until finished, and ``scratch``
+    held only while one of its MSMs runs (the largest of them: they run one after the other on
+    the device's stream, and CuPy's pool hands the memory from one to the next)."""
+
+    kept: int
+    scratch: int
+
+    @property
+    def total(self) -> int:
+        return self.kept + self.scratch
+
+
+def device_launch_needs(domain: int, witness_rows: int, msm_bases: Sequence[tuple[int, int]],
+                        k: int = 1) -> DeviceLaunchBytes:
+    """The device memory one launch of ``k`` proofs holds, beyond the key's resident bases:
+    counted from what engine.prover.backends.cuda allocates, so it follows that code's formulas.
+
+    ``msm_bases`` gives each MSM the launch runs as (bases' rows, a base's width in 64-bit
+    words). Per proof, H on the coset keeps a, b, c uploaded, the coset powers, two constants
+    and its output (5 domain arrays); the witness is uploaded once; the domain's twiddles
+    (forward and inverse) are cached on the device. Each MSM keeps, until finished, its sort
+    keys, bucket offsets, the last level of its bucket sums, its reduction segments and their
+    sums, and the scalars it reads (a copy where they are not contiguous on the device); while
+    it runs, the sort's scratch (as large as its keys), searchsorted's query and result before
+    its copy, and the earlier levels of its sums."""
+    fr = FR_BYTES
+    h = k * (5 * domain * fr + 2 * fr) + 2 * max(1, domain // 2) * fr
+    witness = k * witness_rows * fr
+    msms = [_msm_launch_bytes(rows, width, k) for rows, width in msm_bases if rows]
+    return DeviceLaunchBytes(kept=h + witness + sum(kept for kept, _ in msms),
+                             scratch=max((passing for _, passing in msms), default=0))
+
+
+def device_launch_bytes(domain: int, witness_rows: int, msm_bases: Sequence[tuple[int, int]], k: int = 1) -> int:
+    """What a launch reserves on its device until finished (device_launch_needs' total)."""
+    return device_launch_needs(domain, witness_rows, msm_bases, k).total
+
+
+def _msm_launch_bytes(rows: int, width: int, k: int) -> tuple[int, int]:
+    """(bytes an MSM of k vectors over ``rows`` bases keeps until finished, bytes it holds
+    only while it runs): cuda.Grid._msm_batch_async's groups of at most batch_limit vectors,
+    each one _msm_launch."""
+    from engine.prover.backends.cuda import BUCKET_IDS, CHUNK, SEGMENTS, msm_window_gpu
+
+    cw = msm_window_gpu(rows)
+    nwin, half = (256 + cw) // cw, 1 << (cw - 1)
+    step = max(1, BUCKET_IDS // (nwin << (cw - 1)))
+    xz = 2 * width  # a bucket sum's XYZZ coordinates, in words
+    kept, passing = 0, 0
+    for lo in range(0, k, step):
+        g = min(step, k - lo)
+        kw = g * nwin
+        nb = kw * half
+        keys = kw * rows * 8
+        starts = (nb + 1) * 8
+        buckets, bucket_levels = _segmented_sum_bytes(nb, rows, kw * rows, xz, CHUNK)
+        s = max(1, min(half, SEGMENTS // kw))
+        seg = kw * s * xz * 8
+        sums, sum_levels = _segmented_sum_bytes(kw, s, kw * s, xz, CHUNK)
+        scalars = g * rows * FR_BYTES
+        kept += keys + starts + buckets + seg + sums + (kw + 1) * 8 + scalars
+        # the sort's scratch, searchsorted's query and result before its copy, earlier levels
+        passing = max(passing, keys + 2 * starts + bucket_levels + sum_levels)
+    return kept, passing
+
+
+def _segmented_sum_bytes(nseg: int, most: int, bound: int, xz: int, chunk: int) -> tuple[int, int]:
+    """cuda.Grid._segmented_sum's (last level's sums and offsets, every earlier level's), in bytes."""
+    levels, level = [], 0
+    while level == 0 or most > 1:
+        bound = (bound + chunk - 1) // chunk + nseg
+        levels.append((nseg + 1) * 8 + bound * xz * 8)
+        most = (most + chunk - 1) // chunk
+        level += 1
+    return levels[-1], sum(levels[:-1])

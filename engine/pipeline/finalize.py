@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from engine import prover
 from engine.format import fmt_ms
+from engine.pipeline.device_memory import DeviceMemory
 from engine.pipeline.inflight import InFlight
 from engine.pipeline.memory import release_freed_memory
 from engine.pipeline.work import WorkItem
@@ -45,8 +46,9 @@ def proof_json(proof: Any) -> Any:
 
 
 class Finalizers:
-    def __init__(self, book: InFlight, params_dir: Path, threads: int) -> None:
+    def __init__(self, book: InFlight, params_dir: Path, threads: int, device_memory: DeviceMemory | None = None) -> None:
         self.book = book
+        self.device_memory = device_memory  # a launch's device memory is given back once finished
         self.params_dir = params_dir
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="finalize")
         self._vks: dict[str, Any] = {}
@@ -69,6 +71,13 @@ class Finalizers:
             release_freed_memory()  # a finished partition's arrays, not kept by the heap for the next
 
     def finish(self, item: WorkItem) -> None:
+        try:
+            self._finish(item)
+        finally:  # proved, failed or dropped: its kernels are done with the device's buffers
+            if self.device_memory is not None:
+                self.device_memory.finished(item.claim.partition_id)
+
+    def _finish(self, item: WorkItem) -> None:
         book = self.book
         try:
             t0 = time.perf_counter()

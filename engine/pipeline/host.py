@@ -43,6 +43,7 @@ from engine.models import EngineHost, Partition
 from engine.pipeline import devices as devices_mod
 from engine.pipeline import job_log
 from engine.pipeline.claim import Dispatcher
+from engine.pipeline.device_memory import DeviceMemory, device_budget_bytes
 from engine.pipeline.finalize import Finalizers
 from engine.pipeline.host_figures import HostSampler
 from engine.pipeline.inflight import InFlight, Signals, Stats
@@ -50,7 +51,7 @@ from engine.pipeline.key_control import carry_out
 from engine.pipeline.keycache import KeyCache
 from engine.pipeline.keymap import map_key
 from engine.pipeline.keys import farm_checked, held_nbytes, load_proving_key, load_transient_bytes
-from engine.pipeline.memory import MemoryBudgetError, MemoryManager, Reservation, budget_bytes, total_ram
+from engine.pipeline.memory import MemoryBudgetError, MemoryManager, Reservation, budget_bytes, gpu_memory, total_ram
 from engine.pipeline.notify import notify_forever
 from engine.pipeline.prove import ProofQueue, ProvingWorker
 from engine.pipeline.reserve import reserve
@@ -83,6 +84,9 @@ def tree_rss(pids: list[int]) -> int:
 class EngineConfig:
     budget: str = "auto"
     margin: str = "2GiB"
+    # Each CUDA device's budget (engine.pipeline.device_memory): "auto" = its total less the margin.
+    device_budget: str = "auto"
+    device_margin: str = "1GiB"
     synthesis: int = 2
     workers_per_device: int = 2
     devices: str = "auto"
@@ -106,6 +110,7 @@ class EngineConfig:
     def from_settings(cls, **overrides: Any) -> EngineConfig:
         s = settings.PROVINGSITE
         base = cls(budget=str(s["MEMORY_BUDGET"]), margin=str(s["MEMORY_SAFETY_MARGIN"]),
+                   device_budget=str(s["DEVICE_MEMORY_BUDGET"]), device_margin=str(s["DEVICE_MEMORY_MARGIN"]),
                    synthesis=int(s["SYNTHESIS_CONCURRENCY"]), workers_per_device=int(s["WORKERS_PER_DEVICE"]),
                    devices=str(s["DEVICES"]), scale=str(s["SCALE"]), host_name=str(s["HOST_NAME"]),
                    heartbeat_seconds=float(s["HEARTBEAT_SECONDS"]), batch_max=int(s["BATCH_MAX"]),
@@ -141,13 +146,15 @@ class Engine:
         self.memory = MemoryManager(budget_bytes(self.config.budget, self.config.margin))
         self._held_lock = threading.Lock()
         self.memory.watch(engine_held, self._report_engine_held)
+        self.device_memory = self._device_memory()
         # Each key a host loads is checked against the farm's record of the circuit's key.
         # Warm keys' images live in this engine's own directory, removed when it stops.
         self.key_images = Path(tempfile.mkdtemp(prefix="keymaps-", dir=_key_image_root()))
         self.keycache = KeyCache(self.memory, farm_checked(key_loader, lambda: self._name()),
                                  on_change=self._report_keys, sizer=held_nbytes,
                                  mapper=lambda key, circuit_id: map_key(key, self.key_images, circuit_id),
-                                 transient=load_transient_bytes)
+                                 transient=load_transient_bytes,
+                                 on_drop=self.device_memory.key_dropped if self.device_memory is not None else None)
         self.proof_queue = ProofQueue()
         self.signals = Signals()
         self.threads: list[threading.Thread] = []
@@ -168,6 +175,14 @@ class Engine:
         self.synthesis: Synthesis
         self.dispatcher: Dispatcher
         self.finalizers: Finalizers
+
+    def _device_memory(self) -> DeviceMemory | None:
+        """A budget per CUDA device proved on; None on the CPU (nothing to hold there)."""
+        budgets = {d.name: device_budget_bytes(self.config.device_budget, self.config.device_margin,
+                                               gpu_memory(d.name)["total"]) for d in self.devices if d.is_gpu}
+        if not budgets:
+            return None
+        return DeviceMemory(budgets, on_change=self._report_device_held)
 
     @property
     def stats(self) -> Stats:
@@ -277,12 +292,14 @@ class Engine:
             reserve=lambda item: reserve(item, self.inflight, self.keycache, self.memory, self.signals.stopping),
             scale=self.config.scale, pace_target=self.config.synthesis + 2 * self.n_workers)
         self.finalizers = Finalizers(self.inflight, Path(settings.PROVINGSITE["PARAMS_DIR"]),
-                                     threads=max(2, self.n_workers))
+                                     threads=max(2, self.n_workers), device_memory=self.device_memory)
         locks = {d.name: threading.Lock() for d in self.devices}
         for row in worker_rows(self.host, [d.name for d in self.devices], self.config.workers_per_device):
             self.workers.append(ProvingWorker(self.inflight, self.proof_queue, self.finalizers, row,
                                               locks[row.device], self.config.split,
-                                              batch=(self.config.batch_max, self.config.batch_wait_ms / 1000)))
+                                              batch=(self.config.batch_max, self.config.batch_wait_ms / 1000),
+                                              device_memory=self.device_memory))
+        self._report_device_held()  # each device's budget, nothing reserved yet
         return self
 
     def _name(self) -> str:
@@ -340,6 +357,8 @@ class Engine:
         self.synthesis.stop()
         self.finalizers.stop()
         self.keycache.clear()
+        if self.device_memory is not None:
+            self.device_memory.clear()
         shutil.rmtree(self.key_images, ignore_errors=True)
         self.figures.close()
         self.writer.record_stopped()
@@ -378,6 +397,12 @@ class Engine:
         if self.host is not None and hasattr(self, "writer"):
             with self._held_lock:  # one writer at a time, each writing what the manager holds then
                 self.writer.update_host(reserved_by_engine=self.engine_held())
+
+    def _report_device_held(self) -> None:
+        """Each device's reservations by owner, written when one changes (as reserved_by_engine)."""
+        if self.device_memory is not None and self.host is not None and hasattr(self, "writer"):
+            with self._held_lock:
+                self.writer.update_host(device_reserved=self.device_memory.snapshot())
 
     def _report_keys(self) -> None:
         if self.host is not None and hasattr(self, "writer"):

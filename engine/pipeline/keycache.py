@@ -76,8 +76,14 @@ class KeyCache:
 
     def __init__(self, memory: MemoryManager, loader: Loader, on_change: Callable[[], None] | None = None,
                  sizer: Callable[[Any], int] | None = None, mapper: Mapper | None = None,
-                 transient: Callable[[str], int] | None = None) -> None:
+                 transient: Callable[[str], int] | None = None,
+                 on_drop: Callable[[str], None] | None = None) -> None:
         self.memory = memory
+        # Told a circuit id once the cache no longer holds that key object (demoted or dropped):
+        # what was kept beside it elsewhere (its bases on a device) goes with it. Called outside
+        # the cache's locks.
+        self.on_drop = on_drop
+        self._dropped: list[str] = []
         self.transient = transient  # circuit id → what its load holds beside the key, while it loads
         self.loader = loader
         self.on_change = on_change
@@ -183,6 +189,7 @@ class KeyCache:
                     if entry.users == 0 and entry.tier is tier:
                         freed += self._demote(entry, self._below(tier))
                         demoted = True
+        self._tell_dropped()
         if demoted:
             self._changed()
         return freed
@@ -204,6 +211,7 @@ class KeyCache:
             del self._entries[entry.circuit_id]
             give = held
         entry.reservation.release_part(give)
+        self._dropped.append(entry.circuit_id)  # warm or cold, the hot key object is let go
         self.evictions += 1
         self.demotions.append((entry.circuit_id, was, to))
         log.info("demoted idle proving key %s %s → %s: %s freed", entry.circuit_id, was, to, fmt_bytes(give))
@@ -243,6 +251,7 @@ class KeyCache:
             if tier is KeyTier.WARM:
                 with self._lock:
                     self._demote_now(self._entries[circuit_id], KeyTier.WARM)
+        self._tell_dropped()
         self._changed()
 
     def demote(self, circuit_id: str, tier: KeyTier) -> None:
@@ -258,6 +267,7 @@ class KeyCache:
             if tier is KeyTier.WARM and self.mapper is None:
                 raise KeyControlRefused("this cache has no warm tier")
             self._demote_now(entry, tier)
+        self._tell_dropped()
         self._changed()
 
     def _demote_now(self, entry: _Entry, to: KeyTier) -> None:
@@ -268,6 +278,7 @@ class KeyCache:
             entry = self._entries.pop(circuit_id, None)
         if entry is not None:
             entry.reservation.release()
+            self._tell_dropped([circuit_id])
 
     def clear(self) -> None:
         with self._lock:
@@ -275,6 +286,19 @@ class KeyCache:
             self._entries.clear()
         for entry in entries:
             entry.reservation.release()
+        self._tell_dropped([entry.circuit_id for entry in entries])
+
+    def _tell_dropped(self, circuit_ids: list[str] | None = None) -> None:
+        """Run the on_drop hook for the keys let go (those ``_demote`` noted, under the lock)."""
+        with self._lock:
+            gone, self._dropped = self._dropped + (circuit_ids or []), []
+        if self.on_drop is None:
+            return
+        for circuit_id in gone:
+            try:
+                self.on_drop(circuit_id)
+            except Exception:  # the key is gone from the cache either way
+                log.exception("could not let go of what was kept beside proving key %s", circuit_id)
 
     def refuse(self, circuit_id: str, reason: str) -> None:
         """This host will not prove ``circuit_id`` (its key is missing or not the farm's) until it

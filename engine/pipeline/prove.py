@@ -30,10 +30,13 @@ from django.utils import timezone
 
 from engine import prover
 from engine.models import Worker
+from engine.pipeline.device_memory import DeviceMemory
 from engine.pipeline.inflight import InFlight
+from engine.pipeline.memory import MemoryBudgetError
 from engine.pipeline.work import WorkItem
 from engine.prover import ProofAborted, UnsatisfiedConstraint
 from engine.states import PartitionState
+from engine.status.holdings import partition_owner
 
 log = logging.getLogger("engine.prove")
 P = PartitionState
@@ -119,8 +122,10 @@ class ProvingWorker:
     """One worker slot (W0, W1 … on a device); ``run`` is its thread's loop."""
 
     def __init__(self, book: InFlight, inbox: ProofQueue, finalizers: Finishing, row: Worker,
-                 device_lock: threading.Lock, split: bool, batch: tuple[int, float] = (1, 0.0)) -> None:
+                 device_lock: threading.Lock, split: bool, batch: tuple[int, float] = (1, 0.0),
+                 device_memory: DeviceMemory | None = None) -> None:
         self.book = book
+        self.device_memory = device_memory  # None, or no budget for this device (the CPU): nothing held
         self.inbox = inbox
         self.finalizers = finalizers
         self.row = row
@@ -169,6 +174,8 @@ class ProvingWorker:
         book = self.book
         api = prover
         abandoned = item.abandoned
+        if not self.hold_device([item]):
+            return False
         try:
             with self.lock:
                 t0 = time.perf_counter()
@@ -181,9 +188,11 @@ class ProvingWorker:
                     self.busy_s += elapsed
                     item.timings["gpu_s"] = elapsed
         except ProofAborted:  # cancelled or fenced while proving: free its memory now
+            self.device_done([item])
             book.drop(item)
             return False
         except Exception as exc:  # a kernel or device error: another attempt may succeed
+            self.device_done([item])
             log.exception("%s: proving %s failed", self.name, item.label, extra=book.about(item))
             # An unsatisfied assignment is the circuit's or the witness's: every attempt fails alike.
             book.fail(item, item.public_reason(f"proving on {self.device} failed: {type(exc).__name__}: {exc}"),
@@ -191,6 +200,7 @@ class ProvingWorker:
             return False
         # Leave gpu before taking the next partition: the records never show a worker twice.
         if not book.record(item, P.FINALIZING, gpu_finished_at=timezone.now()):
+            self.device_done([item])  # no finalizer will see it
             return False
         if item.reservation is not None:
             item.reservation.release_part(item.abc_bytes)  # A·w, B·w, C·w are on the device now
@@ -242,6 +252,8 @@ class ProvingWorker:
         def abandoned() -> bool:
             return all(item.abandoned() for item in items)
 
+        if not self.hold_device(items):
+            return []
         try:
             with self.lock:
                 t0 = time.perf_counter()
@@ -258,20 +270,56 @@ class ProvingWorker:
                     for item in items:
                         item.timings["gpu_s"] = elapsed / len(items)
         except ProofAborted:
+            self.device_done(items)
             for item in items:
                 book.drop(item)
             return []
         except Exception as exc:  # one member's assignment (or the device): each alone finds out which
+            self.device_done(items)  # each member alone holds its own
             log.warning("%s: a batch of %d failed (%s: %s); proving its members one by one", self.name, len(items),
                         type(exc).__name__, exc)
             return [item for item in items if self._launch_member_alone(item)]
         done = []
         for item in items:
             if item.abandoned():
+                self.device_done([item])
                 book.drop(item)
             elif self._leave_gpu(item):
                 done.append(item)
+            else:
+                self.device_done([item])
         return done
+
+    # -- device memory ------------------------------------------------------------------------
+
+    def hold_device(self, items: list[WorkItem]) -> bool:
+        """Reserve the launch's device memory (and its key's bases, if not resident) before it
+        starts, blocking until it fits; False (the items failed or dropped) if it never can or
+        they were abandoned meanwhile. Nothing to hold on the CPU."""
+        memory = self.device_memory
+        if memory is None:
+            return True
+        first = items[0]
+        try:
+            memory.hold(self.device, first.circuit_id, first.key, partition_owner(first.kind, first.job_id),
+                        [item.claim.partition_id for item in items],
+                        cancelled=lambda: all(item.abandoned() for item in items),
+                        keep_bases=first.source.shares_key)  # a client's own zkey is read per job
+        except MemoryBudgetError as exc:
+            for item in items:
+                self.book.fail(item, str(exc), retryable=False)
+            return False
+        except InterruptedError:
+            for item in items:
+                self.book.drop(item)
+            return False
+        return True
+
+    def device_done(self, items: list[WorkItem]) -> None:
+        """No finalizer will finish these: their share of the launch's device memory goes back now."""
+        if self.device_memory is not None:
+            for item in items:
+                self.device_memory.finished(item.claim.partition_id)
 
     def _launch_member_alone(self, item: WorkItem) -> bool:
         split, self.split = self.split, True  # the batch's caller finishes it

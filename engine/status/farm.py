@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from engine.format import ms_between
 from engine.states import JobState, PartitionState
-from engine.status.holdings import Holdings
+from engine.status.holdings import Holdings, device_reserved
 from engine.status.host_report import DeviceReport, HostFigures, devices_of
 from engine.status.read import collection_deferred, one_snapshot
 from engine.status.read_model import Farm, read_farm
@@ -251,6 +251,7 @@ def status_document(farm: Farm) -> dict[str, Any]:
             "memory": _memory(held[host.pk].budget, held[host.pk].physical, held[host.pk].by_owner),
             "synthesis": {"max_concurrent": host.synthesis_max, "active": held[host.pk].count(P.SYNTHESIZING)},
             "devices": [_device(d, host.backend) for d in devices_of(host.devices)],
+            "device_memory": device_reserved(host.device_reserved),
             "figures": _figures(HostFigures.from_json(host.figures)),
             "pipelines": [p for p in pipelines if host.name in p["hosts"]],
             "gpu_workers": [w for w in gpu_workers if w["host"] == host.name],

@@ -62,6 +62,25 @@ def held_for_good(owner: str) -> bool:
     return engine_held(owner) and not owner.startswith("loading ")
 
 
+def device_reserved(column: Any) -> list[dict[str, Any]]:
+    """The host row's device_reserved (engine.pipeline.device_memory), as written or edited by
+    hand, per device in name order: its budget, what is reserved and by whom (whole byte counts)."""
+    if not isinstance(column, dict):
+        return []
+    out = []
+    for device, entry in sorted(column.items()):
+        if not isinstance(entry, dict):
+            continue
+        budget = entry.get("budget")
+        owners = entry.get("by_owner")
+        by_owner = {str(owner): n for owner, n in (owners.items() if isinstance(owners, dict) else ())
+                    if isinstance(n, int) and not isinstance(n, bool) and n > 0}
+        out.append({"device": str(device),
+                    "budget_bytes": budget if isinstance(budget, int) and not isinstance(budget, bool) else None,
+                    "reserved_bytes": sum(by_owner.values()), "by_owner": by_owner})
+    return out
+
+
 def holder_of(owner: str) -> str:
     """Who a memory owner is: "key", "engine" (its processes, compiled matrices, a load's
     buffers) or "job" (a claimed partition's reservation)."""

@@ -22,7 +22,8 @@ CLOCKS = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("pk", "
 
 _HOSTS = Prepared(lambda: EngineHost.objects.order_by("name").values_list(
     "pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes", "memory_total_bytes",
-    "synthesis_max", "devices", "key_cache", "draining", "refused_keys", "figures", "reserved_by_engine"))
+    "synthesis_max", "devices", "key_cache", "draining", "refused_keys", "figures", "reserved_by_engine",
+    "device_reserved"))
 
 # Workers of running hosts: (pk, ordinal, device, host name, host backend, host started).
 LIVE_WORKERS = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True)
@@ -148,6 +149,7 @@ class HostRow(NamedTuple):
     refused_keys: dict[str, str]  # JSON: circuit -> why
     figures: dict[str, Any]  # JSON, read through host_report.HostFigures.from_json
     reserved_by_engine: dict[str, Any]  # JSON: owner -> bytes (engine.status.holdings.engine_held)
+    device_reserved: dict[str, Any]  # JSON: device -> {budget, by_owner} (engine.status.holdings.device_reserved)
 
 
 def host_rows() -> list[HostRow]:

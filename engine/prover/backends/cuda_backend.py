@@ -41,6 +41,35 @@ def bases_on(key: ProvingKey, dev: Any) -> dict[str, Any]:
         return out
 
 
+def _sections(key: ProvingKey) -> list[tuple[str, np.ndarray]]:
+    """The key's sections that are uploaded (a section without rows is not)."""
+    return [(section, getattr(key, section)) for section in SECTIONS if getattr(key, section).shape[0]]
+
+
+def resident_bytes(key: ProvingKey) -> int:
+    """The device bytes ``bases_on`` holds for the key on one device: its sections' arrays as
+    uploaded (contiguous 64-bit words, what Grid.upload_bases makes of them)."""
+    return sum(arr.shape[0] * arr.shape[1] * 8 for _, arr in _sections(key))
+
+
+def drop_bases(key: ProvingKey, index: int) -> bool:
+    """Forget the key's bases on device ``index`` (the device frees them once no launch still
+    reads them); True when there were any."""
+    with _bases_lock:
+        per_key = _device_bases.get(key)
+        if not per_key:
+            return False
+        slots = [slot for slot in per_key if slot[0] == index]
+        for slot in slots:
+            del per_key[slot]
+        return bool(slots)
+
+
+def has_bases(key: ProvingKey, index: int) -> bool:
+    with _bases_lock:
+        return any(slot[0] == index for slot in _device_bases.get(key, {}))
+
+
 class CudaLaunch:
     """One proof's (or batch's) buffers on the device: what its kernels read until they finish."""
 
