@@ -33,7 +33,7 @@ def register_host(name: str, *, backend: str, memory_budget_bytes: int, memory_t
         EngineHost.objects.filter(pk=host.pk).update(
             backend=backend, started_at=now, heartbeat_at=now, stopped_at=None,
             memory_budget_bytes=memory_budget_bytes, memory_total_bytes=memory_total_bytes,
-            synthesis_max=synthesis_max, key_cache=[], refused_keys={}, reserved_by_engine={},
+            synthesis_max=synthesis_max, key_cache=[], refused_keys={}, reserved_by_engine={}, device_reserved={},
             **({"cost_per_hour": cost_per_hour} if cost_per_hour is not None else {}), **stamp.fields())
     publish_hint(host=name, version=stamp.version)
     host.refresh_from_db()

@@ -273,7 +273,7 @@ class StatusWriter:
         out failed, in the same transaction (a request never waits on a stopped host)."""
         def work(stamp: Stamp) -> list[dict[str, Any]]:
             EngineHost.objects.filter(pk=self.host.pk).update(**stamp.fields(), stopped_at=timezone.now(),
-                                                              key_cache=[], reserved_by_engine={})
+                                                              key_cache=[], reserved_by_engine={}, device_reserved={})
             failed = fail_pending_of_stopped(self.host.pk)
             if failed:
                 log.warning("%s stopped with %d key request(s) not carried out: failed", self.host.name, failed)
