@@ -9,6 +9,7 @@ native sparse mat-vec takes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -31,6 +32,27 @@ class VerifyingKey:
     gamma2: G2Affine
     delta2: G2Affine
     ic: tuple[G1Affine | None, ...]  # n_public + 1 points
+
+    @classmethod
+    def of_points(
+        cls,
+        curve: str,
+        n_public: int,
+        alpha1: G1Affine | None,
+        beta2: G2Affine | None,
+        gamma2: G2Affine | None,
+        delta2: G2Affine | None,
+        ic: Iterable[G1Affine | None],
+    ) -> VerifyingKey:
+        """The key of these points, whether read from a file or derived from a proving key.
+        ValueError naming which of alpha1/beta2/gamma2/delta2 is the point at infinity: no
+        setup makes one, and gamma2 or delta2 there would drop the public inputs or C from the
+        verifier's equation."""
+        if alpha1 is None or beta2 is None or gamma2 is None or delta2 is None:
+            fixed = {"alpha1": alpha1, "beta2": beta2, "gamma2": gamma2, "delta2": delta2}
+            at_infinity = ", ".join(name for name, pt in fixed.items() if pt is None)
+            raise ValueError(f"verification key: the point at infinity as {at_infinity}")
+        return cls(curve, n_public, alpha1, beta2, gamma2, delta2, tuple(ic))  # the fields' order, above
 
 
 @dataclass(eq=False)
@@ -105,15 +127,7 @@ class ProvingKey:
 
         alpha1 = g1_from_mont(self.alpha1, self.curve)[0]
         beta2, gamma2, delta2 = g2_from_mont([self.beta2, self.gamma2, self.delta2], self.curve)
-        if alpha1 is None or beta2 is None or gamma2 is None or delta2 is None:
-            raise ValueError("proving key has a point at infinity among alpha1/beta2/gamma2/delta2")
-        return VerifyingKey(
-            curve=self.curve,
-            n_public=self.n_public,
-            alpha1=alpha1,
-            beta2=beta2,
-            gamma2=gamma2,
-            delta2=delta2,
-            ic=tuple(g1_from_mont(self.ic, self.curve)),
+        return VerifyingKey.of_points(
+            self.curve, self.n_public, alpha1, beta2, gamma2, delta2, g1_from_mont(self.ic, self.curve)
         )
 

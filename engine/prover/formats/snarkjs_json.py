@@ -204,17 +204,11 @@ def vk_from_json(obj: Any) -> VerifyingKey:
     from engine.prover.keys import VerifyingKey  # the keys' module (and dataclasses) only for a key
 
     alpha = _g1_from_json(obj.get("vk_alpha_1"), "verification key vk_alpha_1", "vk")
-    if alpha is None or beta is None or gamma is None or delta is None:
-        raise FormatError("vk", "verification key: alpha/beta/gamma/delta must not be the point at infinity")
-    return VerifyingKey(
-        curve=curve,
-        n_public=n_public,
-        alpha1=alpha,
-        beta2=beta,
-        gamma2=gamma,
-        delta2=delta,
-        ic=tuple(_g1_from_json(p, f"verification key IC[{i}]", "vk") for i, p in enumerate(ic)),
-    )
+    points = tuple(_g1_from_json(p, f"verification key IC[{i}]", "vk") for i, p in enumerate(ic))
+    try:  # the points parsed first: a FormatError is a ValueError too, and says its own point
+        return VerifyingKey.of_points(curve, n_public, alpha, beta, gamma, delta, points)
+    except ValueError as e:
+        raise FormatError("vk", str(e)) from None
 
 
 def read_vk_json(path: str | os.PathLike[str]) -> VerifyingKey:
