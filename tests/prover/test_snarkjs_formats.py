@@ -123,6 +123,21 @@ def test_malformed_files_are_format_errors(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("curve", CURVES)
+def test_a_verification_key_with_a_fixed_point_at_infinity_is_refused_naming_it(curve: str, tmp_path: Path) -> None:
+    vk = json.loads((FIXTURES / curve / "verification_key.json").read_text())
+    vk["vk_gamma_2"][2] = ["0", "0"]  # z = 0: the point at infinity
+    (tmp_path / "vk.json").write_text(json.dumps(vk))
+    with pytest.raises(FormatError, match="verification key: the point at infinity as gamma2") as refused:
+        read_vk_json(tmp_path / "vk.json")
+    assert refused.value.field == "vk"
+
+    pk = read_zkey(FIXTURES / curve / "circuit.zkey")
+    pk.delta2 = np.zeros_like(pk.delta2)  # all-zero limbs: the kernels' point at infinity
+    with pytest.raises(ValueError, match="the point at infinity as delta2"):
+        pk.vk  # noqa: B018 (the property builds and checks the key)
+
+
+@pytest.mark.parametrize("curve", CURVES)
 def test_the_constraints_alone_read_from_a_zkey_are_the_full_keys_matrices(curve: str) -> None:
     from engine.prover.snarkjs import read_zkey_constraints
 
