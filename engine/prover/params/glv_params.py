@@ -114,7 +114,7 @@ def _signed(v: int, n: int) -> str:
 
 
 def _prelude_lines(c: CurveParams, group: str, gp: GlvParams) -> list[str]:
-    tag = f"PS_{c.name.upper()}_{group.upper()}_GLV"
+    tag = f"PS_GLV_{c.name}_{group}"  # each_group.h derives it: PS_GLV_ then the group's prefix
     for v in (gp.g1, gp.g2):
         if abs(v) >> 192:
             raise ValueError(f"{c.name}: GLV rounding constant wider than curve_glv.h's 3 limbs")

@@ -41,6 +41,7 @@ SHARED_KERNEL_FILES = (
     "instances.h",
     "each_fr.h",
     "each_group.h",
+    "each_curve.h",
     "msm_digits.h",
 )
 KERNEL_FILES = (
