@@ -9,7 +9,8 @@ vs groth16py (PyPI, arkworks; BN254 only) vs a hand-built rapidsnark.
 Every tool is run as a zk developer would run it, as a command on the same .zkey + .wtns,
 timed end to end (start-up, reading, proving, writing proof.json/public.json); runs are
 interleaved and the minimum of --repeat is reported, after one untimed warm-up that compiles
-the kernels and the bytecode. Every proof written is verified afterwards. Our commands'
+the kernels and the bytecode. Every proof written is verified afterwards, by our verifier and
+(where it is installed) by snarkjs's `groth16 verify`, the independent one. Our commands'
 own self-check (the pairing) is part of their time, as it is in use.
 
 Each run's peak resident set (the kernel's ru_maxrss of the command, from os.wait4 in a small
@@ -56,6 +57,7 @@ from engine.prover.snarkjs import (  # noqa: E402
     read_public_json,
     read_r1cs,
     read_vk_json,
+    write_vk_json,
     write_wtns,
     write_zkey,
 )
@@ -225,11 +227,23 @@ def bench_circuit(c: Circuit, tools: dict[str, Argv], repeat: int, work: Path, e
                 if name == CLI:
                     found = re.search(r"load .*", run.stderr)
                     row.phases = found.group(0) if found else ""
+    vk_json = work / "verification_key.json"
+    write_vk_json(vk_json, c.vk)
     for name, (proof, public) in outs.items():
         # groth16py writes no public.json: it proves the same witness, so ours is its public
-        signals = read_public_json(outs[CLI][1] if name == GROTH16PY else public)
-        row.valid[name] = verify(c.vk, read_proof_json(proof, c.vk.curve), signals)
+        public = outs[CLI][1] if name == GROTH16PY else public
+        ours = verify(c.vk, read_proof_json(proof, c.vk.curve), read_public_json(public))
+        row.valid[name] = ours and snarkjs_verifies(vk_json, public, proof, env) is not False
     return row
+
+
+def snarkjs_verifies(vk_json: Path, public: Path, proof: Path, env: dict[str, str]) -> bool | None:
+    """The independent verifier's word on a proof (None where snarkjs is not installed)."""
+    if not (SNARKJS.exists() and shutil.which("node")):
+        return None
+    res = subprocess.run([str(SNARKJS), "groth16", "verify", str(vk_json), str(public), str(proof)],
+                         capture_output=True, text=True, env=env, timeout=600)
+    return res.returncode == 0 and "OK" in res.stdout
 
 
 def startup(repeat: int, env: dict[str, str]) -> dict[str, float]:

@@ -1,4 +1,3 @@
-import dataclasses
 from pathlib import Path
 
 from django.apps import AppConfig
@@ -19,5 +18,5 @@ class EngineConfig(AppConfig):
         from engine.prover.config import ProverConfig, configure
 
         cache = settings.PROVINGSITE["CACHE_DIR"]
-        configure(dataclasses.replace(ProverConfig.from_env(), cache_dir=Path(cache)))
+        configure(ProverConfig.from_env().but(cache_dir=Path(cache)))
         use_disk_cache(cache)

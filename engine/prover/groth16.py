@@ -27,7 +27,6 @@ a .zkey's witness and coefficients (engine.prover.zkey_prover), and never loads 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.prover.backends.base import Backend, Buffer, Evaluations, Handle, Launch, MappedKey
@@ -116,7 +115,6 @@ class Statement(Protocol):
     def evaluations(self, key: Any) -> Evaluations: ...
 
 
-@dataclass(eq=False)
 class PendingProof:
     """A proof between start and finish.
 
@@ -124,21 +122,28 @@ class PendingProof:
     start returns: the engine may release their share of memory then). retained_bytes is
     what this object still keeps until finish: the witness and its share of what the
     backend holds for it (a batch's proofs share one launch).
+
+    A plain class, not a dataclass: the command line proves through here, and importing
+    dataclasses (inspect, ast) is 10 ms of a small proof's whole command.
     """
 
-    pk: Key
-    device: str
-    witness: Buffer
-    r: int
-    s: int
-    abc_nbytes: int
-    launch: Launch | None = None
-    scalars: Buffer = None  # the witness where the backend's MSMs read it
-    parts: dict[str, Handle] = field(default_factory=dict)  # "a", "b1", "c", "h", "b2": the MSMs launched
-    launch_share: int = 1
-    abc_released: bool = False
-    finished: bool = False
-    _abc_returned: bool = False
+    def __init__(self, pk: Key, device: str, witness: Buffer, r: int, s: int, abc_nbytes: int) -> None:
+        self.pk = pk
+        self.device = device
+        self.witness = witness
+        self.r = r
+        self.s = s
+        self.abc_nbytes = abc_nbytes
+        self.launch: Launch | None = None
+        self.scalars: Buffer = None  # the witness where the backend's MSMs read it
+        self.parts: dict[str, Handle] = {}  # "a", "b1", "c", "h", "b2": the MSMs launched
+        self.launch_share = 1
+        self.abc_released = False
+        self.finished = False
+        self._abc_returned = False
+
+    def __repr__(self) -> str:
+        return f"PendingProof({self.pk.curve}, {self.device}, finished={self.finished})"
 
     @property
     def retained_bytes(self) -> int:

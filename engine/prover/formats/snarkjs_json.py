@@ -7,7 +7,6 @@ files through here and starts without either.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -175,6 +174,8 @@ _VK_IDENTITY = ("protocol", "curve", "nPublic", "vk_alpha_1", "vk_beta_2", "vk_g
 def vk_digest_of_json(vk_json: dict[str, Any]) -> str:
     """SHA-256 of a verification_key.json's defining fields, as compact JSON with sorted keys:
     what a client recomputes from the file it downloaded to know which key a proof is under."""
+    import hashlib  # OpenSSL's import is 3 ms of a small proof's command, which needs no digest
+
     identity = {name: vk_json[name] for name in _VK_IDENTITY}
     return hashlib.sha256(json.dumps(identity, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
