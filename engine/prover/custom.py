@@ -26,7 +26,6 @@ more than about a MiB of an upload, whatever it declares.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from engine.prover.formats.headers import ZkeyHeader
@@ -36,23 +35,9 @@ from engine.prover.formats.zkey import validate_zkey
 from engine.prover.satisfied import check_file_satisfied
 
 
-@dataclass(frozen=True)
-class CustomCircuit:
-    """What a validated upload declares: the sizes its job's memory is reserved from."""
-
-    header: ZkeyHeader
-    n_constraints: int
-    n_coefficients: int
-    zkey_bytes: int
-    wtns_bytes: int
-
-    @property
-    def curve(self) -> str:
-        return self.header.curve
-
-
-def validate_custom(zkey: Path, wtns: Path, r1cs: Path | None = None) -> CustomCircuit:
-    """The upload's declared circuit, or FormatError naming the file at fault and why.
+def validate_custom(zkey: Path, wtns: Path, r1cs: Path | None = None) -> ZkeyHeader:
+    """The upload's zkey header (its curve, signals and domain), or FormatError naming the
+    file at fault and why.
 
     With ``r1cs``, also the witness checked against every constraint of it."""
     zkey_bytes, wtns_bytes = zkey.stat().st_size, wtns.stat().st_size
@@ -63,5 +48,4 @@ def validate_custom(zkey: Path, wtns: Path, r1cs: Path | None = None) -> CustomC
         validate_wtns(fh, wtns_bytes, header)
     if r1cs is not None:
         check_file_satisfied(r1cs, wtns, CircuitShape(header.curve, header.n_vars, header.n_public, key.n_constraints))
-    return CustomCircuit(header=header, n_constraints=key.n_constraints, n_coefficients=key.n_coefficients,
-                         zkey_bytes=zkey_bytes, wtns_bytes=wtns_bytes)
+    return header

@@ -128,12 +128,8 @@ class PendingProof:
     """
 
     def __init__(self, pk: Key, device: str, witness: Buffer, r: int, s: int, abc_nbytes: int) -> None:
-        self.pk = pk
-        self.device = device
-        self.witness = witness
-        self.r = r
-        self.s = s
-        self.abc_nbytes = abc_nbytes
+        self.pk, self.device, self.witness, self.abc_nbytes = pk, device, witness, abc_nbytes
+        self.r, self.s = r, s  # the randomisers
         self.launch: Launch | None = None
         self.scalars: Buffer = None  # the witness where the backend's MSMs read it
         self.parts: dict[str, Handle] = {}  # "a", "b1", "c", "h", "b2": the MSMs launched

@@ -19,14 +19,15 @@ DEVICE INLINE void FN(sub)(FT *r, const FT *a, const FT *b) { BN(sub)(&r->c0, &a
 DEVICE INLINE void FN(dbl)(FT *r, const FT *a) { FN(add)(r, a, a); }
 DEVICE INLINE void FN(neg)(FT *r, const FT *a) { BN(neg)(&r->c0, &a->c0); BN(neg)(&r->c1, &a->c1); }
 
-/* Karatsuba: 3 base multiplications. (a0 + a1 u)(b0 + b1 u) = (a0b0 - a1b1) + ((a0+a1)(b0+b1) - a0b0 - a1b1) u */
+/* Karatsuba: 3 base multiplications. (a0 + a1 u)(b0 + b1 u) = (a0b0 - a1b1) + ((a0+a1)(b0+b1) - a0b0 - a1b1) u.
+ * r may alias a or b: it is written last. */
 DEVICE SOFT void FN(mul)(FT *r, const FT *a, const FT *b) {
     BT t0, t1, s0, s1, m;
-    BN(mul)(&t0, &a->c0, &b->c0);
-    BN(mul)(&t1, &a->c1, &b->c1);
     BN(add)(&s0, &a->c0, &a->c1);
     BN(add)(&s1, &b->c0, &b->c1);
     BN(mul)(&m, &s0, &s1);
+    BN(mul)(&t0, &a->c0, &b->c0);
+    BN(mul)(&t1, &a->c1, &b->c1);
     BN(sub)(&m, &m, &t0);
     BN(sub)(&r->c1, &m, &t1);
     BN(sub)(&r->c0, &t0, &t1);
