@@ -11,7 +11,9 @@ reserves anything else the process loads the circuit, compiling it into the matr
 the cache lacks it, under a reservation of that first use's peak
 (engine.circuits.compiled.first_use_bytes), which then shrinks to what it keeps. The collector
 thread records ``synth_done`` and hands the item to the proving queue, or fails it: an error
-the inputs or the circuit cause is not retried.
+the inputs or the circuit cause is not retried. A process that dies (killed for memory,
+crashed) fails its partition as retryable, and a new process takes its place, so the engine
+keeps synthesizing on every slot.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import queue
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from django.utils import timezone
@@ -81,7 +84,7 @@ class Synthesis:
         self.compiled: list[tuple[str, Reservation] | None] = [None] * concurrency
         self.active = 0
         self._slots = threading.Condition()
-        self._done: queue.Queue[tuple[WorkItem, Future[Any]] | None] = queue.Queue()
+        self._done: queue.Queue[tuple[WorkItem, Future[Any], int] | None] = queue.Queue()
 
     def warm_up(self) -> None:
         """Start every pool process now, so the first partition does not pay their start."""
@@ -112,6 +115,7 @@ class Synthesis:
         key and memory: a first compile's peak may need a key evicted, and must never wait
         behind the item's own reservation."""
         process = self._pick(item)
+        self._renew_if_dead(process)
         return process if self._hold_compiled(item, process) else None
 
     def start(self, item: WorkItem, process: int) -> None:
@@ -124,15 +128,20 @@ class Synthesis:
             self.busy[process] = True
         item.timings["synth_submitted"] = time.perf_counter()
         pool = self.pools[process]
-        if item.source is CircuitSource.BUILTIN:
-            future = pool.submit(synthesis_process.synthesize_builtin, item.circuit_id, item.inputs, item.index)
-        else:
-            # the client's generator may use what the partition reserved, no more
-            future = pool.submit(synthesis_process.synthesize_circom, item.upload_dir, item.reservation.nbytes,
-                                 self.witness_seconds)
+        future: Future[Any]
+        try:
+            if item.source is CircuitSource.BUILTIN:
+                future = pool.submit(synthesis_process.synthesize_builtin, item.circuit_id, item.inputs, item.index)
+            else:
+                # the client's generator may use what the partition reserved, no more
+                future = pool.submit(synthesis_process.synthesize_circom, item.upload_dir, item.reservation.nbytes,
+                                     self.witness_seconds)
+        except BrokenProcessPool as exc:  # it died since prepare: the collector fails the item, renews it
+            future = Future()
+            future.set_exception(exc)
         # the process is free before the collector may let the next partition in
         future.add_done_callback(lambda f: self._free(process))
-        future.add_done_callback(lambda f: self._done.put((item, f)))
+        future.add_done_callback(lambda f: self._done.put((item, f, process)))
 
     def _pick(self, item: WorkItem) -> int:
         """A free process, one that already holds the item's compiled circuit first."""
@@ -144,6 +153,20 @@ class Synthesis:
     def _free(self, process: int) -> None:
         with self._slots:
             self.busy[process] = False
+
+    def _renew_if_dead(self, process: int) -> None:
+        """A process that died (killed for memory, crashed) breaks its single-process pool for
+        good: a new process takes its place, and what the engine reserved for the dead one's
+        compiled matrices is given back (its next circuit is reserved again, as for any
+        process). Called from the engine's own threads, which may write the host's row."""
+        with self._slots:
+            if not getattr(self.pools[process], "_broken", False):
+                return
+            self.pools[process] = new_pool(1)
+            held, self.compiled[process] = self.compiled[process], None
+        if held is not None:
+            held[1].release()
+        log.warning("synthesis-%d died; a new process takes its place", process + 1)
 
     def _hold_compiled(self, item: WorkItem, process: int) -> bool:
         """Give ``process`` a built-in item's compiled circuit, unless it holds it already: what it
@@ -159,9 +182,13 @@ class Synthesis:
         if held is not None and held[0] == item.circuit_id:
             return True
         if held is not None:  # dropped by the process before its bytes are given back
-            self.pools[process].submit(synthesis_process.drop_circuits).result()
-            held[1].release()
-            self.compiled[process] = None
+            try:
+                self.pools[process].submit(synthesis_process.drop_circuits).result()
+            except BrokenProcessPool:
+                self._renew_if_dead(process)  # gone with the process, and given back
+            else:
+                held[1].release()
+                self.compiled[process] = None
         try:
             nbytes, kept = first_use_nbytes(item.circuit_id, self.charge_processes)
             reservation = self.memory.acquire(compiled_owner(item.circuit_id, process), nbytes, item.priority,
@@ -179,6 +206,7 @@ class Synthesis:
             seconds = self.pools[process].submit(synthesis_process.load_circuit, item.circuit_id).result()
         except Exception as exc:  # the compile failed, or the process died
             reservation.release()
+            self._renew_if_dead(process)
             self.book.fail(item, item.public_reason(f"compiling {item.circuit_id}: {type(exc).__name__}: {exc}"),
                            retryable=not _deterministic(exc))
             return False
@@ -195,7 +223,8 @@ class Synthesis:
             entry = self._done.get()
             if entry is None:
                 return
-            item, future = entry
+            item, future, process = entry
+            self._renew_if_dead(process)
             try:
                 self.collect(item, future)
             finally:

@@ -257,3 +257,27 @@ def test_a_partition_that_cannot_fit_beside_its_key_and_the_engines_own_fails_at
     assert states == {PartitionState.FAILED}
     assert all("the engine's own" in e and ("beside its proving key" in e or "while it reads" in e) for e in errors), errors
     rest.release()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_synthesis_process_that_dies_is_replaced_and_what_it_held_is_given_back(start_engine) -> None:
+    import os
+    import signal
+
+    from engine.models import ProofJob
+    from engine.states import JobState
+
+    engine = start_engine(synthesis=1, workers_per_device=1)
+    submit_demo("winning-post", "before-death")
+    assert engine.run_until_idle(timeout=120)
+    [dead] = engine.synthesis.pids()
+    os.kill(dead, signal.SIGKILL)  # as the kernel's OOM killer would
+
+    submit_demo("winning-post", "after-death")
+    assert engine.run_until_idle(timeout=120)
+    assert ProofJob.objects.get(job_id="after-death").state == JobState.DONE
+    pids = engine.synthesis.pids()
+    assert pids and dead not in pids
+    # the new process's matrices are reserved once: the dead one's were given back
+    held = engine.memory.snapshot()["by_owner"]
+    assert held[compiled_owner("winning-post/tiny", 0)] == circuit_for("winning-post", "tiny").compiled_bytes
