@@ -370,9 +370,9 @@ class Farm:
             self.wait_engine_ready(proc)
         return proc
 
-    def start_engines(self, *host_names: str) -> list[Process]:
+    def start_engines(self, *host_names: str, **env: str) -> list[Process]:
         """Several hosts started side by side (start-up is mostly imports: overlap it)."""
-        procs = [self.start_engine(name, wait=False) for name in host_names]
+        procs = [self.start_engine(name, wait=False, **env) for name in host_names]
         for proc in procs:
             self.wait_engine_ready(proc)
         return procs
