@@ -237,9 +237,13 @@ def bench_circuit(c: Circuit, tools: dict[str, Argv], repeat: int, work: Path, e
     return row
 
 
+def snarkjs_installed() -> bool:
+    return SNARKJS.exists() and shutil.which("node") is not None
+
+
 def snarkjs_verifies(vk_json: Path, public: Path, proof: Path, env: dict[str, str]) -> bool | None:
     """The independent verifier's word on a proof (None where snarkjs is not installed)."""
-    if not (SNARKJS.exists() and shutil.which("node")):
+    if not snarkjs_installed():
         return None
     res = subprocess.run([str(SNARKJS), "groth16", "verify", str(vk_json), str(public), str(proof)],
                          capture_output=True, text=True, env=env, timeout=600)
@@ -309,7 +313,7 @@ def main() -> None:
     tools: dict[str, Argv] = {CLI: cli_argv}
     if not args.no_manage:
         tools[MANAGE] = manage_argv
-    if not args.no_snarkjs and SNARKJS.exists() and shutil.which("node"):
+    if not args.no_snarkjs and snarkjs_installed():
         tools["snarkjs"] = snarkjs_argv
     snarkjs = SNARKJS if "snarkjs" in tools else "missing (npm ci --prefix tests/oracle)"
     g16 = groth16py_available()
