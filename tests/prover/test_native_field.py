@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -44,6 +45,8 @@ def check_field(curve: str, which: str, xs: list[int], ys: list[int]) -> None:
         assert got == [ref(x, y) for x, y in zip(xs, ys, strict=False)], name
     inv = limbs_to_ints(getattr(native, f"{which}_inv")(curve, a))
     assert inv == [pow(x, -1, m) if x else 0 for x in xs]
+    sqr = limbs_to_ints(getattr(native, f"{which}_sqr")(curve, a))
+    assert sqr == [x * x % m for x in xs]
 
 
 @pytest.mark.parametrize("curve", CURVE_NAMES)
@@ -65,6 +68,63 @@ def test_random(curve: str, which: str, data: st.DataObject) -> None:
     c = CURVES[curve]
     m = c.r if which == "fr" else c.p
     check_field(curve, which, data.draw(elements(m)), data.draw(elements(m)))
+
+
+Fp2 = tuple[int, int]  # c0 + c1 u, u^2 = -1
+
+
+def fp2_limbs(values: list[Fp2], curve: str) -> np.ndarray:
+    c = CURVES[curve]
+    return np.ascontiguousarray(np.concatenate(
+        [fp_to_limbs([v[0] for v in values], c), fp_to_limbs([v[1] for v in values], c)], axis=1))
+
+
+def fp2_ints(arr: np.ndarray, curve: str) -> list[Fp2]:
+    nl = CURVES[curve].fp_limbs
+    return list(zip(limbs_to_ints(arr[:, :nl]), limbs_to_ints(arr[:, nl:]), strict=True))
+
+
+def check_fp2(curve: str, xs: list[Fp2], ys: list[Fp2]) -> None:
+    p = CURVES[curve].p
+    n = min(len(xs), len(ys))
+    xs, ys = xs[:n], ys[:n]
+    a, b = fp2_limbs(xs, curve), fp2_limbs(ys, curve)
+
+    def mul(x: Fp2, y: Fp2) -> Fp2:
+        return ((x[0] * y[0] - x[1] * y[1]) % p, (x[0] * y[1] + x[1] * y[0]) % p)
+
+    def inv(x: Fp2) -> Fp2:
+        norm = (x[0] ** 2 + x[1] ** 2) % p
+        k = pow(norm, -1, p) if norm else 0
+        return (x[0] * k % p, -x[1] * k % p)
+
+    assert fp2_ints(native.fp2_add(curve, a, b), curve) == [((x[0] + y[0]) % p, (x[1] + y[1]) % p) for x, y in zip(xs, ys, strict=True)]
+    assert fp2_ints(native.fp2_sub(curve, a, b), curve) == [((x[0] - y[0]) % p, (x[1] - y[1]) % p) for x, y in zip(xs, ys, strict=True)]
+    assert fp2_ints(native.fp2_mul(curve, a, b), curve) == [mul(x, y) for x, y in zip(xs, ys, strict=True)]
+    assert fp2_ints(native.fp2_sqr(curve, a), curve) == [mul(x, x) for x in xs]
+    assert fp2_ints(native.fp2_inv(curve, a), curve) == [inv(x) for x in xs]
+
+
+@pytest.mark.parametrize("curve", CURVE_NAMES)
+def test_fp2_edge_values(curve: str) -> None:
+    # the products' double-width differences (a0b0 < a1b1 borrows) and the unreduced sums
+    # (a0 + a1 near 2p) are where the lazy Karatsuba could go wrong
+    p = CURVES[curve].p
+    vals = sorted({v % p for v in edge_values(p)})[:10]
+    pairs = [(x, y) for x in vals for y in vals]
+    check_fp2(curve, [x for x in pairs for _ in pairs], [y for _ in pairs for y in pairs])
+
+
+@pytest.mark.parametrize("curve", CURVE_NAMES)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_fp2_random(curve: str, data: st.DataObject) -> None:
+    p = CURVES[curve].p
+    coeffs = data.draw(elements(p))
+    other = data.draw(elements(p))
+    xs = list(zip(coeffs, coeffs[1:] + coeffs[:1], strict=True))
+    ys = list(zip(other, other[::-1], strict=True))
+    check_fp2(curve, xs, ys)
 
 
 def test_large_vector_threads() -> None:

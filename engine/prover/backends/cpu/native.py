@@ -47,10 +47,17 @@ __all__ = [  # this module's API and the build's names it re-exports
     "fp_add",
     "fp_inv",
     "fp_mul",
+    "fp_sqr",
     "fp_sub",
+    "fp2_add",
+    "fp2_inv",
+    "fp2_mul",
+    "fp2_sqr",
+    "fp2_sub",
     "fr_add",
     "fr_inv",
     "fr_mul",
+    "fr_sqr",
     "fr_sub",
     "g1_add_affine",
     "g1_add_projective",
@@ -118,16 +125,17 @@ def _threads(threads: int | None) -> int:
 
 @dataclass(frozen=True)
 class _Field:
-    """Elementwise arithmetic over one of a curve's prime fields, Fr (scalars) or Fp (point
-    coordinates): one vec_op kernel serves both, so each wrapper is written once here and
-    bound to its fr_/fp_ name below. Arrays: (n, limbs) uint64, standard form in and out."""
+    """Elementwise arithmetic over one of a curve's fields, Fr (scalars), Fp or Fp2 (point
+    coordinates): one vec_op kernel serves all three, so each wrapper is written once here and
+    bound to its fr_/fp_/fp2_ name below. Arrays: (n, limbs) uint64, standard form in and out
+    (an Fp2 element is c0's limbs then c1's)."""
 
-    name: str  # "fr" or "fp", the infix of the kernels' names
+    name: str  # "fr", "fp" or "fp2", the infix of the kernels' names
 
     def _vec_op(self, curve: str, op: int, a: np.ndarray, b: np.ndarray | None) -> np.ndarray:
-        """op: field_api.h's code, 0 add, 1 sub, 2 mul, 3 inv (b unused)."""
+        """op: field_api.h's code, 0 add, 1 sub, 2 mul, 3 inv, 4 square (b unused by the last two)."""
         c = get_curve(curve)
-        width = c.fr_limbs if self.name == "fr" else c.fp_limbs
+        width = {"fr": c.fr_limbs, "fp": c.fp_limbs, "fp2": 2 * c.fp_limbs}[self.name]
         a = _u64(a, width, "a")
         bb = _u64(b, width, "b", a.shape[0]) if b is not None else a
         out = np.empty_like(a)
@@ -149,10 +157,14 @@ class _Field:
         """Elementwise inverse; 0 maps to 0."""
         return self._vec_op(curve, 3, a, None)
 
+    def sqr(self, curve: str, a: np.ndarray) -> np.ndarray:
+        return self._vec_op(curve, 4, a, None)
 
-_FR, _FP = _Field("fr"), _Field("fp")
-fr_add, fr_sub, fr_mul, fr_inv = _FR.add, _FR.sub, _FR.mul, _FR.inv
-fp_add, fp_sub, fp_mul, fp_inv = _FP.add, _FP.sub, _FP.mul, _FP.inv
+
+_FR, _FP, _FP2 = _Field("fr"), _Field("fp"), _Field("fp2")
+fr_add, fr_sub, fr_mul, fr_inv, fr_sqr = _FR.add, _FR.sub, _FR.mul, _FR.inv, _FR.sqr
+fp_add, fp_sub, fp_mul, fp_inv, fp_sqr = _FP.add, _FP.sub, _FP.mul, _FP.inv, _FP.sqr
+fp2_add, fp2_sub, fp2_mul, fp2_inv, fp2_sqr = _FP2.add, _FP2.sub, _FP2.mul, _FP2.inv, _FP2.sqr
 
 
 def _log2_exact(n: int) -> int:

@@ -98,6 +98,7 @@ def params_prelude() -> str:
             lines.append(f"#define {tag}_R2 {_limbs_c(R * R % mod, limbs)}")
             lines.append(f"#define {tag}_PM2 {_limbs_c(mod - 2, limbs)}")
             lines.append(f"#define {tag}_INV 0x{inv:016x}ULL")
+            lines.append(f"#define {tag}_LAZY {int(4 * mod < R)}")  # field.h's lazy products
         tag = f"PS_{c.name.upper()}_FR"  # the NTT domain's constants (each_fr.h)
         lines.append(f"#define {tag}_ROOT {_limbs_c(root_of_unity(c, c.two_adicity), c.fr_limbs)}")
         lines.append(f"#define {tag}_TWO_ADICITY {c.two_adicity}")

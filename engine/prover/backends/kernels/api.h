@@ -7,6 +7,7 @@
  * second copy of a signature to drift. One line each: the reader is a line parser. */
 
 PS_FIELD_API(void, vec_op, (uint64_t *out, const uint64_t *a, const uint64_t *b, size_t n, int op, int threads))
+PS_API(void, fp2_vec_op, (uint64_t *out, const uint64_t *a, const uint64_t *b, size_t n, int op, int threads))
 
 PS_API(void, fr_ntt, (uint64_t *a, size_t n, const uint64_t *w, const uint64_t *scale, int threads))
 PS_API(void, fr_coset_scale, (uint64_t *a, size_t n, const uint64_t *g, int threads))

@@ -10,6 +10,10 @@
 #include "field_api.h"
 #define FIELD bls12381_fp
 #include "field_api.h"
+#define FIELD bn128_fp2
+#include "field_api.h"
+#define FIELD bls12381_fp2
+#include "field_api.h"
 
 #define PS_TEMPLATE "ntt_cpu.h"
 #include "each_fr.h"

@@ -10,6 +10,7 @@
 #define FR2 PS_BN128_FR_R2
 #define FPM2 PS_BN128_FR_PM2
 #define FINV PS_BN128_FR_INV
+#define FLAZY PS_BN128_FR_LAZY
 #include "field.h"
 
 #define FIELD bn128_fp
@@ -19,6 +20,7 @@
 #define FR2 PS_BN128_FP_R2
 #define FPM2 PS_BN128_FP_PM2
 #define FINV PS_BN128_FP_INV
+#define FLAZY PS_BN128_FP_LAZY
 #include "field.h"
 
 #define FIELD bls12381_fr
@@ -28,6 +30,7 @@
 #define FR2 PS_BLS12381_FR_R2
 #define FPM2 PS_BLS12381_FR_PM2
 #define FINV PS_BLS12381_FR_INV
+#define FLAZY PS_BLS12381_FR_LAZY
 #include "field.h"
 
 #define FIELD bls12381_fp
@@ -37,6 +40,7 @@
 #define FR2 PS_BLS12381_FP_R2
 #define FPM2 PS_BLS12381_FP_PM2
 #define FINV PS_BLS12381_FP_INV
+#define FLAZY PS_BLS12381_FP_LAZY
 #include "field.h"
 
 #define FIELD bn128_fp2

@@ -85,24 +85,25 @@ static XZ CN(window_xyzz)(const AFF *bases, const int32_t *d, size_t n, size_t h
  * formula, which handles every case. Bucket j is the sum of both. */
 typedef struct { uint32_t b; int32_t i; } CN(pending);   /* bucket, base index (< 0: negated) */
 
+/* The running products, the inverses and the slope only feed multiplications: lazy (field.h). */
 static void CN(flush_batch)(AFF *ab, const AFF *bases, const CN(pending) *pd, ET *den, ET *pref, int np) {
     ET acc; FF(one)(&acc);
     for (int k = 0; k < np; k++) {
         const AFF *q = &bases[pd[k].i < 0 ? -pd[k].i - 1 : pd[k].i];
         FF(sub)(&den[k], &q->x, &ab[pd[k].b].x);
         pref[k] = acc;
-        FF(mul)(&acc, &acc, &den[k]);
+        FF(mul_lz)(&acc, &acc, &den[k]);
     }
     FF(inv)(&acc, &acc);
     for (int k = np; k-- > 0;) {
         ET inv, l, t, x3, qy;
-        FF(mul)(&inv, &acc, &pref[k]);      /* 1 / den[k] */
-        FF(mul)(&acc, &acc, &den[k]);
+        FF(mul_lz)(&inv, &acc, &pref[k]);   /* 1 / den[k] */
+        FF(mul_lz)(&acc, &acc, &den[k]);
         AFF *p = &ab[pd[k].b];
         const AFF *q = &bases[pd[k].i < 0 ? -pd[k].i - 1 : pd[k].i];
         if (pd[k].i < 0) FF(neg)(&qy, &q->y); else qy = q->y;
         FF(sub)(&t, &qy, &p->y);
-        FF(mul)(&l, &t, &inv);              /* slope */
+        FF(mul_lz)(&l, &t, &inv);           /* slope */
         FF(sqr)(&x3, &l);
         FF(sub)(&x3, &x3, &p->x);
         FF(sub)(&x3, &x3, &q->x);
