@@ -36,6 +36,7 @@ KERNEL_DIR = PROVER_DIR / "backends" / "kernels"
 SHARED_KERNEL_FILES = (
     "port.h",
     "field.h",
+    "field_inverse.h",
     "field_fp2.h",
     "curve.h",
     "instances.h",

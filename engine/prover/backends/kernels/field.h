@@ -4,6 +4,7 @@
  *   FLAZY  1 when 4p < R: a Montgomery product of two values below 2p is then below 2p too
  * Everything is a loop over NL with constant bounds so the compiler fully unrolls it. */
 #include "port.h"
+#include "field_inverse.h"
 
 #define FN(x) PS_CAT3(FIELD, _, x)
 #define FT FN(t)
@@ -164,7 +165,7 @@ DEVICE NOINL void FN(pow_limbs)(FT *r, const FT *a, const u64 *e, int limbs) {
 /* Fermat inversion a^(p-2); maps 0 to 0, which callers rely on for the point at infinity.
  * Sliding windows of up to 4 bits over the odd powers a, a^3, ..., a^15: one multiplication
  * per window instead of one per set bit (BLS12-381: 571 -> ~465 products). */
-DEVICE SOFT void FN(inv)(FT *r, const FT *a) {
+DEVICE SOFT void FN(inv_fermat)(FT *r, const FT *a) {
     const u64 e[NL] = FPM2;
     FT odd[8], a2, acc;
     odd[0] = *a;
@@ -185,6 +186,24 @@ DEVICE SOFT void FN(inv)(FT *r, const FT *a) {
     }
     *r = acc;
 }
+
+/* 1/a, 0 -> 0 (the point at infinity relies on it). The host runs the divsteps of
+ * field_inverse.h on a's Montgomery representative A R, which gives 1/(A R); two products by
+ * R^2 turn that into (1/A) R. The GPU keeps Fermat. a may be lazy (below 2p). */
+#ifdef __CUDACC__
+DEVICE INLINE void FN(inv)(FT *r, const FT *a) { FN(inv_fermat)(r, a); }
+#else
+static void FN(inv)(FT *r, const FT *a) {
+    static const u64 p[NL] = FMOD;
+    const FT r2 = { FR2 };
+    FT x, y;
+    FN(reduce_once)(&y, a, 0);
+    if (FN(is_zero)(&y)) { FN(zero)(r); return; }
+    if (!ps_safegcd_inverse(x.v, y.v, p, NL, (u64)FINV)) { FN(inv_fermat)(r, &y); return; }
+    FN(mul)(&x, &x, &r2);
+    FN(mul)(r, &x, &r2);
+}
+#endif
 
 #undef FT
 #undef FN
