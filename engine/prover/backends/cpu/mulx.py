@@ -10,6 +10,10 @@ BN254 and both scalar fields, 6 for BLS12-381's Fp), fully unrolled, with the ru
 words rotated through registers: after each reduction the lowest word is exactly 0, so that
 register becomes the next step's fresh top word.
 
+The same rows give the double-width product (ps_mulx_wide: each row's lowest word is final
+and leaves the registers) and the reduction alone (ps_mulx_redc: the CIOS's m * p rows over
+the low half of a double-width value), for field.h's lazy Fp2 multiplication.
+
 The prelude is guarded by the compiler's own __BMI2__/__ADX__ macros, so the generic build
 (and the GPU build, which never includes it) keeps field.h's portable C multiplication.
 """
