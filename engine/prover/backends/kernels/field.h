@@ -114,7 +114,6 @@ DEVICE INLINE void FN(add_lz)(FT *r, const FT *a, const FT *b) {
 }
 /* Products kept at double width, so that a sum of them pays one reduction (Fp2's Karatsuba:
  * three products, two reductions). A wide value t stands for t/R mod p once reduced. */
-#define PS_FIELD_HAS_WIDE 1
 typedef struct { u64 v[2 * NL]; } FN(wide_t);
 DEVICE INLINE void FN(mul_wide)(FN(wide_t) *r, const FT *a, const FT *b) {
     PS_CAT(ps_mulx_wide, NL)(r->v, a->v, b->v);
@@ -144,6 +143,13 @@ DEVICE INLINE void FN(redc)(FT *r, const FN(wide_t) *t) {
 #else
 DEVICE INLINE void FN(mul_lz)(FT *r, const FT *a, const FT *b) { FN(mul)(r, a, b); }
 DEVICE INLINE void FN(add_lz)(FT *r, const FT *a, const FT *b) { FN(add)(r, a, b); }
+/* Elsewhere a "wide" product is the reduced one, and its arithmetic the field's, so that a
+ * caller writes one formula for both builds. */
+typedef FT FN(wide_t);
+DEVICE INLINE void FN(mul_wide)(FN(wide_t) *r, const FT *a, const FT *b) { FN(mul)(r, a, b); }
+DEVICE INLINE void FN(wide_sub)(FN(wide_t) *r, const FN(wide_t) *a, const FN(wide_t) *b) { FN(sub)(r, a, b); }
+DEVICE INLINE void FN(wide_sub_mod)(FN(wide_t) *r, const FN(wide_t) *a, const FN(wide_t) *b) { FN(sub)(r, a, b); }
+DEVICE INLINE void FN(redc)(FT *r, const FN(wide_t) *t) { *r = *t; }
 #endif
 
 DEVICE INLINE void FN(to_mont)(FT *r, const FT *a) { FT r2 = { FR2 }; FN(mul)(r, a, &r2); }

@@ -20,12 +20,10 @@ DEVICE INLINE void FN(dbl)(FT *r, const FT *a) { FN(add)(r, a, a); }
 DEVICE INLINE void FN(neg)(FT *r, const FT *a) { BN(neg)(&r->c0, &a->c0); BN(neg)(&r->c1, &a->c1); }
 
 /* Karatsuba: 3 base multiplications. (a0 + a1 u)(b0 + b1 u) = (a0b0 - a1b1) + ((a0+a1)(b0+b1) - a0b0 - a1b1) u.
- * The sums only feed a multiplication, so they stay unreduced where the base field allows.
- * r may alias a or b: it is written last. */
-#if defined(PS_FIELD_HAS_WIDE) && !defined(__CUDACC__)
-/* With double-width products, one reduction per coefficient: (s0 s1 - a0b0 - a1b1) is exactly
- * a0b1 + a1b0 (the sums are unreduced), below 2p^2 < pR, and a0b0 - a1b1 is lifted by pR
- * when negative, so both are valid inputs to redc. */
+ * The sums only feed a multiplication, so they stay unreduced where the base field allows, and
+ * the products stay double-width where it has them (field.h), one reduction per coefficient:
+ * s0 s1 - a0b0 - a1b1 is then exactly a0b1 + a1b0, below 2p^2 < pR, and a0b0 - a1b1 is lifted
+ * by pR when negative, so both are valid inputs to redc. r may alias a or b: it is written last. */
 DEVICE SOFT void FN(mul)(FT *r, const FT *a, const FT *b) {
     BN(wide_t) t0, t1, m;
     BT s0, s1;
@@ -40,19 +38,6 @@ DEVICE SOFT void FN(mul)(FT *r, const FT *a, const FT *b) {
     BN(redc)(&r->c1, &m);
     BN(redc)(&r->c0, &t0);
 }
-#else
-DEVICE SOFT void FN(mul)(FT *r, const FT *a, const FT *b) {
-    BT t0, t1, s0, s1, m;
-    BN(add_lz)(&s0, &a->c0, &a->c1);
-    BN(add_lz)(&s1, &b->c0, &b->c1);
-    BN(mul)(&m, &s0, &s1);
-    BN(mul)(&t0, &a->c0, &b->c0);
-    BN(mul)(&t1, &a->c1, &b->c1);
-    BN(sub)(&m, &m, &t0);
-    BN(sub)(&r->c1, &m, &t1);
-    BN(sub)(&r->c0, &t0, &t1);
-}
-#endif
 /* (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u: two base multiplications. */
 DEVICE SOFT void FN(sqr)(FT *r, const FT *a) {
     BT s, d, m;
