@@ -599,6 +599,10 @@ def test_the_console_and_the_job_page_mark_a_job_at_risk_and_then_late(embedded_
     assert expected >= 0.5, "no snap-update job was proved to give the farm an expected duration"
     seen: dict[str, set[str]] = {"console": set(), "job": set()}
     with signed_in_page(embedded_server) as console:
+        # The operator drains the engine's host first, so the job waits in the queue through its
+        # deadline whatever the machine's speed (a free engine proved it before it was due, and a
+        # finished job is never late).
+        drain_from_the_console(embedded_server, console)
         # Due in 8 s plus the expected duration: on time now, at risk 8 s from now, late once it
         # passes. The console is open before the job is submitted (opening a page on a loaded
         # machine took longer than 5 s), and the job's page opens while it is still on time.
@@ -621,6 +625,32 @@ def test_the_console_and_the_job_page_mark_a_job_at_risk_and_then_late(embedded_
     # loads the other.
     assert all("late" in seen[name] for name in seen), f"the pages showed {seen} for a job due soon"
     assert any("at-risk" in seen[name] for name in seen), f"neither page showed the job at risk: {seen}"
+
+
+def drain_from_the_console(server: dict[str, Any], console: Any) -> None:
+    """Drain the server's one engine host as an operator does (the hosts panel's action page and its
+    confirm button), then wait for two of its heartbeats: it re-reads the flag at each."""
+    from urllib.parse import quote
+
+    def host() -> tuple[str, Any, bool]:
+        with server["records"].snapshot() as read:
+            name, beat, draining = read("SELECT name, heartbeat_at, draining FROM engine_enginehost")[0]
+        return name, beat, bool(draining)
+
+    name, _, _ = host()
+    page = console.context.new_page()
+    page.goto(server["url"] + f"hosts/{quote(name)}/drain")
+    page.get_by_role("button", name=f"drain {name}").click()
+    page.wait_for_url(server["url"])
+    page.close()
+    beats: set[Any] = set()
+    deadline = time.monotonic() + 60
+    while len(beats) < 3 and time.monotonic() < deadline:
+        _, beat, draining = host()
+        if draining:
+            beats.add(beat)
+        time.sleep(0.1)
+    assert len(beats) >= 3, f"host {name} was not seen draining through two heartbeats"
 
 
 def _when(value: Any) -> Any:

@@ -3,7 +3,8 @@
  * divsteps computed on the low 64 bits of f and g alone, whose 2x2 transition matrix is then
  * applied to the full-length f, g (exactly divisible by 2^62) and to the Bezout coefficients
  * d, e (made divisible by adding a multiple of p). Numbers are signed, in 62-bit limbs, the top
- * limb carrying the sign. A 381-bit inverse takes about a tenth of Fermat's 460 products.
+ * limb carrying the sign. Measured on this project's host: BLS12-381's Fp 1.8 us against
+ * Fermat's 13.9 us, BN254's 0.45 against 4.7.
  *
  * Host only: the GPU inverts rarely, one thread at a time, and keeps field.h's Fermat power.
  * Field-independent: field.h's FN(inv) calls it with its modulus. The inputs are variable-time
