@@ -331,6 +331,8 @@ def main() -> None:
         print(flush=True)
         circuits = [] if args.no_fixtures else [c for c in fixture_circuits() if c.curve in args.curves]
         circuits += [synthetic(curve, log_n, work) for curve in args.curves for log_n in args.sizes]
+        # every row in the final table's columns, so the progress lines read under its header
+        names = list(tools) + ([GROTH16PY] if g16 else []) + (["rapidsnark"] if args.rapidsnark is not None else [])
         for c in circuits:
             row_tools = dict(tools)
             if g16 and c.curve == "bn128":
@@ -338,9 +340,8 @@ def main() -> None:
             if args.rapidsnark is not None and c.curve == "bn128":
                 row_tools["rapidsnark"] = rapidsnark_argv(args.rapidsnark)
             rows.append(bench_circuit(c, row_tools, args.repeat, work, env))
-            print(format_table(rows[-1:], list(row_tools)).splitlines()[-1], flush=True)
+            print(format_table(rows[-1:], names).splitlines()[-1], flush=True)
     print()
-    names = list(tools) + ([GROTH16PY] if g16 else []) + (["rapidsnark"] if args.rapidsnark is not None else [])
     print(format_table(rows, names))
     if not args.no_msm:
         try:

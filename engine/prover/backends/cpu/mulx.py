@@ -105,7 +105,8 @@ def mulx_function(nl: int) -> str:
 
 
 def mulx_wide_function(nl: int) -> str:
-    """C source of ps_mulx_wide{nl}(r, a, b): the 2nl-word product a*b, unreduced."""
+    """C source of ps_mulx_wide{nl}(r, a, b): the 2nl-word product a*b, unreduced. r must not
+    overlap a or b: its low words are stored while they are still read."""
     steps, final = _wide_steps(nl)
     arr = f"(const uint64_t (*)[{nl}])"
     stores = " ".join(f"r[{nl + k}] = t{final[k]};" for k in range(nl))
