@@ -18,7 +18,6 @@ engine reserves (engine.pipeline.synthesize).
 from __future__ import annotations
 
 import functools
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -92,14 +91,12 @@ def first_use_bytes(shape: CircuitShape, child_base: int = CHILD_BASE) -> tuple[
 
 
 def _compile_apart(shape: CircuitShape) -> None:
-    """Compile into the disk cache in a child process, which dies with this one. Killed (the
-    kernel's OOM killer) it is a MemoryError another attempt may get past; any other failure is
-    the circuit's."""
+    """Compile into the disk cache in a child process. Killed (the kernel's OOM killer) it is
+    a MemoryError another attempt may get past; any other failure is the circuit's."""
     assert _DISK_CACHE is not None
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-m", "engine.circuits.compile_apart", shape.kind, shape.scale, str(_DISK_CACHE.parent),
-         str(os.getpid())],
+        [sys.executable, "-m", "engine.circuits.compile_apart", shape.kind, shape.scale, str(_DISK_CACHE.parent)],
         cwd=root, capture_output=True, text=True, check=False)
     if done.returncode < 0:
         raise MemoryError(f"compiling {shape.kind}/{shape.scale} was killed by signal {-done.returncode}")

@@ -4,21 +4,16 @@ size, and says beforehand what its first use takes (engine.pipeline.synthesize r
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pytest
 
 from engine.circuits import compiled
 from engine.circuits.kinds import circuit_for
 
 SHAPE = circuit_for("winning-post", "tiny")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -63,39 +58,3 @@ def test_a_child_that_fails_names_the_circuit_and_its_error(fresh_cache, monkeyp
     monkeypatch.setattr("sys.executable", "/bin/false")
     with pytest.raises(RuntimeError, match="compiling winning-post/tiny failed"):
         compiled.compiled(SHAPE)
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="the compile dies with its parent through Linux's prctl")
-def test_a_compile_whose_process_dies_dies_with_it_and_leaves_no_matrices(tmp_path: Path, monkeypatch) -> None:
-    # a synthesis process killed while its child compiles (the OOM killer): the engine gives back
-    # what it reserved for both, so the child must not live on holding the compile's peak
-    shape = circuit_for("porep-c2", "medium")
-    parent = subprocess.Popen([sys.executable, "-c", (
-        "import sys\n"
-        "from engine.circuits import compiled\n"
-        "from engine.circuits.kinds import circuit_for\n"
-        f"compiled.use_disk_cache({str(tmp_path)!r})\n"
-        "compiled.compiled(circuit_for('porep-c2', 'medium'))\n")], cwd=ROOT)
-    try:
-        child = _compile_child_of(psutil.Process(parent.pid))
-        parent.kill()
-        parent.wait(10)
-        _, alive = psutil.wait_procs([child], timeout=30)
-        assert not alive, "the compile outlived the process that started it"
-    finally:
-        parent.kill()
-    monkeypatch.setattr(compiled, "_DISK_CACHE", tmp_path / "circuits")
-    assert not compiled.on_disk(shape), "the orphaned compile stored its matrices"
-
-
-def _compile_child_of(parent: psutil.Process) -> psutil.Process:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        for child in parent.children():
-            try:
-                if "engine.circuits.compile_apart" in child.cmdline():
-                    return child
-            except psutil.NoSuchProcess:
-                continue
-        time.sleep(0.01)
-    raise AssertionError("the process started no compile")
