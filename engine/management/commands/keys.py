@@ -12,17 +12,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
 from engine.format import fmt_bytes
 from engine.ledger.key_requests import DoesNotFit, KeyRequestInvalid, ask
+from engine.management.commands._common import RecordsCommand
 from engine.models import KeyRequest
 from engine.status.read import one_snapshot
 from engine.status.read_model import read_farm
 
 
-class Command(BaseCommand):
+class Command(RecordsCommand):
     help = ("Proving keys on the engine hosts: list them with their tier (hot: in memory, warm: memory-mapped), "
             "preload one to a tier, or evict one to warm or cold.")
 
