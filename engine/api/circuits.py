@@ -24,7 +24,7 @@ from pydantic import Field
 
 from engine.api.auth import client_of
 from engine.api.errors import ApiError
-from engine.api.schemas import JOB_ID_MAX, JOB_ID_PATTERN, ErrorOut, JobOut
+from engine.api.schemas import CALLBACK_DOC, DEADLINE_DOC, JOB_ID_MAX, JOB_ID_PATTERN, ErrorOut, JobOut
 from engine.api.submit_circuit import SIGNALS_FILE, circuit_of, submit_staged, visible_circuits
 from engine.api.uploads import (
     NAMES_FILE,
@@ -265,6 +265,8 @@ _WTNS_BODY = {
             "properties": {
                 "job_id": {"type": "string", "pattern": JOB_ID_PATTERN, "maxLength": JOB_ID_MAX},
                 "priority": {"type": "string", "description": "critical, high, normal, low or 0..3"},
+                "deadline": {"type": "string", "format": "date-time", "description": DEADLINE_DOC},
+                "callback_url": {"type": "string", "maxLength": 2000, "description": CALLBACK_DOC},
                 "wtns": {"type": "string", "format": "binary", "description": "snarkjs .wtns witness"},
             },
         }}},
@@ -288,13 +290,13 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
         job_id = submission.job_id_of(request.POST.get("job_id"))
         level = submission.priority_of(request.POST.get("priority"))
         submission.check_priority(client_of(request), level)
+        deadline = submission.deadline_of(request.POST.get("deadline"))
+        callback_url = submission.callback_url_of(request.POST.get("callback_url"))
         if "zkey" in request.FILES:
             raise ApiError(400, "invalid", "zkey", "the circuit's zkey is registered already; send only the wtns")
         if not isinstance(wtns, StagedFile) or wtns.size == 0:
             raise ApiError(400, "invalid", "wtns", "a non-empty .wtns file is required")
         _check_witness(wtns.path, circuit)
-        deadline = submission.deadline_of(request.POST.get("deadline"))
-        callback_url = submission.callback_url_of(request.POST.get("callback_url"))
         job, created = _mine(*submit_staged(circuit, job_id, level, staging, wtns.sha256, client_of(request),
                                             deadline, callback_url),
                              client_of(request))
