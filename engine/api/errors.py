@@ -10,6 +10,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -35,6 +36,14 @@ class ApiError(HttpError):
 
 def body(error: str, field: str | None, detail: str) -> dict[str, Any]:
     return {"error": error, "field": field, "detail": detail}
+
+
+# Seconds a client waits before asking again while the database does not answer.
+RETRY_AFTER_OUTAGE = 5
+
+
+def outage_body() -> dict[str, Any]:
+    return body("unavailable", None, "the database is not answering; retry after the time in Retry-After")
 
 
 _BODY_SHAPES = frozenset({"kind", "circuit"})
@@ -99,6 +108,15 @@ def install(api: NinjaAPI) -> None:
             if others:
                 detail += f" (also: {', '.join(sorted(others))})"
         return respond(request, 400, body("invalid", field, detail))
+
+    def outage(request: HttpRequest, exc: Exception) -> HttpResponse:
+        # the database refused or dropped the connection: the request may succeed once it is back
+        response = respond(request, 503, outage_body())
+        response["Retry-After"] = str(RETRY_AFTER_OUTAGE)
+        return response
+
+    api.add_exception_handler(OperationalError, outage)
+    api.add_exception_handler(InterfaceError, outage)
 
     @api.exception_handler(RequestDataTooBig)
     def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
