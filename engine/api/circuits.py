@@ -38,6 +38,7 @@ from engine.api.uploads import (
 from engine.ledger import circuits, submission
 from engine.ledger.circuits import circuits_dir
 from engine.models import Circuit
+from engine.prover.formats.atomic import replaced
 from engine.prover.formats.circom import check_sym, check_wasm
 from engine.prover.formats.errors import FormatError
 from engine.prover.formats.headers import ZkeyHeader
@@ -187,7 +188,8 @@ _REGISTER_BODY = {
 }
 
 
-@router.post("/circuits", response={200: CircuitOut, 201: CircuitOut, **ERRORS}, openapi_extra=_REGISTER_BODY,
+@router.post("/circuits", response={200: CircuitOut, 201: CircuitOut, **ERRORS, 507: ErrorOut},
+             openapi_extra=_REGISTER_BODY,
              summary="Register a circom circuit (zkey, optionally its .wasm, .r1cs and .sym)")
 def register_circuit(request: HttpRequest) -> Status:
     """201 with the new circuit; 200 with the existing one when the same zkey is registered again."""
@@ -234,9 +236,8 @@ def verification_key(circuit: Circuit) -> dict[str, Any]:
     if cached.exists():
         return json.loads(cached.read_text())
     vk = vk_to_json(read_zkey(circuit.zkey_path).vk)
-    tmp = cached.with_name(f".{VK_NAME}.{secrets.token_hex(4)}")
-    tmp.write_text(json.dumps(vk, indent=1))
-    tmp.replace(cached)  # atomic: a concurrent reader sees the whole file or none
+    with replaced(cached) as tmp:  # atomic: a concurrent reader sees the whole file or none
+        tmp.write_text(json.dumps(vk, indent=1))
     return vk
 
 
@@ -274,7 +275,8 @@ _WTNS_BODY = {
 }
 
 
-@router.post("/circuits/{circuit_id}/jobs", response={200: JobOut, 201: JobOut, **ERRORS}, openapi_extra=_WTNS_BODY,
+@router.post("/circuits/{circuit_id}/jobs", response={200: JobOut, 201: JobOut, **ERRORS, 507: ErrorOut},
+             openapi_extra=_WTNS_BODY,
              summary="Prove a registered circuit from a ready witness (.wtns) instead of inputs")
 def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
     """Like POST /jobs with a circuit and inputs, for a client that computes its witness itself."""

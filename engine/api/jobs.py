@@ -128,7 +128,7 @@ def _done(job: ProofJob) -> None:
 # ---- endpoints ---------------------------------------------------------------------------
 
 
-@router.post("/jobs", response={200: JobOut, 201: JobOut, **ERRORS}, summary="Submit a proof request")
+@router.post("/jobs", response={200: JobOut, 201: JobOut, **ERRORS, 507: ErrorOut}, summary="Submit a proof request")
 def create_job(request: HttpRequest, payload: Body[JobIn]) -> Status:
     """201 with the new job; 200 with the existing job when the same request is sent again;
     409 when the job id is already used by a different request."""
@@ -166,7 +166,7 @@ _CUSTOM_BODY = {
 }
 
 
-@router.post("/jobs/custom", response={200: JobOut, 201: JobOut, **ERRORS}, openapi_extra=_CUSTOM_BODY,
+@router.post("/jobs/custom", response={200: JobOut, 201: JobOut, **ERRORS, 507: ErrorOut}, openapi_extra=_CUSTOM_BODY,
              summary="Submit your own circuit (snarkjs zkey + wtns)")
 def create_custom_job(request: HttpRequest) -> Status:
     """The files are streamed to disk with a running count; an upload over the limit gets a

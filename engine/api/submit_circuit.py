@@ -33,6 +33,7 @@ from engine.circuits import job_folder
 from engine.ledger import submission
 from engine.ledger.submission import JobConflict, Submission
 from engine.models import Circuit, ProofJob
+from engine.prover.formats.atomic import replaced
 from engine.prover.formats.errors import FormatError
 from engine.prover.formats.r1cs import CircuitShape
 from engine.prover.formats.wasm_witness import WitnessError, check_inputs, input_signals
@@ -79,9 +80,8 @@ def input_metadata(circuit: Circuit) -> dict[str, Any]:
     except WitnessError as exc:
         raise ApiError(409, "mismatch", "circuit", f"the circuit's .wasm cannot be read: {exc.message}; "
                                                    "register it again") from None
-    tmp = folder / f"{SIGNALS_FILE}.tmp{os.getpid()}"
-    tmp.write_text(json.dumps(meta))
-    os.replace(tmp, folder / SIGNALS_FILE)
+    with replaced(folder / SIGNALS_FILE) as tmp:
+        tmp.write_text(json.dumps(meta))
     return meta
 
 
