@@ -43,7 +43,6 @@ from engine.prover.formats.circom import check_sym, check_wasm
 from engine.prover.formats.errors import FormatError
 from engine.prover.formats.headers import ZkeyHeader
 from engine.prover.formats.r1cs import check_r1cs
-from engine.prover.formats.wasm_witness import WitnessError, input_signals
 from engine.prover.formats.zkey import check_zkey
 
 router = Router(tags=["circuits"])
@@ -106,21 +105,17 @@ def _checked(files: Any) -> tuple[dict[str, StagedFile], ZkeyHeader]:
     staged = {name: item for name in FILES if isinstance(item := files.get(name), StagedFile)}
     try:
         header = check_zkey(zkey.path)
-        if "wasm" in staged:
-            check_wasm(staged["wasm"].path, header)
         if "r1cs" in staged:
             check_r1cs(staged["r1cs"].path, header)
         names: list[str] = []
         if "sym" in staged:
             names = check_sym(staged["sym"].path)
             staged["sym"].path.with_name(NAMES_FILE).write_text(json.dumps(names))
-        if "wasm" in staged:  # what a job's inputs are checked against, read once here
-            meta = input_signals(staged["wasm"].path.read_bytes(), names)
+        if "wasm" in staged:  # its field, and what a job's inputs are checked against, probed once here
+            meta = check_wasm(staged["wasm"].path, header, names)
             staged["zkey"].path.with_name(SIGNALS_FILE).write_text(json.dumps(meta))
     except FormatError as exc:
         raise ApiError(400, "invalid", exc.field, exc.message) from None
-    except WitnessError as exc:
-        raise ApiError(400, "invalid", "wasm", f"is not a circom witness generator ({exc.message})") from None
     return staged, header
 
 
