@@ -15,6 +15,7 @@ The request travels as JSON on stdin, the answer as JSON on stdout; no Django in
 from __future__ import annotations
 
 import json
+import os
 import resource
 import signal
 import subprocess
@@ -35,6 +36,11 @@ OUT_OF_MEMORY = 3  # the child's exit status for a MemoryError
 STARTUP_SECONDS = 5.0  # the child's interpreter and imports, on a busy machine, before its CPU limit counts
 
 
+# numpy's BLAS would start a thread per core at import, each reserving address space the
+# limit would count: the child needs none of them.
+_ONE_THREAD = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 def memory_for(wasm_bytes: int) -> int:
     return PROBE_MEMORY_BASE + PROBE_MEMORY_PER_BYTE * wasm_bytes
 
@@ -49,8 +55,8 @@ def probe_apart(wasm: Path, names: Sequence[str] = (), *, seconds: float | None 
     request = json.dumps({"wasm": str(wasm), "names": list(names), "seconds": seconds, "memory": memory})
     over_time = WitnessError(None, f"probing it took longer than the limit of {seconds:g} s")
     try:
-        done = subprocess.run([sys.executable, "-m", __name__], input=request, cwd=ROOT, capture_output=True,
-                              text=True, timeout=seconds + STARTUP_SECONDS, check=False)
+        done = subprocess.run([sys.executable, "-m", __name__], input=request, cwd=ROOT, env=_ONE_THREAD,
+                              capture_output=True, text=True, timeout=seconds + STARTUP_SECONDS, check=False)
     except subprocess.TimeoutExpired:  # a child stopped without using its CPU (its limit is CPU time)
         raise over_time from None
     if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
