@@ -125,14 +125,19 @@ def install(api: NinjaAPI) -> None:
                 detail += f" (also: {', '.join(sorted(others))})"
         return respond(request, 400, body("invalid", field, detail))
 
-    def outage(request: HttpRequest, exc: Exception) -> HttpResponse:
+    def outage(request: HttpRequest) -> HttpResponse:
         # the database refused or dropped the connection: the request may succeed once it is back
         response = respond(request, 503, outage_body())
         response["Retry-After"] = str(RETRY_AFTER_OUTAGE)
         return response
 
-    api.add_exception_handler(OperationalError, outage)
-    api.add_exception_handler(InterfaceError, outage)
+    @api.exception_handler(OperationalError)
+    def refused_connection(request: HttpRequest, exc: OperationalError) -> HttpResponse:
+        return outage(request)
+
+    @api.exception_handler(InterfaceError)
+    def dropped_connection(request: HttpRequest, exc: InterfaceError) -> HttpResponse:
+        return outage(request)
 
     @api.exception_handler(OSError)
     def storage_full(request: HttpRequest, exc: OSError) -> HttpResponse:
