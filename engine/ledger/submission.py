@@ -5,8 +5,9 @@ The REST API (a built-in kind, a custom upload, a registered circuit from inputs
 the same rules hold on each: the syntax of a job id and of a priority, a built-in kind's
 inputs, the priority a token may ask for (and gets when it asks for none), its cap on queued and
 running jobs, a deadline's window (engine.moments), where a callback may go
-(engine.ledger.callback_targets), idempotency on the job id. Refusals are domain errors (``SubmissionRefused`` and its kinds, ``JobConflict``);
-the callers only map them to an HTTP status or a message.
+(engine.ledger.callback_targets), idempotency on the job id. Refusals are domain errors
+(``SubmissionRefused`` and its kinds, ``JobConflict``); the callers only map them to an HTTP
+status or a message.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from engine.ledger.jobs import submit_job
 from engine.models import ProofJob
-from engine.moments import STORED_EARLIEST, STORED_LATEST
+from engine.moments import STORED_EARLIEST, STORED_LATEST, read_out_of_range
 from engine.states import JobState
 from tests.api.conftest import inputs
 
@@ -73,6 +73,12 @@ def test_the_database_refuses_a_deadline_or_latest_start_outside_what_its_reader
         ProofJob.objects.filter(pk=job.pk).update(**{column: STORED_LATEST})  # the bounds themselves are readable
 
 
+@pytest.mark.parametrize("text, read_as", [("10000-01-01 00:00:00+00", STORED_LATEST), ("infinity", STORED_LATEST),
+                                            ("-infinity", STORED_EARLIEST), ("0044-03-15 12:00:00+00 BC", STORED_EARLIEST)])
+def test_a_timestamp_python_cannot_read_is_read_as_the_nearest_stored_bound(text: str, read_as: datetime) -> None:
+    assert read_out_of_range(text) == read_as
+
+
 # ---- a row the reader cannot read: PostgreSQL stores the year 10000, Python cannot read it --------
 
 postgresql_only = pytest.mark.skipif(connection.vendor != "postgresql",
@@ -123,17 +129,23 @@ def test_the_migration_clamps_a_stored_time_python_cannot_read_to_the_bounds() -
     from django.apps import apps
 
     job, _ = submit_job(kind="porep-c2", job_id="clamped", inputs={}, num_partitions=1)
+    endless, _ = submit_job(kind="porep-c2", job_id="endless", inputs={}, num_partitions=1)
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("ALTER TABLE engine_proofjob DROP CONSTRAINT deadline_readable")
         cursor.execute("ALTER TABLE engine_proofjob DROP CONSTRAINT latest_start_readable")
         cursor.execute("UPDATE engine_proofjob SET deadline = '10000-01-01 00:00:00+00', "
                        "latest_start_at = '0001-01-01 00:00:00+00 BC' WHERE id = %s", [job.pk])
+        cursor.execute("UPDATE engine_proofjob SET deadline = 'infinity', latest_start_at = '-infinity' "
+                       "WHERE id = %s", [endless.pk])
     migration = importlib.import_module("engine.migrations.0021_i44_deadline_bounds")
     with connection.schema_editor() as editor:
         migration.clamp_unreadable(apps, editor)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT deadline::text, latest_start_at::text FROM engine_proofjob WHERE id = %s", [job.pk])
-        assert cursor.fetchone() == ("9000-01-01 00:00:00+00", "1970-01-01 00:00:00+00")
-    job.refresh_from_db()
-    assert (job.deadline, job.latest_start_at) == (datetime(9000, 1, 1, tzinfo=UTC), datetime(1970, 1, 1, tzinfo=UTC))
+        cursor.execute("SELECT deadline::text, latest_start_at::text FROM engine_proofjob WHERE id IN (%s, %s)",
+                       [job.pk, endless.pk])
+        assert cursor.fetchall() == [("9000-01-01 00:00:00+00", "1970-01-01 00:00:00+00")] * 2
+    for row in (job, endless):
+        row.refresh_from_db()
+        assert (row.deadline, row.latest_start_at) == (datetime(9000, 1, 1, tzinfo=UTC),
+                                                       datetime(1970, 1, 1, tzinfo=UTC))
