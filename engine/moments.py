@@ -5,7 +5,7 @@ A deadline is taken at submission (engine.ledger.submission) only within a windo
 DEADLINE_GRACE in the past (a client's clock may run a little behind the farm's) and at most
 DEADLINE_HORIZON ahead, whatever offset it was written with; it is kept in UTC. The database
 holds every deadline and latest start within the far wider STORED_EARLIEST..STORED_LATEST
-(CHECK constraints, migration 0021_i44_deadline_bounds), whichever path writes the row, so an
+(CHECK constraints, migration 0021_deadline_bounds), whichever path writes the row, so an
 offset that pushes a time past the year 9999 (PostgreSQL stores it; Python cannot read it back)
 is refused by the database itself.
 

@@ -138,7 +138,7 @@ def test_the_migration_clamps_a_stored_time_python_cannot_read_to_the_bounds() -
                        "latest_start_at = '0001-01-01 00:00:00+00 BC' WHERE id = %s", [job.pk])
         cursor.execute("UPDATE engine_proofjob SET deadline = 'infinity', latest_start_at = '-infinity' "
                        "WHERE id = %s", [endless.pk])
-    migration = importlib.import_module("engine.migrations.0021_i44_deadline_bounds")
+    migration = importlib.import_module("engine.migrations.0021_deadline_bounds")
     with connection.schema_editor() as editor:
         migration.clamp_unreadable(apps, editor)
     with connection.cursor() as cursor:
