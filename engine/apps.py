@@ -11,8 +11,14 @@ class EngineConfig(AppConfig):
     def ready(self) -> None:
         """The prover and the circuits are Django-free libraries: hand them the settings' cache
         directory here (in the prover's configuration, as the circuits' disk cache), in every
-        process that sets Django up (synthesis workers too)."""
+        process that sets Django up (synthesis workers too). Every database connection reads a
+        time outside Python's years without failing its query (engine.moments)."""
         from django.conf import settings
+        from django.db.backends.signals import connection_created
+
+        from engine.moments import forgive_unreadable_times
+
+        connection_created.connect(forgive_unreadable_times, dispatch_uid="engine.moments")
 
         from engine.circuits.compiled import use_disk_cache
         from engine.prover.config import ProverConfig, configure

@@ -6,6 +6,7 @@ caught at start-up rather than as odd behaviour hours later.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import secrets
@@ -75,7 +76,8 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def env_seconds_by_name(name: str, default: dict[str, float], names: tuple[str, ...]) -> dict[str, float]:
+def env_seconds_by_name(name: str, default: dict[str, float], names: tuple[str, ...], *,
+                        maximum: float = math.inf) -> dict[str, float]:
     """'winning-post=25,window-post=1800': seconds per name (each one of ``names``); empty for none."""
     raw = os.environ.get(name)
     if raw is None:
@@ -89,10 +91,31 @@ def env_seconds_by_name(name: str, default: dict[str, float], names: tuple[str, 
             seconds = float(value)
         except ValueError:
             seconds = -1.0
-        if not sep or key.strip() not in names or seconds <= 0:
-            raise SettingError(name, raw, f"name=seconds pairs, names from {', '.join(names)}, seconds > 0")
+        if not sep or key.strip() not in names or not 0 < seconds <= maximum:  # NaN fails it too
+            raise SettingError(name, raw, f"name=seconds pairs, names from {', '.join(names)}, "
+                                          f"0 < seconds <= {maximum:g}")
         out[key.strip()] = seconds
     return out
+
+
+def env_hosts_and_networks(name: str, default: list[str]) -> list[str]:
+    """'10.0.0.0/8,hooks.example.internal': addresses or networks (CIDR) and host names, lower case."""
+    import ipaddress
+
+    out = []
+    for item in env_list(name, default):
+        entry = item.lower().rstrip(".")
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            if not _HOST_NAME.fullmatch(entry):
+                raise SettingError(name, os.environ.get(name, ""), "addresses, networks (CIDR) or host names, "
+                                                                   f"comma-separated ({item!r} is none of them)") from None
+        out.append(entry)
+    return out
+
+
+_HOST_NAME = re.compile(r"(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*")
 
 
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:

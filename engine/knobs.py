@@ -33,6 +33,7 @@ class Knobs(TypedDict):
     DRAIN_SECONDS: float
     WITNESS_SECONDS: float
     DEADLINE_OFFSETS: dict[str, float]
+    CALLBACK_ALLOW: list[str]
     HOST_COST_PER_HOUR: float
     UPLOAD_LIMIT: str
     BODY_LIMIT: str

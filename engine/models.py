@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import Q
 
 from engine.format import ms_between
+from engine.moments import STORED_EARLIEST, STORED_LATEST
 from engine.states import PARTITION_LIVE, Curve, JobState, PartitionState, Priority, ProofKind
 
 # The status clock of writes made outside an engine host (submissions, cancels, drains): row 1,
@@ -50,7 +51,17 @@ class ProofJob(models.Model):
     revision = models.PositiveBigIntegerField(default=0, help_text="How many stamped changes the row has had.")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["job_id"], name="unique_job_id")]
+        constraints = [
+            models.UniqueConstraint(fields=["job_id"], name="unique_job_id"),
+            # No stored deadline its reader cannot read (engine.moments): an offset once pushed one
+            # past the year 9999, which PostgreSQL kept and no engine could claim around.
+            models.CheckConstraint(condition=Q(deadline__isnull=True) | Q(deadline__gte=STORED_EARLIEST,
+                                                                           deadline__lte=STORED_LATEST),
+                                   name="deadline_readable"),
+            models.CheckConstraint(condition=Q(latest_start_at__isnull=True)
+                                   | Q(latest_start_at__gte=STORED_EARLIEST, latest_start_at__lte=STORED_LATEST),
+                                   name="latest_start_readable"),
+        ]
         indexes = [
             models.Index(fields=["state", "priority", "submitted_at"], name="job_claim_order"),
             models.Index(fields=["kind", "state"], name="job_kind_state"),

@@ -16,6 +16,7 @@ from engine.env import (
     env_bool,
     env_choice,
     env_float,
+    env_hosts_and_networks,
     env_int,
     env_list,
     env_path,
@@ -25,6 +26,7 @@ from engine.env import (
     env_str,
 )
 from engine.knobs import Knobs
+from engine.moments import DEADLINE_HORIZON
 from engine.prover.config import process_defaults
 
 process_defaults()  # every Django process (console, engine, tests) loads numpy and the kernels after its settings
@@ -212,7 +214,11 @@ PROVINGSITE: Knobs = {
     # GET /api/v1/stats (0: not known).
     "HOST_COST_PER_HOUR": env_float("PROVINGSITE_HOST_COST_PER_HOUR", 0.0, minimum=0.0),
     "DEADLINE_OFFSETS": env_seconds_by_name("PROVINGSITE_DEADLINES", {"winning-post": 25.0},
-                                            ("winning-post", "window-post", "porep-c2", "snap-update", "custom")),
+                                            ("winning-post", "window-post", "porep-c2", "snap-update", "custom"),
+                                            maximum=DEADLINE_HORIZON.total_seconds()),
+    # Callbacks go only to public addresses over http(s); these addresses, networks (CIDR) or
+    # host names are let through besides: an operator's own receivers (engine.ledger.callback_targets).
+    "CALLBACK_ALLOW": env_hosts_and_networks("PROVINGSITE_CALLBACK_ALLOW", []),
     "UPLOAD_LIMIT": env_size("PROVINGSITE_UPLOAD_LIMIT", "256MiB"),
     # Every other request body (JSON, forms): refused at header time above this.
     "BODY_LIMIT": env_size("PROVINGSITE_BODY_LIMIT", "16KiB"),

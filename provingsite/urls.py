@@ -10,3 +10,6 @@ urlpatterns = [
     path("api/v1/", RedirectView.as_view(pattern_name="api-v1:openapi-view"), name="api-root"),
     path("", include("engine.urls")),
 ]
+
+# A database outage is a 503 with Retry-After (JSON for the API), not the 500 page.
+handler500 = "provingsite.outage.server_error"

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from engine.api.auth import client_of
 from engine.api.errors import ApiError
-from engine.api.schemas import JOB_ID_MAX, JOB_ID_PATTERN, ErrorOut, JobOut
+from engine.api.schemas import CALLBACK_DOC, DEADLINE_DOC, JOB_ID_MAX, JOB_ID_PATTERN, ErrorOut, JobOut
 from engine.api.submit_circuit import SIGNALS_FILE, circuit_of, submit_staged, visible_circuits
 from engine.api.uploads import (
     NAMES_FILE,
@@ -38,11 +38,11 @@ from engine.api.uploads import (
 from engine.ledger import circuits, submission
 from engine.ledger.circuits import circuits_dir
 from engine.models import Circuit
+from engine.prover.formats.atomic import replaced
 from engine.prover.formats.circom import check_sym, check_wasm
 from engine.prover.formats.errors import FormatError
 from engine.prover.formats.headers import ZkeyHeader
 from engine.prover.formats.r1cs import check_r1cs
-from engine.prover.formats.wasm_witness import WitnessError, input_signals
 from engine.prover.formats.zkey import check_zkey
 
 router = Router(tags=["circuits"])
@@ -105,21 +105,17 @@ def _checked(files: Any) -> tuple[dict[str, StagedFile], ZkeyHeader]:
     staged = {name: item for name in FILES if isinstance(item := files.get(name), StagedFile)}
     try:
         header = check_zkey(zkey.path)
-        if "wasm" in staged:
-            check_wasm(staged["wasm"].path, header)
         if "r1cs" in staged:
             check_r1cs(staged["r1cs"].path, header)
         names: list[str] = []
         if "sym" in staged:
             names = check_sym(staged["sym"].path)
             staged["sym"].path.with_name(NAMES_FILE).write_text(json.dumps(names))
-        if "wasm" in staged:  # what a job's inputs are checked against, read once here
-            meta = input_signals(staged["wasm"].path.read_bytes(), names)
+        if "wasm" in staged:  # its field, and what a job's inputs are checked against, probed once here
+            meta = check_wasm(staged["wasm"].path, header, names)
             staged["zkey"].path.with_name(SIGNALS_FILE).write_text(json.dumps(meta))
     except FormatError as exc:
         raise ApiError(400, "invalid", exc.field, exc.message) from None
-    except WitnessError as exc:
-        raise ApiError(400, "invalid", "wasm", f"is not a circom witness generator ({exc.message})") from None
     return staged, header
 
 
@@ -187,7 +183,8 @@ _REGISTER_BODY = {
 }
 
 
-@router.post("/circuits", response={200: CircuitOut, 201: CircuitOut, **ERRORS}, openapi_extra=_REGISTER_BODY,
+@router.post("/circuits", response={200: CircuitOut, 201: CircuitOut, **ERRORS, 507: ErrorOut},
+             openapi_extra=_REGISTER_BODY,
              summary="Register a circom circuit (zkey, optionally its .wasm, .r1cs and .sym)")
 def register_circuit(request: HttpRequest) -> Status:
     """201 with the new circuit; 200 with the existing one when the same zkey is registered again."""
@@ -234,9 +231,8 @@ def verification_key(circuit: Circuit) -> dict[str, Any]:
     if cached.exists():
         return json.loads(cached.read_text())
     vk = vk_to_json(read_zkey(circuit.zkey_path).vk)
-    tmp = cached.with_name(f".{VK_NAME}.{secrets.token_hex(4)}")
-    tmp.write_text(json.dumps(vk, indent=1))
-    tmp.replace(cached)  # atomic: a concurrent reader sees the whole file or none
+    with replaced(cached) as tmp:  # atomic: a concurrent reader sees the whole file or none
+        tmp.write_text(json.dumps(vk, indent=1))
     return vk
 
 
@@ -265,6 +261,8 @@ _WTNS_BODY = {
             "properties": {
                 "job_id": {"type": "string", "pattern": JOB_ID_PATTERN, "maxLength": JOB_ID_MAX},
                 "priority": {"type": "string", "description": "critical, high, normal, low or 0..3"},
+                "deadline": {"type": "string", "format": "date-time", "description": DEADLINE_DOC},
+                "callback_url": {"type": "string", "maxLength": 2000, "description": CALLBACK_DOC},
                 "wtns": {"type": "string", "format": "binary", "description": "snarkjs .wtns witness"},
             },
         }}},
@@ -272,7 +270,8 @@ _WTNS_BODY = {
 }
 
 
-@router.post("/circuits/{circuit_id}/jobs", response={200: JobOut, 201: JobOut, **ERRORS}, openapi_extra=_WTNS_BODY,
+@router.post("/circuits/{circuit_id}/jobs", response={200: JobOut, 201: JobOut, **ERRORS, 507: ErrorOut},
+             openapi_extra=_WTNS_BODY,
              summary="Prove a registered circuit from a ready witness (.wtns) instead of inputs")
 def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
     """Like POST /jobs with a circuit and inputs, for a client that computes its witness itself."""
@@ -288,13 +287,13 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
         job_id = submission.job_id_of(request.POST.get("job_id"))
         level = submission.priority_of(request.POST.get("priority"))
         submission.check_priority(client_of(request), level)
+        deadline = submission.deadline_of(request.POST.get("deadline"))
+        callback_url = submission.callback_url_of(request.POST.get("callback_url"))
         if "zkey" in request.FILES:
             raise ApiError(400, "invalid", "zkey", "the circuit's zkey is registered already; send only the wtns")
         if not isinstance(wtns, StagedFile) or wtns.size == 0:
             raise ApiError(400, "invalid", "wtns", "a non-empty .wtns file is required")
         _check_witness(wtns.path, circuit)
-        deadline = submission.deadline_of(request.POST.get("deadline"))
-        callback_url = submission.callback_url_of(request.POST.get("callback_url"))
         job, created = _mine(*submit_staged(circuit, job_id, level, staging, wtns.sha256, client_of(request),
                                             deadline, callback_url),
                              client_of(request))

@@ -1,15 +1,21 @@
 """One error shape for every refusal: ``{"error": code, "field": name or null, "detail": text}``.
 
 django-ninja's own handlers answer ``{"detail": …}`` with the status of their choice; ours
-replace them so a client can always tell which field to fix.
+replace them so a client can always tell which field to fix. The server's own troubles have the
+shape too: a database that does not answer is a 503 with Retry-After, a full disk a 507 naming
+the directory.
 """
 
 from __future__ import annotations
 
+import errno
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -37,7 +43,26 @@ def body(error: str, field: str | None, detail: str) -> dict[str, Any]:
     return {"error": error, "field": field, "detail": detail}
 
 
+# Seconds a client waits before asking again while the database does not answer.
+RETRY_AFTER_OUTAGE = 5
+
+
+def outage_body() -> dict[str, Any]:
+    return body("unavailable", None, "the database is not answering; retry after the time in Retry-After")
+
+
 _BODY_SHAPES = frozenset({"kind", "circuit"})
+
+
+def storage_named(filename: Any) -> str:
+    """The directory a failed write was going to, by the name the operator set: the data
+    directory (or the params or cache directory) when the path is inside it."""
+    path = Path(str(filename or settings.DATA_DIR))
+    for name, root in (("the data directory", settings.DATA_DIR), ("the params directory",
+                       settings.PROVINGSITE["PARAMS_DIR"]), ("the cache directory", settings.PROVINGSITE["CACHE_DIR"])):
+        if path == Path(root) or Path(root) in path.parents:
+            return f"{name} {root}"
+    return f"the directory {path.parent}"
 
 
 def _field(loc: list[Any] | tuple[Any, ...], param_names: set[str]) -> str | None:
@@ -99,6 +124,30 @@ def install(api: NinjaAPI) -> None:
             if others:
                 detail += f" (also: {', '.join(sorted(others))})"
         return respond(request, 400, body("invalid", field, detail))
+
+    def outage(request: HttpRequest) -> HttpResponse:
+        # the database refused or dropped the connection: the request may succeed once it is back
+        response = respond(request, 503, outage_body())
+        response["Retry-After"] = str(RETRY_AFTER_OUTAGE)
+        return response
+
+    @api.exception_handler(OperationalError)
+    def refused_connection(request: HttpRequest, exc: OperationalError) -> HttpResponse:
+        return outage(request)
+
+    @api.exception_handler(InterfaceError)
+    def dropped_connection(request: HttpRequest, exc: InterfaceError) -> HttpResponse:
+        return outage(request)
+
+    @api.exception_handler(OSError)
+    def storage_full(request: HttpRequest, exc: OSError) -> HttpResponse:
+        # A full disk is the server's and says where; any other OS error stays a 500.
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise exc
+        where = storage_named(exc.filename)
+        return respond(request, 507, body("insufficient_storage", getattr(exc, "field", None),
+                                          f"no space left in {where}; nothing of this request was kept, "
+                                          "send it again once the operator has made room"))
 
     @api.exception_handler(RequestDataTooBig)
     def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:

@@ -29,6 +29,7 @@ from engine.api.job_out import _detail, _summary, proof_document, snarkjs_files
 from engine.api.proof_bytes import BYTES_RESPONSE, job_proof_bytes
 from engine.api.schemas import (
     CALLBACK_DOC,
+    DEADLINE_DOC,
     JOB_ID_MAX,
     JOB_ID_PATTERN,
     CircuitJobIn,
@@ -127,7 +128,7 @@ def _done(job: ProofJob) -> None:
 # ---- endpoints ---------------------------------------------------------------------------
 
 
-@router.post("/jobs", response={200: JobOut, 201: JobOut, **ERRORS}, summary="Submit a proof request")
+@router.post("/jobs", response={200: JobOut, 201: JobOut, **ERRORS, 507: ErrorOut}, summary="Submit a proof request")
 def create_job(request: HttpRequest, payload: Body[JobIn]) -> Status:
     """201 with the new job; 200 with the existing job when the same request is sent again;
     409 when the job id is already used by a different request."""
@@ -152,8 +153,7 @@ _CUSTOM_BODY = {
             "properties": {
                 "job_id": {"type": "string", "pattern": JOB_ID_PATTERN, "maxLength": JOB_ID_MAX},
                 "priority": {"type": "string", "description": "critical, high, normal, low or 0..3"},
-                "deadline": {"type": "string", "format": "date-time",
-                             "description": "when the proof is worthless (ISO 8601)"},
+                "deadline": {"type": "string", "format": "date-time", "description": DEADLINE_DOC},
                 "callback_url": {"type": "string", "maxLength": 2000, "description": CALLBACK_DOC},
                 "zkey": {"type": "string", "format": "binary", "description": "snarkjs Groth16 .zkey"},
                 "wtns": {"type": "string", "format": "binary", "description": "snarkjs .wtns witness"},
@@ -166,7 +166,7 @@ _CUSTOM_BODY = {
 }
 
 
-@router.post("/jobs/custom", response={200: JobOut, 201: JobOut, **ERRORS}, openapi_extra=_CUSTOM_BODY,
+@router.post("/jobs/custom", response={200: JobOut, 201: JobOut, **ERRORS, 507: ErrorOut}, openapi_extra=_CUSTOM_BODY,
              summary="Submit your own circuit (snarkjs zkey + wtns)")
 def create_custom_job(request: HttpRequest) -> Status:
     """The files are streamed to disk with a running count; an upload over the limit gets a
@@ -192,6 +192,8 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
     job_id = submission.job_id_of(request.POST.get("job_id"))
     level = submission.priority_of(request.POST.get("priority"))
     submission.check_priority(client_of(request), level)  # before the files are read
+    deadline = submission.deadline_of(request.POST.get("deadline"))
+    callback_url = submission.callback_url_of(request.POST.get("callback_url"))
     staged: dict[str, StagedFile] = {}
     for name in UPLOAD_FIELDS:
         item = files.get(name)
@@ -209,8 +211,7 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
     inputs = {f"{n}_{attr}": getattr(staged[n], attr) for n in UPLOAD_FIELDS for attr in ("sha256", "size")}
     sub = Submission(kind=ProofKind.CUSTOM, job_id=job_id, inputs=inputs, num_partitions=1,
                      circuit_id=f"custom/{staged['zkey'].sha256[:16]}", priority=level, curve=curve,
-                     deadline=submission.deadline_of(request.POST.get("deadline")),
-                     callback_url=submission.callback_url_of(request.POST.get("callback_url")))
+                     deadline=deadline, callback_url=callback_url)
     try:
         job, created = submission.submit(sub, client_of(request), staged=staging)
     except JobConflict as exc:

@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Discriminator, Field, StrictInt, StrictStr, Tag
 from pydantic_core import PydanticCustomError
 
 from engine.ledger.submission import JOB_ID_MAX, JOB_ID_PATTERN
+from engine.moments import window_text
 from engine.states import MAX_WINDOW_POST_PARTITIONS
 
 # Letters, digits and . _ - : only: no slash, so /jobs/{job_id}/proof is never ambiguous,
@@ -46,8 +47,11 @@ class InputsIn(Schema):
 
 
 CALLBACK_DOC = ("Where to POST a JSON notice when the job ends (done, failed or cancelled); the token's default "
-                "otherwise. Signed: X-Provingsite-Signature: t=<unix>,v1=<HMAC-SHA256 hex of '<t>.<body>' keyed with "
-                "the SHA-256 hex digest of your token>; retried with back-off until a 2xx")
+                "otherwise. http or https to a public address (an operator may allow others), port 1-65535; "
+                "redirects are not followed. Signed: X-Provingsite-Signature: t=<unix>,v1=<HMAC-SHA256 hex of "
+                "'<t>.<body>' keyed with the SHA-256 hex digest of your token>; retried with back-off until a 2xx")
+DEADLINE_DOC = (f"When the proof is worthless (ISO 8601; UTC without an offset), {window_text()}; kept in UTC. "
+                "Within a priority, claims serve the least slack first")
 
 
 class BuiltinJobIn(Schema):
@@ -62,10 +66,10 @@ class BuiltinJobIn(Schema):
                         description="Your id for this request; resubmitting the same request is safe")
     # Checked by the endpoint (names and numbers both), so a bad value gets one clear message.
     priority: StrictStr | StrictInt | None = Field(
-        None, description="Override the kind's default: critical, high, normal, low, or 0 (critical) .. 3 (low)")
+        None, description="Override the kind's default: critical, high, normal, low, or 0 (critical) .. 3 (low). "
+                          "Without one, the kind's default, lowered to the token's limit")
     deadline: datetime | None = Field(None, description=(
-        "When the proof is worthless (ISO 8601; UTC without an offset). Within a priority, claims serve the least "
-        "slack first. Without one, a kind with a default offset (PROVINGSITE_DEADLINES) gets it"))
+        f"{DEADLINE_DOC}. Without one, a kind with a default offset (PROVINGSITE_DEADLINES) gets it"))
     callback_url: str | None = Field(None, max_length=2000, description=CALLBACK_DOC)
     inputs: InputsIn
 
@@ -80,7 +84,7 @@ class CircuitJobIn(Schema):
     job_id: str = Field(pattern=JOB_ID_PATTERN, max_length=JOB_ID_MAX,
                         description="Your id for this request; resubmitting the same request is safe")
     priority: StrictStr | StrictInt | None = Field(None, description="critical, high, normal, low, or 0 .. 3")
-    deadline: datetime | None = Field(None, description="When the proof is worthless (ISO 8601)")
+    deadline: datetime | None = Field(None, description=DEADLINE_DOC)
     callback_url: str | None = Field(None, max_length=2000, description=CALLBACK_DOC)
     inputs: dict[str, Any] = Field(description="The circuit's input signals, as snarkjs's input.json has them")
 

@@ -33,9 +33,11 @@ from engine.circuits import job_folder
 from engine.ledger import submission
 from engine.ledger.submission import JobConflict, Submission
 from engine.models import Circuit, ProofJob
+from engine.prover.formats.atomic import replaced
 from engine.prover.formats.errors import FormatError
 from engine.prover.formats.r1cs import CircuitShape
-from engine.prover.formats.wasm_witness import WitnessError, check_inputs, input_signals
+from engine.prover.formats.wasm_probe import probe_apart
+from engine.prover.formats.wasm_witness import WitnessError, check_inputs
 from engine.prover.satisfied import check_file_satisfied
 from engine.states import ProofKind
 
@@ -74,14 +76,14 @@ def input_metadata(circuit: Circuit) -> dict[str, Any]:
         pass
     names_file = folder / NAMES_FILE
     names = json.loads(names_file.read_text()) if names_file.exists() else []
-    try:
-        meta = input_signals(Path(circuit.wasm_path).read_bytes(), names)
+    try:  # in a child process with a time and memory limit: no client code compiles in the web process
+        probed = probe_apart(Path(circuit.wasm_path), names)
+        meta = {"count": probed["count"], "signals": probed["signals"]}
     except WitnessError as exc:
         raise ApiError(409, "mismatch", "circuit", f"the circuit's .wasm cannot be read: {exc.message}; "
                                                    "register it again") from None
-    tmp = folder / f"{SIGNALS_FILE}.tmp{os.getpid()}"
-    tmp.write_text(json.dumps(meta))
-    os.replace(tmp, folder / SIGNALS_FILE)
+    with replaced(folder / SIGNALS_FILE) as tmp:
+        tmp.write_text(json.dumps(meta))
     return meta
 
 

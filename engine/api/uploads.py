@@ -46,6 +46,16 @@ SYM_NAME = "circuit.sym"
 NAMES_FILE = "signal_names.json"
 
 
+class StorageFull(OSError):
+    """A file part could not be written: the disk holding ``directory`` is full (or the write
+    failed otherwise, ``errno`` says how). ``field`` names the part being written. The API
+    answers a full disk with 507 (engine.api.errors)."""
+
+    def __init__(self, cause: OSError, directory: Path, field: str | None) -> None:
+        super().__init__(cause.errno, cause.strerror, str(directory))
+        self.field = field
+
+
 class UploadTooLarge(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"the upload is larger than the limit of {limit} bytes")
@@ -87,8 +97,11 @@ class StreamingLimitHandler(FileUploadHandler):
         if field_name not in self.names or field_name in self._seen:
             raise SkipFile()  # one file per named field; anything else is not stored
         self._seen.add(field_name)
-        self.staging.mkdir(parents=True, exist_ok=True)
-        self._out = open(self.staging / self.names[field_name], "wb")  # noqa: SIM115 closed in file_complete
+        try:
+            self.staging.mkdir(parents=True, exist_ok=True)
+            self._out = open(self.staging / self.names[field_name], "wb")  # noqa: SIM115 closed in file_complete
+        except OSError as exc:
+            raise self._failed(exc) from None
         self._hash = hashlib.sha256()
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
@@ -97,7 +110,10 @@ class StreamingLimitHandler(FileUploadHandler):
             self._close()
             raise UploadTooLarge(self.limit)
         assert self._out is not None
-        self._out.write(raw_data)
+        try:
+            self._out.write(raw_data)
+        except OSError as exc:
+            raise self._failed(exc) from None
         self._hash.update(raw_data)
         return None
 
@@ -105,7 +121,10 @@ class StreamingLimitHandler(FileUploadHandler):
         if self._out is None:
             return None
         path = Path(self._out.name)
-        self._close()
+        try:
+            self._close()  # the last buffered bytes are written here: the disk may be full by now
+        except OSError as exc:
+            raise self._failed(exc) from None
         return StagedFile(self.field_name, path, file_size, self._hash.hexdigest(), str(self.file_name or ""))
 
     def upload_interrupted(self) -> None:
@@ -113,8 +132,20 @@ class StreamingLimitHandler(FileUploadHandler):
 
     def _close(self) -> None:
         if self._out is not None:
-            self._out.close()
-            self._out = None
+            out, self._out = self._out, None
+            out.close()
+
+    def _failed(self, exc: OSError) -> StorageFull:
+        """After a write error: the part's file closed (an open descriptor keeps a deleted
+        file's blocks) and removed, and the error that names where it was going."""
+        out, self._out = self._out, None
+        if out is not None:
+            try:
+                out.close()
+            except OSError:
+                pass  # the flush failed as the write did; the descriptor is closed all the same
+            Path(out.name).unlink(missing_ok=True)
+        return StorageFull(exc, self.staging, self.field_name)
 
 
 def discard(staging: Path) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.circuits.cs import ShapeCS
+from engine.prover.formats.atomic import replaced
 from engine.prover.r1cs import R1CS
 
 if TYPE_CHECKING:
@@ -150,8 +151,6 @@ def _load_cached(shape: CircuitShape) -> R1CS | None:
 
 
 def store_cached(shape: CircuitShape, r1cs: R1CS) -> None:
-    import os
-
     import numpy as np
 
     path = _cache_path(shape)
@@ -159,11 +158,10 @@ def store_cached(shape: CircuitShape, r1cs: R1CS) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}.npz")
         arrays = {f"{name}_{part}": getattr(getattr(r1cs, name), part) for name in "abc" for part in ("row_ptr", "cols", "coeffs")}
-        np.savez(tmp, sizes=np.array([r1cs.n_vars, r1cs.n_public]), **arrays)
-        os.replace(tmp, path)  # atomic: concurrent workers read a whole file or none
+        with replaced(path, ".npz") as tmp:  # atomic: concurrent workers read a whole file or none
+            np.savez(tmp, sizes=np.array([r1cs.n_vars, r1cs.n_public]), **arrays)
     except OSError:
-        pass  # a read-only cache directory only costs the recompile
+        pass  # a read-only or full cache directory only costs the recompile
 
 

@@ -19,7 +19,6 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.circuits.kinds import CircuitShape, parse_circuit_id
+from engine.prover.formats.atomic import replaced
 
 MANIFEST = "manifest.json"
 
@@ -101,9 +101,8 @@ class KeyStore:
 
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
         path = self.params_dir / MANIFEST
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, path)  # atomic: readers see the old or the new manifest, never half
+        with replaced(path) as tmp:  # atomic: readers see the old or the new manifest, never half
+            tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -168,9 +167,8 @@ class KeyStore:
             started = time.perf_counter()
             pk, vk = setup(shape.r1cs(), seed=seed)
             for path, write in ((zkey, lambda p: write_zkey(p, pk)), (vkey, lambda p: write_vk_json(p, vk))):
-                tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-                write(tmp)
-                os.replace(tmp, path)
+                with replaced(path) as tmp:
+                    write(tmp)
             manifest = self.read_manifest()
             manifest[shape.circuit_id] = {
                 "circuit_id": shape.circuit_id,

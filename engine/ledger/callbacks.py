@@ -4,7 +4,8 @@ The notification is a row (Callback) written in the very transaction that ends t
 job is never ended without being owed its notice; delivery is apart, by whichever engine
 process is free (``claim_due``: SKIP LOCKED, with a lease in ``next_at``), and never holds the
 job back: its state is final before any POST. A failed delivery is tried again with back-off
-(2 s, 4 s … at most an hour apart), MAX_ATTEMPTS times in all, every attempt recorded.
+(2 s, 4 s … at most an hour apart), MAX_ATTEMPTS times in all, every attempt recorded; one the
+callback rules refuse (engine.ledger.callback_targets: a target that is not public) is not.
 
 The POST carries ``X-Provingsite-Signature: t=<unix seconds>,v1=<hex>``: HMAC-SHA256 over
 ``<t>.<body>`` keyed with the SHA-256 hex digest of the client's token, which the service
@@ -69,16 +70,18 @@ def key_of(callback: Callback) -> str:
     return client.token_hash if client is not None else ""
 
 
-def record_attempt(callback_id: int, outcome: str, delivered: bool, at: datetime | None = None) -> None:
-    """One attempt's outcome (an HTTP status, or why none came): delivered, or due again after
-    its back-off, or given up after MAX_ATTEMPTS."""
+def record_attempt(callback_id: int, outcome: str, delivered: bool, at: datetime | None = None,
+                   give_up: bool = False) -> None:
+    """One attempt's outcome (delivered, refused or failed, and why): delivered, or due again
+    after its back-off, or given up after MAX_ATTEMPTS (at once with ``give_up``: a target the
+    callback rules refuse)."""
     at = at or timezone.now()
     with transaction.atomic():
         row = Callback.objects.select_for_update().get(pk=callback_id)
         row.attempts = [*row.attempts, {"at": at.isoformat(), "outcome": outcome}]
         if delivered:
             row.delivered_at = at
-        elif len(row.attempts) >= MAX_ATTEMPTS:
+        elif give_up or len(row.attempts) >= MAX_ATTEMPTS:
             row.gave_up_at = at
         else:
             row.next_at = at + timedelta(seconds=min(2 ** len(row.attempts), 3600))

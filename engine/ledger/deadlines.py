@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 
 from engine.models import ProofJob
+from engine.moments import STORED_EARLIEST
 from engine.states import JOB_ACTIVE, JobState
 
 HISTORY = 50  # recorded jobs per circuit the estimate reads
@@ -55,9 +56,12 @@ def expected_seconds(circuit_ids: Iterable[str]) -> dict[str, float]:
 
 
 def latest_start(deadline: datetime | None, circuit_id: str) -> datetime | None:
+    """The deadline less the circuit's expected duration, never before the earliest moment the
+    records hold (a deadline near it, less a long history, once overflowed the year 1)."""
     if deadline is None:
         return None
-    return deadline - timedelta(seconds=expected_seconds([circuit_id])[circuit_id])
+    expected = timedelta(seconds=expected_seconds([circuit_id])[circuit_id])
+    return deadline - expected if deadline - STORED_EARLIEST > expected else STORED_EARLIEST
 
 
 @dataclass(frozen=True)

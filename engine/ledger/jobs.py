@@ -26,7 +26,16 @@ from engine.ledger.hints import publish_hint
 from engine.ledger.new_work import announce_new_work
 from engine.ledger.settle import settle_job
 from engine.models import ApiToken, EngineHost, Partition, ProofJob
-from engine.states import JOB_ACTIVE, KIND_PRIORITY, PARTITION_TERMINAL, Curve, JobState, PartitionState, ProofKind
+from engine.states import (
+    JOB_ACTIVE,
+    KIND_PRIORITY,
+    PARTITION_TERMINAL,
+    Curve,
+    JobState,
+    PartitionState,
+    Priority,
+    ProofKind,
+)
 
 P = PartitionState
 J = JobState
@@ -61,8 +70,12 @@ def submit_job(
     deadline: datetime | None = None,
     latest_start_at: datetime | None = None,
     callback_url: str = "",
+    priority_cap: int = Priority.CRITICAL,
 ) -> tuple[ProofJob, bool]:
     """Create the job and its pending partitions; returns (job, created).
+
+    Without a ``priority`` the job gets its kind's, but never above ``priority_cap`` (the
+    asking token's limit); the request's digest keeps what was asked for.
 
     Inputs must already be validated (engine.circuits.kinds does that for the built-in kinds).
     The same request twice returns the first job; a different request under the same id
@@ -79,7 +92,7 @@ def submit_job(
         with transaction.atomic():
             job = ProofJob.objects.create(
                 job_id=job_id, kind=kind, inputs=inputs, curve=curve, circuit_id=circuit_id, scale=scale,
-                priority=KIND_PRIORITY[kind] if priority is None else priority,
+                priority=max(KIND_PRIORITY[kind], priority_cap) if priority is None else priority,
                 num_partitions=num_partitions, request_digest=digest, client=client, upload_dir=upload_dir,
                 deadline=deadline, latest_start_at=latest_start_at, callback_url=callback_url,
             )

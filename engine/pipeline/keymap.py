@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.prover.formats.atomic import replaced
+
 MAPPED = ("a_points", "b1_points", "b2_points", "c_points", "h_points")
 
 
@@ -38,10 +40,8 @@ def map_key(pk: Any, root: Path, circuit_id: str) -> MappedKey:
     for name in MAPPED:
         path = where / f"{name}.npy"
         if not path.exists():  # written to a temporary name first: a half-written image never maps
-            tmp = path.with_suffix(".part")
-            with open(tmp, "wb") as out:
+            with replaced(path) as tmp, open(tmp, "wb") as out:
                 np.lib.format.write_array(out, np.ascontiguousarray(getattr(pk, name)))
-            tmp.rename(path)
         mapped[name] = np.load(path, mmap_mode="r")
     warm = dataclasses.replace(pk, extra={}, **mapped)  # no fixed-base tables: those are the hot tier's
     mapped_bytes = sum(int(a.nbytes) for a in mapped.values())

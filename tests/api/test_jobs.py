@@ -55,8 +55,8 @@ def test_a_different_request_under_a_used_id_is_a_409_naming_the_clash(api: Clie
     assert "porep-1" in body["detail"] and body["error"] == "conflict"
 
 
-def test_a_window_post_takes_the_partitions_it_asks_for(api: Client) -> None:
-    response = submit(api, kind="window-post", job_id="wpost-7", inputs=inputs(partitions=3))
+def test_a_window_post_takes_the_partitions_it_asks_for(operator_api: Client) -> None:
+    response = submit(operator_api, kind="window-post", job_id="wpost-7", inputs=inputs(partitions=3))
     assert response.status_code == 201
     assert response.json()["num_partitions"] == 3 and response.json()["priority"] == "high"
 

@@ -52,10 +52,13 @@ def test_a_client_token_may_ask_for_its_own_maximum_or_less(api: Client, priorit
     assert submit(api, priority=priority).status_code == 201
 
 
-def test_a_kind_s_own_default_priority_stands_for_a_client_token(api: Client) -> None:
-    # The farm's policy puts winning-post first; the token's limit is on what a client asks for.
+def test_a_kind_s_default_priority_is_lowered_to_a_client_token_s_limit(api: Client) -> None:
+    # The limit is on what a token's jobs get, asked for or not: a winning-post's critical is for
+    # tokens an operator allowed critical (createtoken --max-priority critical).
     assert submit(api, kind="winning-post", job_id="wpost-1").status_code == 201
-    assert ProofJob.objects.get(job_id="wpost-1").priority == Priority.CRITICAL
+    assert ProofJob.objects.get(job_id="wpost-1").priority == Priority.NORMAL
+    assert submit(client_for(max_priority=Priority.CRITICAL), kind="winning-post", job_id="wpost-2").status_code == 201
+    assert ProofJob.objects.get(job_id="wpost-2").priority == Priority.CRITICAL
 
 
 def test_a_token_whose_limit_was_raised_to_high_may_ask_for_high_but_not_critical() -> None:

@@ -101,3 +101,20 @@ def test_production_settings_pass_the_deployment_checklist(tmp_path: Path) -> No
         SECRET_KEY="a-production-secret-" + "x" * 60, ALLOWED_HOSTS="proving.example.com",
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("value", ["winning-post=1e12", "winning-post=nan", "winning-post=inf", "porep-c2=-5"])
+def test_a_default_deadline_offset_past_a_year_or_not_a_number_stops_start_up(monkeypatch: pytest.MonkeyPatch,
+                                                                              value: str) -> None:
+    monkeypatch.setenv("X_DEADLINES", value)
+    with pytest.raises(SettingError, match="X_DEADLINES"):
+        env.env_seconds_by_name("X_DEADLINES", {}, ("winning-post", "porep-c2"), maximum=366 * 86400)
+
+
+def test_the_callback_allow_list_takes_addresses_networks_and_host_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("X_ALLOW", "10.0.0.0/8, 192.168.1.7 ,Hooks.Corp.Example.,fd00::/8")
+    assert env.env_hosts_and_networks("X_ALLOW", []) == ["10.0.0.0/8", "192.168.1.7", "hooks.corp.example", "fd00::/8"]
+    for bad in ("http://hooks.example", "10.0.0.0/33", "hooks example", "a/b"):
+        monkeypatch.setenv("X_ALLOW", bad)
+        with pytest.raises(SettingError, match="X_ALLOW"):
+            env.env_hosts_and_networks("X_ALLOW", [])

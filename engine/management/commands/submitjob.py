@@ -24,6 +24,7 @@ from engine.api.job_out import proof_document
 from engine.ledger import submission
 from engine.management.commands._common import RecordsCommand, live_hosts, no_engine_hint
 from engine.models import ProofJob
+from engine.moments import window_text
 from engine.states import JobState, PartitionState
 
 BAR_WIDTH = 30
@@ -71,8 +72,9 @@ class Command(RecordsCommand):
         parser.add_argument("--data-seed", help="64 hex digits (snap-update)")
         parser.add_argument("--partitions", type=int, help="partitions (window-post)")
         parser.add_argument("--priority", help="critical, high, normal, low or 0..3")
-        parser.add_argument("--deadline", help="when the proof is worthless: ISO 8601, e.g. 2026-12-05T12:00:00Z "
-                                               "(default: the kind's PROVINGSITE_DEADLINES offset, if any)")
+        parser.add_argument("--deadline", help=f"when the proof is worthless: ISO 8601, e.g. 2026-12-05T12:00:00Z, "
+                                               f"{window_text()} (default: the kind's PROVINGSITE_DEADLINES "
+                                               "offset, if any)")
         parser.add_argument("--wait", action="store_true", help="follow the job and write its proof when done")
         parser.add_argument("--out", type=Path, metavar="PATH",
                             help="follow the job and write its proof to PATH when done (implies --wait)")

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from engine.prover.formats.atomic import replaced
 from engine.prover.formats.errors import FormatError
 
 # A Groth16 zkey has 10 sections and a witness 2; a few more leaves room for extensions
@@ -124,12 +125,10 @@ def need(sections: dict[int, memoryview], sid: int, name: str, field: str) -> me
 def write_binfile(
     path: str | os.PathLike[str], magic: bytes, version: int, sections: Sequence[tuple[int, Sequence[bytes]]]
 ) -> None:
-    """Writes atomically (temp file + rename) so a reader never sees half a key."""
-    tmp = Path(f"{path}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
+    """Writes atomically (engine.prover.formats.atomic) so a reader never sees half a key."""
+    with replaced(path) as tmp, open(tmp, "wb") as f:
         f.write(magic + struct.pack("<II", version, len(sections)))
         for sid, parts in sections:
             f.write(struct.pack("<IQ", sid, sum(len(p) for p in parts)))
             for p in parts:
                 f.write(p)
-    os.replace(tmp, path)

@@ -1,31 +1,36 @@
 """circom's own outputs that travel beside a circuit's snarkjs files: the .wasm witness
 generator (compiled for one field) and the .sym symbol table (signal names, one per line).
 
-Both are checked at a circuit's registration. The .wasm is only inspected for its prime here:
-it is the client's code, and runs under budgets in the engine (engine.prover.formats.wasm_witness).
+Both are checked at a circuit's registration. The .wasm is only probed for its prime and its
+input signals here, in a child process with a time and memory limit
+(engine.prover.formats.wasm_probe): it is the client's code, and runs under budgets in the
+engine (engine.prover.formats.wasm_witness).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from engine.prover.formats.errors import FormatError
 from engine.prover.formats.headers import ZkeyHeader
 from engine.prover.params.curves import get_curve
 
 
-def check_wasm(path: Path, header: ZkeyHeader) -> None:
-    """A circom witness generator compiled for the zkey's scalar field."""
-    from engine.prover.formats.wasm_witness import (
-        circuit_prime,  # wasmtime loads only for a circuit that brings circom files
-    )
+def check_wasm(path: Path, header: ZkeyHeader, names: Sequence[str] = ()) -> dict[str, Any]:
+    """A circom witness generator compiled for the zkey's scalar field: its input signals
+    (wasm_witness.input_signals, named by ``names`` from the .sym), probed in a child process."""
+    from engine.prover.formats.wasm_probe import probe_apart
+    from engine.prover.formats.wasm_witness import WitnessError
 
     try:
-        prime = circuit_prime(path.read_bytes())
-    except Exception as exc:  # wasmtime refuses what is not a module of ours, WitnessError what is not circom
-        raise FormatError("wasm", f"is not a circom witness generator ({type(exc).__name__})") from None
-    if prime != get_curve(header.curve).r:
+        probed = probe_apart(path, names)
+    except WitnessError as exc:
+        raise FormatError("wasm", f"is not a circom witness generator we could probe ({exc.message})") from None
+    if probed["prime"] != get_curve(header.curve).r:
         raise FormatError("wasm", "was compiled for another field than the zkey's (circom --prime)")
+    return {"count": probed["count"], "signals": probed["signals"]}
 
 
 def check_sym(path: Path) -> list[str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.prover.datatypes import Proof
+from engine.prover.formats.atomic import replaced
 from engine.prover.formats.errors import FormatError
 from engine.prover.params.curves import CURVES
 
@@ -103,9 +104,8 @@ def proof_from_json(obj: Any, curve: str | None = None) -> Proof:
 
 
 def _dump(path: str | os.PathLike[str], obj: Any) -> None:
-    tmp = Path(f"{path}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=1) + "\n")
-    os.replace(tmp, path)
+    with replaced(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=1) + "\n")
 
 
 def write_proof_json(path: str | os.PathLike[str], proof: Proof) -> None:

@@ -23,7 +23,8 @@ _MASK64 = (1 << 64) - 1
 # linear memory and of wall-clock time, so a circuit that loops or grows without end is
 # refused, not left running. Witnesses are computed in the engine's synthesis processes, with
 # the partition's reserved memory and a fuel budget for the circuit's size (fuel_for); the
-# requests that register a circuit or take its inputs only probe it (PROBE_*), never run it.
+# requests that register a circuit or take its inputs only probe it (PROBE_*), never run it,
+# and do so in a child process with a time and memory limit (engine.prover.formats.wasm_probe).
 DEFAULT_FUEL = 1 << 40
 DEFAULT_MEMORY = 8 << 30
 FUEL_BASE = 1_000_000_000
@@ -133,11 +134,20 @@ class _Runtime:
 
 class _Calculator:
     def __init__(self, wasm_bytes: bytes, fuel: int = DEFAULT_FUEL, memory: int = DEFAULT_MEMORY,
-                 seconds: float | None = None) -> None:
+                 seconds: float | None = None, probing: bool = False) -> None:
         self.runtime = _Runtime()
         config = wasmtime.Config()
         config.consume_fuel = True
         config.epoch_interruption = seconds is not None
+        if probing:
+            # A probe calls a few table lookups: optimising the whole module is wasted work (a 27 MB
+            # module compiles in a fifth of the time unoptimised), and one thread compiles it. Its
+            # memory is reserved as it grows, so an address-space limit (the probe's process) holds.
+            config.cranelift_opt_level = "none"
+            config.parallel_compilation = False
+            config.memory_reservation = 0
+            config.memory_reservation_for_growth = 1 << 20
+            config.memory_guard_size = 0
         engine = wasmtime.Engine(config)
         self.store = wasmtime.Store(engine)
         self.store.set_fuel(fuel)
@@ -297,7 +307,7 @@ def _run(calc: _Calculator, inputs: dict[str, Any], signal_names: Iterable[str])
 
 def circuit_prime(wasm_bytes: bytes) -> int:
     """The field the circuit was compiled for (circom's --prime): a probe, not a run."""
-    return _Calculator(wasm_bytes, PROBE_FUEL, PROBE_MEMORY).prime
+    return _Calculator(wasm_bytes, PROBE_FUEL, PROBE_MEMORY, probing=True).prime
 
 
 def fuel_for(n_signals: int) -> int:
@@ -309,9 +319,14 @@ def input_signals(wasm_bytes: bytes, names: Iterable[str] = ()) -> dict[str, Any
     """What a request's inputs are checked against: ``count``, the input values the circuit
     takes, and ``signals``, each input's length by name (None when no names are known, e.g.
     without the .sym). A probe of the generator's tables (never ``init``), on a small budget."""
+    return {key: value for key, value in probe(wasm_bytes, names).items() if key != "prime"}
+
+
+def probe(wasm_bytes: bytes, names: Iterable[str] = ()) -> dict[str, Any]:
+    """input_signals, and ``prime``, the field the circuit was compiled for, from one compile."""
     names = list(names)
     try:
-        calc = _Calculator(wasm_bytes, PROBE_FUEL, PROBE_MEMORY)
+        calc = _Calculator(wasm_bytes, PROBE_FUEL, PROBE_MEMORY, probing=True)
         count = calc.call("getInputSize")
         sizes = {}
         for name in names:
@@ -323,7 +338,7 @@ def input_signals(wasm_bytes: bytes, names: Iterable[str] = ()) -> dict[str, Any
                 sizes[name] = size
     except (wasmtime.WasmtimeError, wasmtime.Trap, KeyError, TypeError, _Abort) as exc:
         raise WitnessError(None, f"the circuit's .wasm is not a circom witness generator ({exc})") from None
-    return {"count": int(count), "signals": sizes if names else None}
+    return {"prime": calc.prime, "count": int(count), "signals": sizes if names else None}
 
 
 def check_inputs(inputs: Any, meta: dict[str, Any], prime: int) -> dict[str, list[str]]:
@@ -357,7 +372,7 @@ def check_inputs(inputs: Any, meta: dict[str, Any], prime: int) -> dict[str, lis
 
 
 __all__ = ["WitnessError", "calculate_witness", "check_inputs", "circuit_prime", "fnv1a64", "fuel_for",
-           "input_signals", "top_level_names"]
+           "input_signals", "probe", "top_level_names"]
 
 
 def witness_array(witness: list[int]) -> np.ndarray:
