@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('engine', '0020_enginehost_device_reserved'),
+        ('engine', '0021_deadline_bounds'),
     ]
 
     operations = [
