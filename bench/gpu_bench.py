@@ -1,4 +1,4 @@
-"""GPU benchmarks, each beside its ANCHORS.md figure where one exists: whole Groth16 proofs
+"""GPU benchmarks, each beside a published figure (an anchor) where one exists: whole Groth16 proofs
 (the snarkjs fixtures, every kind at tiny and medium, synthetic circuits up to 2^20) against
 the CPU prover in the same process, byte for byte and verified; the MSM's settings swept at
 2^20 and its steps timed; MSM G1/G2 on both curves at 2^16, 2^20 and 2^22 with random and
@@ -32,7 +32,7 @@ import numpy as np
 from engine.prover.backends.cpu import native
 from engine.prover.params.curves import CURVES, fr_to_limbs
 
-# ANCHORS.md figures (ms): ICICLE v3 on an RTX 4090 unless noted, and the H200 floor estimates
+# Published figures (ms): ICICLE v3 on an RTX 4090 unless noted, and the H200 floor estimates
 ANCHORS_MS: dict[tuple[str, str, str, int], tuple[float, str]] = {
     ("msm", "bls12381", "g1", 16): (7.8, "ICICLE v3 RTX 4090"),
     ("msm", "bls12381", "g1", 20): (24.7, "ICICLE v3 RTX 4090"),

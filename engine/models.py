@@ -266,6 +266,10 @@ class ApiToken(models.Model):
     callback_url = models.CharField(max_length=2000, blank=True,
                                     help_text="Where this token's jobs report their end unless a job names its own.")
 
+    class Meta:
+        verbose_name = "API token"  # Django would write "Api token"
+        verbose_name_plural = "API tokens"
+
     @property
     def sees_every_job(self) -> bool:
         return self.scope == TokenScope.OPERATOR

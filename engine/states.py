@@ -104,7 +104,7 @@ def check_job_transition(current: str, target: str) -> None:
         raise TransitionError(f"job cannot go from {current} to {target}")
 
 
-# Each kind's default priority, as operators know it (shared/DESIGN.md section 1).
+# Each kind's default priority, as operators know it (GET /api/v1/kinds lists it with the kind).
 KIND_PRIORITY: dict[str, int] = {
     ProofKind.WINNING_POST: Priority.CRITICAL,
     ProofKind.WINDOW_POST: Priority.HIGH,

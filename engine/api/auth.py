@@ -118,6 +118,17 @@ class TokenAuth(HttpBearer):
         return record
 
 
+class OperatorAuth(TokenAuth):
+    """TokenAuth for operator-only routes: a client token is a 403 before the body is read, so
+    a refused caller learns nothing of what a valid request would look like."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
+        record = super().authenticate(request, token)
+        if record is not None and not record.sees_every_job:
+            raise ApiError(403, "forbidden", "Authorization", "this route needs an operator token")
+        return record
+
+
 # ---- people: who may see the whole farm ------------------------------------------------
 
 OPERATOR_GROUP = "operator"  # created by migration 0004_operator_group

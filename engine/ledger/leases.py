@@ -66,7 +66,7 @@ def requeue_lapsed_rows(stamp: Stamp, max_attempts: int, rescuer: str, limit: in
     hints: list[dict[str, Any]] = []
     touched_jobs = {}
     for row in rows:
-        reason = f"lease lapsed on host {row.host.name if row.host else '?'} during {row.state} (attempt {row.attempt})"
+        reason = f"lease lapsed on host {row.host.name if row.host else '?'} during {row.state}"  # the entry names the attempt
         row.errors = [*row.errors, error_entry(row.attempt, rescuer, reason)]
         row.error = reason
         spent = failures_since_retry(row.errors) >= max_attempts

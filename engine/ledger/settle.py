@@ -78,8 +78,21 @@ def _fail_job(job: ProofJob, parts: list[Partition], bad: Partition, stamp: Stam
             p.state, p.error, p.lease_expires_at, p.finished_at = P.CANCELLED, f"job failed at partition {bad.index}", None, now
             stamp.put(p)
             p.save()
-    reasons = "; ".join(f"attempt {e.get('attempt')}: {e.get('reason')}" for e in bad.errors if not e.get("retry"))
-    return _close_job(job, J.FAILED, stamp, host, error=f"partition {bad.index} failed: {bad.error} (history: {reasons})")
+    return _close_job(job, J.FAILED, stamp, host, error=failure_text(bad.index, bad.error, bad.errors))
+
+
+def failure_text(index: int, reason: str, errors: list[dict[str, Any]]) -> str:
+    """Why a job failed, each reason said once: the last attempt's, then any other the attempts
+    since the last retry met (hand-backs on drain are not attempts)."""
+    attempts: list[dict[str, Any]] = []
+    for entry in errors:
+        if entry.get("retry"):
+            attempts = []
+        elif not entry.get("handed_back"):
+            attempts.append(entry)
+    head = f"partition {index} failed" + (f" after {len(attempts)} attempts" if len(attempts) > 1 else "")
+    others = [f"attempt {e.get('attempt')}: {e.get('reason')}" for e in attempts if e.get("reason") != reason]
+    return f"{head}: {reason}" + (f" (before that, {'; '.join(others)})" if others else "")
 
 
 def _close_job(job: ProofJob, target: str, stamp: Stamp, host: str, **fields: Any) -> list[dict[str, Any]]:

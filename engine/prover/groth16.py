@@ -15,7 +15,7 @@ MSM of a 2^20 proof takes 51 ms on the device against over a second on 16 cores,
 device runs it with the others (bench/results/gpu.md). A batch of proofs of one key runs
 each MSM once for all of them (one pass over the bases), the G2 one included.
 
-The math is snarkjs's (SNARKJS.md): a, b over the domain rows incl. the public-input rows,
+The math is snarkjs's (docs/formats.md): a, b over the domain rows incl. the public-input rows,
 c = a·b on the circuit rows, h = a·b − c on the odd coset, randomised with r and s.
 
 What is proved is a key (a ProvingKey of arrays, or a MappedKey of a .zkey's buffers) and a

@@ -8,7 +8,7 @@ readers and writer are given the CPU backend's field multiply here; verification
 e(alpha1, beta2), a pairing (engine.prover.verify). This module is why it sits beside the
 protocol and not inside formats/.
 
-Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).
+Layouts: docs/formats.md (snarkjs 0.7.x).
 """
 
 from __future__ import annotations

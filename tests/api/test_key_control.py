@@ -79,6 +79,21 @@ def test_a_client_token_may_not_control_keys(api: Client) -> None:
     assert post(api, KEY, "evict", tier="cold").status_code == 403
 
 
+def test_a_client_token_is_refused_before_its_body_is_read(api: Client) -> None:
+    host("gpu-a", 1 << 30)
+    response = api.post(f"/api/v1/keys/{KEY}/preload", "{not json", content_type="application/json")
+    assert response.status_code == 403 and response.json()["field"] == "Authorization"
+
+
+@pytest.mark.parametrize(("action", "tier"), [("preload", "hot"), ("evict", "cold")])
+def test_a_request_without_a_body_takes_the_default_tier_on_every_host(operator_api: Client, action: str,
+                                                                       tier: str) -> None:
+    host("gpu-a", 1 << 30)
+    response = operator_api.generic("POST", f"/api/v1/keys/{KEY}/{action}")  # as `curl -X POST` sends it
+    assert response.status_code == 202, response.content
+    assert [(r["action"], r["tier"], r["host"]) for r in response.json()["requests"]] == [(action, tier, "gpu-a")]
+
+
 def test_status_and_metrics_show_each_keys_tier(operator_api: Client, anonymous: Client) -> None:
     used = datetime(2026, 1, 1, tzinfo=UTC)
     host("gpu-a", 1 << 30, [KeyReport(KEY, 1 << 20, tier="hot", load_seconds=0.5, last_used_at=used),

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from engine.ledger.leases import renew_leases
+from engine.ledger.settle import failure_text
 from engine.ledger.writer import Refused, Transition
 from engine.models import Partition
 from engine.states import JobState, PartitionState
@@ -36,7 +37,7 @@ def test_a_lapsed_lease_is_requeued_with_the_attempt_counted(make_writer, make_j
     assert b.requeue_lapsed() == 1
     row = Partition.objects.get(pk=claim.partition_id)
     assert row.state == P.PENDING and row.host is None
-    assert "lease lapsed on host host-a during synthesizing (attempt 1)" in row.errors[-1]["reason"]
+    assert row.errors[-1]["reason"] == "lease lapsed on host host-a during synthesizing" and row.errors[-1]["attempt"] == 1
     [again] = b.claim(1)
     assert again.attempt == 2
 
@@ -51,7 +52,7 @@ def test_the_old_host_cannot_write_after_its_work_was_requeued(make_writer, make
         a.apply(Transition(claim, P.SYNTH_DONE))
 
 
-def test_lapses_past_max_attempts_fail_the_job_with_the_history(make_writer, make_job) -> None:
+def test_lapses_past_max_attempts_fail_the_job_saying_the_reason_once(make_writer, make_job) -> None:
     a = make_writer("host-a")
     a.max_attempts = 2
     job = make_job()
@@ -61,7 +62,16 @@ def test_lapses_past_max_attempts_fail_the_job_with_the_history(make_writer, mak
         a.requeue_lapsed()
     job.refresh_from_db()
     assert job.state == JobState.FAILED
-    assert "history: attempt 1: lease lapsed" in job.error and "attempt 2: lease lapsed" in job.error
+    assert job.error == "partition 0 failed after 2 attempts: lease lapsed on host host-a during reserving"
+
+
+def test_a_failure_names_each_other_reason_since_the_last_retry_once() -> None:
+    errors = [{"attempt": 1, "reason": "old"}, {"retry": True}, {"attempt": 2, "reason": "out of memory"},
+              {"attempt": 3, "reason": "drained", "handed_back": True}, {"attempt": 3, "reason": "bad witness"},
+              {"attempt": 4, "reason": "bad witness"}]
+    assert failure_text(5, "bad witness", errors) == ("partition 5 failed after 3 attempts: bad witness "
+                                                      "(before that, attempt 2: out of memory)")
+    assert failure_text(0, "bad witness", [{"attempt": 1, "reason": "bad witness"}]) == "partition 0 failed: bad witness"
 
 
 def test_renewal_extends_only_the_claims_a_host_holds(make_writer, make_job) -> None:

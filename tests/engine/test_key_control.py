@@ -65,12 +65,16 @@ def test_manage_py_keys_preloads_lists_and_evicts_and_refuses_what_does_not_fit(
     engine = start_engine(synthesis=1, workers_per_device=1, budget="64MiB")
     out = io.StringIO()
     call_command("keys", "preload", KEY, "--tier", "warm", "--wait", "20", stdout=out)
-    assert f"asked {engine.host.name} to preload {KEY} to warm" in out.getvalue()
-    assert f"{engine.host.name}: done: now warm" in out.getvalue()
+    assert f"asked {engine.host.name} to preload {KEY} to warm, reserving at most " in out.getvalue()
+    [outcome] = [line for line in out.getvalue().splitlines() if line.startswith(f"{engine.host.name}: done: now warm")]
 
     out = io.StringIO()
     call_command("keys", "list", stdout=out)
-    assert f"{engine.host.name}  {KEY}  warm" in out.getvalue()
+    header, row = out.getvalue().splitlines()
+    assert header.split()[:4] == ["HOST", "CIRCUIT", "TIER", "HOLDS"]
+    assert row.split()[:3] == [engine.host.name, KEY, "warm"]
+    holds = " ".join(row.split()[3:5])  # e.g. "1.5 MiB"
+    assert outcome.endswith(f", holding {holds}")  # one figure under one name
 
     call_command("keys", "evict", KEY, "--tier", "cold", "--wait", "20", stdout=io.StringIO())
     assert tiers_on(engine) == {}

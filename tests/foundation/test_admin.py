@@ -167,6 +167,11 @@ def test_a_finished_job_can_be_deleted(staff: Client, history: ProofJob) -> None
 # ---- API tokens issued in the admin, the secret shown once ------------------------------------
 
 
+def test_the_admin_index_names_api_tokens_as_operators_write_them(staff: Client) -> None:
+    page = staff.get(reverse("admin:index")).content.decode()
+    assert "API tokens" in page and "Api tokens" not in page
+
+
 def add_token(staff: Client, **fields: str):
     return staff.post(reverse("admin:engine_apitoken_add"),
                       {"name": "curio-west", "scope": "client", "priority_cap": "", "active_cap": "", **fields})

@@ -1,5 +1,6 @@
-"""What several commands share: the hint when no engine runs, and the kernel build's progress.
-(A leading underscore: Django does not take this module for a command.)"""
+"""What several commands share: the refusal of a database not yet migrated, the hint when no
+engine runs, and the kernel build's progress. (A leading underscore: Django does not take this
+module for a command.)"""
 
 from __future__ import annotations
 
@@ -10,10 +11,32 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.utils import timezone
 
 from engine.models import EngineHost, ProofJob
 from engine.status.farm import stale_after_seconds
+
+
+class RecordsCommand(BaseCommand):
+    """A command that reads or writes the records: on a database with migrations still to apply
+    it stops before its first query, in one line naming the fix, where Django would only warn
+    and the command would then end in a traceback about a missing table."""
+
+    requires_migrations_checks = True
+
+    def check_migrations(self) -> None:
+        from django.db.migrations.executor import MigrationExecutor
+
+        connection = connections[DEFAULT_DB_ALIAS]
+        executor = MigrationExecutor(connection)
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        if plan:
+            where = connection.settings_dict["NAME"]
+            raise CommandError(f"the database ({where}) is not migrated: {len(plan)} migration(s) to apply; "
+                               "run `manage.py migrate` (bin/setup does) first")
+
 
 START_ENGINE = "`manage.py runengine` (or `bin/run`: the console and an engine in one process)"
 

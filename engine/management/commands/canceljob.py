@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from engine.ledger.jobs import cancel_job
-from engine.management.commands._common import jobs_named
+from engine.management.commands._common import RecordsCommand, jobs_named
 from engine.states import JOB_ACTIVE
 
 
-class Command(BaseCommand):
+class Command(RecordsCommand):
     help = "Cancel queued or running jobs (the same action as the admin's and the console's)."
 
     def add_arguments(self, parser: CommandParser) -> None:

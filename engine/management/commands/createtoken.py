@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from engine.ledger.submission import SubmissionRefused, callback_url_of
 from engine.ledger.tokens import SCOPE_DEFAULT, ScopeDefault, TokenError, issue_token, revoke_token
+from engine.management.commands._common import RecordsCommand
 from engine.models import TokenScope
 from engine.states import Priority
 
@@ -26,7 +27,7 @@ def _active_cap(text: str) -> int | None:
         raise CommandError(f"--max-active takes a number or 'none', not {text!r}") from None
 
 
-class Command(BaseCommand):
+class Command(RecordsCommand):
     help = "Issue an API token for a client (shown once), or revoke one with --revoke."
 
     def add_arguments(self, parser: CommandParser) -> None:

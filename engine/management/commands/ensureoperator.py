@@ -7,12 +7,13 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from engine.api.auth import OPERATOR_GROUP
+from engine.management.commands._common import RecordsCommand
 
 
-class Command(BaseCommand):
+class Command(RecordsCommand):
     help = ("Create a local superuser 'admin' with a random password (printed once) if no superuser exists; "
             "with --operator NAME, a read-only console user in the operator group instead.")
 

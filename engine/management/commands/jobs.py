@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db.models import Count, Q
 
-from engine.management.commands._common import no_engine_hint
+from engine.management.commands._common import RecordsCommand, no_engine_hint
 from engine.models import ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState, Priority, ProofKind
 
 
-class Command(BaseCommand):
+class Command(RecordsCommand):
     help = "List proof jobs: id, kind, state, partitions done, priority, submitted."
 
     def add_arguments(self, parser: CommandParser) -> None:

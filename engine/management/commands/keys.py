@@ -12,17 +12,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
 from engine.format import fmt_bytes
 from engine.ledger.key_requests import DoesNotFit, KeyRequestInvalid, ask
+from engine.management.commands._common import RecordsCommand
 from engine.models import KeyRequest
 from engine.status.read import one_snapshot
 from engine.status.read_model import read_farm
 
 
-class Command(BaseCommand):
+class Command(RecordsCommand):
     help = ("Proving keys on the engine hosts: list them with their tier (hot: in memory, warm: memory-mapped), "
             "preload one to a tier, or evict one to warm or cold.")
 
@@ -49,8 +50,11 @@ class Command(BaseCommand):
         except DoesNotFit as exc:
             raise CommandError(f"refused: {exc}") from None
         for row in rows:
-            self.stdout.write(f"asked {row.host.name} to {row.action} {row.circuit_id} to {row.tier} "
-                              f"({fmt_bytes(row.needed_bytes)}): request {row.pk}")
+            # What the host may reserve for it (its fixed-base tables at their bound), not yet
+            # what it holds: `keys list` shows that once it is loaded.
+            need = f", reserving at most {fmt_bytes(row.needed_bytes)}" if row.action == KeyRequest.Action.PRELOAD else ""
+            self.stdout.write(f"asked {row.host.name} to {row.action} {row.circuit_id} to {row.tier}{need}: "
+                              f"request {row.pk}")
         if opts["wait"] > 0:
             self._wait([r.pk for r in rows], opts["wait"])
 
@@ -62,23 +66,36 @@ class Command(BaseCommand):
             time.sleep(0.2)  # polling a row the engine writes: the command has nothing else to do
         failed = []
         for row in KeyRequest.objects.filter(pk__in=ids).select_related("host"):
-            self.stdout.write(f"{row.host.name}: {row.state}{': ' + row.reason if row.reason else ''}")
+            holds = self._holds(row)
+            self.stdout.write(f"{row.host.name}: {row.state}{': ' + row.reason if row.reason else ''}{holds}")
             if row.state in (KeyRequest.State.REFUSED, KeyRequest.State.FAILED):
                 failed.append(row.host.name)
         if failed:
             raise CommandError(f"not carried out on {', '.join(failed)}")
 
+    @staticmethod
+    def _holds(row: KeyRequest) -> str:
+        """", holding <bytes>" for a key a preload left resident, as its host recorded it."""
+        if row.state != KeyRequest.State.DONE or row.action != KeyRequest.Action.PRELOAD:
+            return ""
+        held = [int(e.get("bytes") or 0) for e in row.host.key_cache or []
+                if isinstance(e, dict) and e.get("circuit_id") == row.circuit_id]
+        return f", holding {fmt_bytes(held[0])}" if held else ""
+
     def _list(self) -> None:
         with one_snapshot():
             farm = read_farm(timezone.now())
-        lines = 0
+        rows = [("HOST", "CIRCUIT", "TIER", "HOLDS", "MAPPED", "IN USE BY", "LAST USED", "LOADED IN")]
         for host in farm.live_hosts:
             for key in farm.held[host.pk].keys:
-                load = f"{key.load_seconds:.2f} s" if key.load_seconds is not None else "?"
-                last = key.last_used_at.strftime("%H:%M:%S") if key.last_used_at else "-"
-                mapped = f", {fmt_bytes(key.mapped_bytes)} mapped" if key.tier == "warm" else ""
-                self.stdout.write(f"{host.name}  {key.circuit_id}  {key.tier}  {fmt_bytes(key.bytes)}{mapped}  "
-                                  f"in use by {key.users}  last used {last}  loaded in {load}")
-                lines += 1
-        if not lines:
+                rows.append((host.name, key.circuit_id, key.tier, fmt_bytes(key.bytes),
+                             fmt_bytes(key.mapped_bytes) if key.tier == "warm" else "-",
+                             f"{key.users} partition(s)",
+                             key.last_used_at.strftime("%H:%M:%S") if key.last_used_at else "-",
+                             f"{key.load_seconds:.2f} s" if key.load_seconds is not None else "?"))
+        if len(rows) == 1:
             self.stdout.write("no proving key is resident on a running host")
+            return
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for r in rows:
+            self.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from engine.ledger.submission import retry
-from engine.management.commands._common import jobs_named, no_engine_hint
+from engine.management.commands._common import RecordsCommand, jobs_named, no_engine_hint
 from engine.states import JobState
 
 
-class Command(BaseCommand):
+class Command(RecordsCommand):
     help = "Requeue failed or cancelled jobs (the same action as the admin's and the console's)."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -13,14 +13,14 @@ import threading
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
-from engine.management.commands._common import build_kernels
+from engine.management.commands._common import RecordsCommand, build_kernels
 from engine.models import ProofJob
 from engine.pipeline.host import Engine, EngineConfig
 
 
-class Command(BaseCommand):
+class Command(RecordsCommand):
     help = "Run the proving engine: claim, synthesize, prove, verify, record."
 
     def add_arguments(self, parser: CommandParser) -> None:

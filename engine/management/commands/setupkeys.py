@@ -6,15 +6,16 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from engine.circuits.keystore import KeyStore
 from engine.circuits.kinds import KINDS, SCALES, circuit_for
 from engine.ledger.keys import KeyMismatch, adopt_key
+from engine.management.commands._common import RecordsCommand
 from engine.prover.formats.snarkjs_json import vk_digest
 
 
-class Command(BaseCommand):
+class Command(RecordsCommand):
     help = "Generate proving/verification keys (zkey + verification_key.json + manifest) for built-in circuits."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from engine.api.job_out import proof_document
 from engine.ledger import submission
-from engine.management.commands._common import live_hosts, no_engine_hint
+from engine.management.commands._common import RecordsCommand, live_hosts, no_engine_hint
 from engine.models import ProofJob
 from engine.moments import window_text
 from engine.states import JobState, PartitionState
@@ -60,7 +60,7 @@ def _flag(field: str) -> str:
     return _FLAGS.get(field, field)
 
 
-class Command(BaseCommand):
+class Command(RecordsCommand):
     help = "Submit a proof request (winning-post, window-post, porep-c2, snap-update)."
 
     def add_arguments(self, parser: CommandParser) -> None:

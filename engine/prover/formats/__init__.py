@@ -20,7 +20,7 @@ pairing) the caller hands it in, and engine.prover.snarkjs is that caller for th
 users. A custom upload's files validated together are engine.prover.custom.
 
 Importing the package loads only FormatError; each format is imported by name.
-Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).
+Layouts: docs/formats.md (snarkjs 0.7.x).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Every reader of these files starts here. Kept apart from the numpy readers
 (engine.prover.formats.zkey, .wtns) because the command-line prover starts here too and never
 imports numpy: only the light part of the standard library (named tuples, not dataclasses).
 Messages name no file (the caller adds it): they are also shown to whoever uploaded one.
-Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).
+Layouts: docs/formats.md (snarkjs 0.7.x).
 """
 
 from __future__ import annotations

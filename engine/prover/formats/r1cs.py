@@ -8,7 +8,7 @@ the file declares: the constraints section is read about a MiB at a time (or one
 when a single one is larger: its bytes are in the file), each block evaluated against the
 witness memory-mapped from its file. Every count
 the header declares is held against the bytes actually present before anything is sized
-from it. Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).
+from it. Layouts: docs/formats.md (snarkjs 0.7.x).
 """
 
 from __future__ import annotations

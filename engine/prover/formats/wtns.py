@@ -4,7 +4,7 @@ memory-mapped for a satisfaction check.
 A witness is its field's prime and a count (section 1), then that many 32-byte values
 (section 2); the count is held against section 2's real size before any array is sized
 from it (engine.prover.formats.headers). Values are little-endian limbs, read straight into
-numpy. Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).
+numpy. Layouts: docs/formats.md (snarkjs 0.7.x).
 """
 
 from __future__ import annotations

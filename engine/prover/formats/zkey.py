@@ -10,7 +10,7 @@ snarkjs stores each coefficient as c·R² mod r; converting takes the scalar fie
 which is a backend's kernel, so the readers and the writer are handed it (``fr_mul``, the
 signature of the CPU backend's ``native.fr_mul``) and the formats import no backend:
 engine.prover.snarkjs passes it.
-Layouts follow /work/shared/SNARKJS.md (snarkjs 0.7.x).
+Layouts: docs/formats.md (snarkjs 0.7.x).
 """
 
 from __future__ import annotations

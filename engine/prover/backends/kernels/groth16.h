@@ -26,7 +26,7 @@
 static void GN(g1_add_mul)(X1 *acc, const A1 *p, const u64 *k) { X1 t; P1(scalar_mul)(&t, p, k); P1(add)(acc, acc, &t); }
 static void GN(g2_add_mul)(X2 *acc, const A2 *p, const u64 *k) { X2 t; P2(scalar_mul)(&t, p, k); P2(add)(acc, acc, &t); }
 
-/* The randomised proof from its MSMs (A, B1, B2, and C + H), r and s (SNARKJS.md):
+/* The randomised proof from its MSMs (A, B1, B2, and C + H), r and s (docs/formats.md):
  *   pi_a = A + alpha1 + r delta1        pi_b = B2 + beta2 + s delta2
  *   pi_c = (C + H) + s pi_a + r b1 - r s delta1,  b1 = B1 + beta1 + s delta1 */
 void GN(groth16_assemble)(u64 *pi_a, u64 *pi_b, u64 *pi_c, const u64 *msm_a, const u64 *msm_b1,

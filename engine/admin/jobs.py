@@ -5,7 +5,7 @@ lie. So jobs, hosts and circuits have no change permission here at all (their pa
 views, with no Save buttons); state changes go through the cancel/retry actions, which use the
 same service as the console and the API (engine.ledger.jobs). A queued or running job cannot be
 deleted: an engine is working on it; cancel it first. Every write here is a call into the
-ledger, the only writer of rows. API tokens: engine/admin_tokens.py.
+ledger, the only writer of rows.
 """
 
 from __future__ import annotations
@@ -183,8 +183,3 @@ class EngineHostAdmin(admin.ModelAdmin):
             remove_stopped(queryset)
         except HostInUse as exc:
             self.message_user(request, f"Nothing deleted: {exc}.", messages.ERROR)
-
-
-import engine.admin_circuits  # noqa: E402,F401  registered circom circuits
-import engine.admin_keys  # noqa: E402,F401  operators' key requests, read-only
-import engine.admin_tokens  # noqa: E402,F401  API tokens, issued here with the secret shown once
