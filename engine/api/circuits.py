@@ -119,8 +119,9 @@ def _checked(files: Any) -> tuple[dict[str, StagedFile], ZkeyHeader]:
     return staged, header
 
 
-def _existing(circuit: Circuit, client: Any, staged: dict[str, StagedFile]) -> Status:
-    """The circuit already registered; files it lacks (a .wasm added later, say) join it."""
+def _existing(circuit: Circuit, client: Any, staged: dict[str, StagedFile], header: ZkeyHeader) -> Status:
+    """The circuit already registered; files it lacks (a .wasm added later, say) join it, and
+    its input signals are read again from what it now has, so the record names them at once."""
     if not visible_circuits(client).filter(pk=circuit.pk).exists():
         raise ApiError(409, "conflict", "zkey", "this zkey is already registered by another client")
     folder = Path(circuit.zkey_path).parent
@@ -133,10 +134,32 @@ def _existing(circuit: Circuit, client: Any, staged: dict[str, StagedFile]) -> S
     if sym_joined:
         staged["sym"].path.replace(folder / SYM_NAME)
         staged["sym"].path.with_name(NAMES_FILE).replace(folder / NAMES_FILE)
-    if changed or sym_joined:  # the input signals are probed again, with what joined, at the next job
-        (folder / SIGNALS_FILE).unlink(missing_ok=True)
+    if changed or sym_joined:
+        _signals_again(folder, staged, header, has_wasm=bool(circuit.wasm_path or "wasm_path" in changed),
+                       wasm_joined="wasm_path" in changed)
     circuits.add_files(circuit, changed)
     return Status(200, _out(circuit))
+
+
+def _signals_again(folder: Path, staged: dict[str, StagedFile], header: ZkeyHeader, *, has_wasm: bool,
+                   wasm_joined: bool) -> None:
+    """A registered circuit's input signals after a .wasm or .sym joined it: the registration's
+    own probe of the .wasm that joined where it saw the names too (or there are none), else the
+    circuit's .wasm probed again with the names it now has."""
+    target = folder / SIGNALS_FILE
+    if not has_wasm:
+        target.unlink(missing_ok=True)
+        return
+    names_file = folder / NAMES_FILE
+    names = json.loads(names_file.read_text()) if names_file.exists() else []
+    if wasm_joined and ("sym" in staged or not names):
+        staged["zkey"].path.with_name(SIGNALS_FILE).replace(target)
+        return
+    try:
+        meta = check_wasm(folder / FILES["wasm"], header, names)
+    except FormatError as exc:
+        raise ApiError(400, "invalid", exc.field, exc.message) from None
+    target.write_text(json.dumps(meta))
 
 
 def _register(request: HttpRequest, staging: Path) -> Status:
@@ -145,7 +168,7 @@ def _register(request: HttpRequest, staging: Path) -> Status:
     client = client_of(request)
     found = Circuit.objects.filter(pk=zkey.sha256).first()
     if found is not None:
-        return _existing(found, client, staged)
+        return _existing(found, client, staged, header)
     target = circuits_dir() / zkey.sha256
     fields: dict[str, Any] = {f"{name}_path": str(target / FILES[name]) for name in staged if name in MODEL_FILES}
     fields.update({f"{name}_bytes": item.size for name, item in staged.items() if name in MODEL_FILES})
@@ -160,7 +183,7 @@ def _register(request: HttpRequest, staging: Path) -> Status:
                                      n_public=header.n_public, n_vars=header.n_vars,
                                      domain_size=header.domain_size, owner=client, **fields), adopt_files)
     if circuit is None:  # the same key registered at the same moment: one row won
-        return _existing(Circuit.objects.get(pk=zkey.sha256), client, staged)
+        return _existing(Circuit.objects.get(pk=zkey.sha256), client, staged, header)
     return Status(201, _out(circuit))
 
 

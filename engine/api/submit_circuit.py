@@ -138,8 +138,11 @@ def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[Proof
     submission.check_priority(client, level)
     circuit = circuit_of(client, payload.circuit)
     if not circuit.wasm_path:
-        raise ApiError(409, "no_wasm", "circuit", "this circuit was registered without its .wasm; "
-                                                  "register it again with the wasm to prove from inputs")
+        raise ApiError(409, "no_wasm", "circuit", (
+            f"this circuit was registered without its .wasm, so its witness cannot be computed here: send a "
+            f"ready witness to POST /api/v1/circuits/{circuit.pk}/jobs (job_id and a .wtns), or a zkey and a .wtns "
+            "to POST /api/v1/jobs/custom; or POST /api/v1/circuits again with the zkey and its .wasm to prove "
+            "from inputs"))
     try:
         inputs = check_inputs(payload.inputs, input_metadata(circuit), CURVES[circuit.curve][1])
     except WitnessError as exc:

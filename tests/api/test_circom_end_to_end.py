@@ -206,3 +206,27 @@ def test_a_circuit_record_names_its_input_signals_and_the_name_it_was_given(
     record = api.get(f"/api/v1/circuits/{response.json()['id']}").json()
     assert record["name"] == "product-v1"
     assert record["inputs"] == {"a": 1, "b": 2} and record["input_count"] == 3  # GOOD's shape
+
+
+def test_inputs_for_a_circuit_without_its_wasm_are_refused_naming_the_routes_that_take_a_witness(
+        api: Client, uploads: Path, circom_product: Build) -> None:  # noqa: F811
+    build = circom_product("bn128")
+    with open(build.zkey, "rb") as zkey:
+        circuit = api.post("/api/v1/circuits", {"zkey": zkey}).json()["id"]
+    response = submit(api, circuit, "no-wasm", GOOD)
+    assert response.status_code == 409 and response.json()["error"] == "no_wasm"
+    detail = response.json()["detail"]
+    assert f"POST /api/v1/circuits/{circuit}/jobs" in detail and "POST /api/v1/jobs/custom" in detail
+
+
+def test_a_wasm_sent_after_the_zkey_names_the_circuit_s_inputs_at_once(
+        api: Client, uploads: Path, circom_product: Build) -> None:  # noqa: F811
+    build = circom_product("bn128")
+    with open(build.zkey, "rb") as zkey, open(build.sym, "rb") as symbols:
+        first = api.post("/api/v1/circuits", {"zkey": zkey, "sym": symbols}).json()
+    assert first["inputs"] is None
+    with open(build.zkey, "rb") as zkey, open(build.wasm, "rb") as wasm:
+        again = api.post("/api/v1/circuits", {"zkey": zkey, "wasm": wasm})
+    assert again.status_code == 200, again.content
+    assert again.json()["inputs"] == {"a": 1, "b": 2} and again.json()["input_count"] == 3
+    assert api.get(f"/api/v1/circuits/{first['id']}").json()["inputs"] == {"a": 1, "b": 2}
