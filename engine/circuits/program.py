@@ -1,0 +1,167 @@
+"""A circuit's witness program: how each of its variables gets its value, run natively.
+
+``ShapeCS`` records it with the matrices (engine.circuits.cs), from the circuit run on
+``Slot``s: every variable is either an input (a value of the partition's data, or one of its
+bits) or solved from its own constraint row, v = (A·w)(B·w) (``mul``, ``materialize``; every
+Poseidon round is such rows). So the program is small beside the matrices it runs over: a flag
+per row and one operation per input. engine.circuits.compiled compiles it with the matrices and
+caches it beside them; the kernel (kernels/witness_cpu.h) runs it for a partition's data in one
+pass over the rows that yields the witness and A·w, B·w, C·w together.
+
+Two checks guard it. ``check_program`` (at compile time) proves the recording sound: every
+variable is defined exactly once, before any row reads it, and a solving row's C row is its
+variable alone. ``check_bounds`` (each time a process loads a cached program) keeps every index
+the kernel follows inside its arrays, so a damaged cache file cannot make it read astray.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.circuits.cs import ShapeCS, ints_to_limbs
+from engine.prover.r1cs import R1CS, SparseMatrix
+
+OP_COLUMNS = ("before_row", "variable", "slot", "bit")  # one int64 each; bit -1: the whole value
+
+
+@dataclass(frozen=True)
+class WitnessProgram:
+    slots: int  # how many values of the partition's data it reads
+    ops: np.ndarray  # (n, 4) int64, OP_COLUMNS, ordered by row
+    solves: np.ndarray  # (rows,) uint8: 1 where the row defines its C row's variable
+    b_src: np.ndarray  # (rows,) int64: the row (<= this one) whose A equals this row's B, or -1
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.ops.nbytes + self.solves.nbytes + self.b_src.nbytes)
+
+
+class ProgramError(ValueError):
+    """A recorded program that cannot compute the witness (a circuit bug, or a damaged cache)."""
+
+
+def record(cs: ShapeCS, slots: int) -> WitnessProgram:
+    """The program ``cs`` recorded, in the compiled matrices' variable numbering."""
+    unslotted = [var for _, var, slot, _ in cs.inputs if slot is None]
+    if unslotted:
+        raise ProgramError(f"{len(unslotted)} allocations take a value that is not one of the partition's data")
+    ops = np.array([(row, var if var >= 0 else cs.n_public - var, slot, bit) for row, var, slot, bit in cs.inputs],
+                   dtype=np.int64).reshape(-1, 4)
+    return WitnessProgram(slots=slots, ops=ops, solves=np.array(cs.solves, dtype=np.uint8), b_src=_b_sources(cs))
+
+
+B_SOURCE_WINDOW = 4  # rows back a B row's equal A is looked for: an S-box's three rows are adjacent
+
+
+def _b_sources(cs: ShapeCS) -> np.ndarray:
+    """Per row, the latest row up to it (and at most B_SOURCE_WINDOW back) whose A is this row's
+    B, or -1: an S-box's input x is the A and B of x·x and the B of x⁴·x, summed once."""
+    src = np.full(len(cs.rows_b), -1, dtype=np.int64)
+    rows_a = cs.rows_a
+    for r, lc_b in enumerate(cs.rows_b):
+        if len(lc_b) == 1 and next(iter(lc_b.values())) == 1:
+            continue  # a lone variable is read as cheaply as a copy
+        for s in range(r, max(r - B_SOURCE_WINDOW, -1), -1):
+            if rows_a[s] == lc_b:
+                src[r] = s
+                break
+    return src
+
+
+def check_program(r1cs: R1CS, program: WitnessProgram) -> None:
+    """Raise ProgramError unless the program defines every variable once, before it is read.
+
+    In time steps: the inputs recorded before row r are defined at 2r, the variable of a
+    solving row r at 2r + 1; row r reads A and B after its inputs and before its own variable
+    (a variable defined by 2r), and C by 2r + 1 when it solves (its C row is its variable
+    alone), by 2r when it does not."""
+    check_bounds(r1cs, program)
+    count = np.zeros(r1cs.n_vars, dtype=np.int64)
+    times = np.full(r1cs.n_vars, -1, dtype=np.int64)  # the constant 1 is there from the start
+    count[0] = 1
+    np.add.at(count, program.ops[:, 1], 1)
+    times[program.ops[:, 1]] = 2 * program.ops[:, 0]
+    solving = np.flatnonzero(program.solves)
+    c = r1cs.c
+    if np.any(np.diff(c.row_ptr)[solving] != 1):
+        raise ProgramError("a solving row's C row is not a single variable")
+    if np.any(c.coeffs[c.row_ptr[solving]] != np.array([1, 0, 0, 0], dtype=np.uint64)):
+        raise ProgramError("a solving row's C coefficient is not 1")
+    own = c.cols[c.row_ptr[solving]]
+    np.add.at(count, own, 1)
+    times[own] = 2 * solving + 1
+    if np.any(count != 1):
+        var = int(np.flatnonzero(count != 1)[0])
+        raise ProgramError(f"variable {var} is defined {int(count[var])} times")
+    copied = np.flatnonzero(program.b_src >= 0)
+    src = program.b_src[copied]
+    a, b = r1cs.a, r1cs.b
+    same = np.array_equal(np.diff(a.row_ptr)[src], np.diff(b.row_ptr)[copied])
+    if not same or not (np.array_equal(a.cols[_entries(a, src)], b.cols[_entries(b, copied)])
+                        and np.array_equal(a.coeffs[_entries(a, src)], b.coeffs[_entries(b, copied)])):
+        raise ProgramError("a B row copied from an A row differs from it")
+    for name, m in (("A", r1cs.a), ("B", r1cs.b), ("C", r1cs.c)):
+        rows = np.repeat(np.arange(m.rows, dtype=np.int64), np.diff(m.row_ptr))
+        latest = 2 * rows + (program.solves[rows] if name == "C" else 0)
+        late = times[m.cols] > latest
+        if late.any():
+            k = int(np.flatnonzero(late)[0])
+            raise ProgramError(f"row {int(rows[k])} of {name} reads variable {int(m.cols[k])} before it is defined")
+
+
+def _entries(m: SparseMatrix, rows: np.ndarray) -> np.ndarray:
+    """The entry indices of ``rows``, row after row."""
+    lengths = np.diff(m.row_ptr)[rows]
+    starts = np.repeat(m.row_ptr[rows] - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return starts + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
+def check_bounds(r1cs: R1CS, program: WitnessProgram) -> None:
+    """Raise ProgramError unless every index the kernel follows stays inside its array."""
+    rows = r1cs.n_constraints
+    for name, m in (("A", r1cs.a), ("B", r1cs.b), ("C", r1cs.c)):
+        ptr = m.row_ptr
+        if ptr.shape != (rows + 1,) or ptr[0] != 0 or ptr[-1] != m.cols.shape[0] or np.any(np.diff(ptr) < 0):
+            raise ProgramError(f"{name}: not a CSR index of {rows} rows")
+        if m.coeffs.shape != (m.cols.shape[0], 4) or (m.cols.size and (m.cols.min() < 0 or m.cols.max() >= r1cs.n_vars)):
+            raise ProgramError(f"{name}: columns outside the {r1cs.n_vars} variables")
+    ops, solves = program.ops, program.solves
+    if solves.shape != (rows,) or np.any(solves > 1):
+        raise ProgramError(f"solves: expected a 0/1 flag for each of {rows} rows")
+    if program.b_src.shape != (rows,) or np.any(program.b_src < -1) or np.any(program.b_src > np.arange(rows)):
+        raise ProgramError(f"b_src: expected a row up to its own, or -1, for each of {rows} rows")
+    if solves.any() and np.any(np.diff(r1cs.c.row_ptr)[solves == 1] < 1):
+        raise ProgramError("a solving row has an empty C row")
+    if ops.ndim != 2 or ops.shape[1] != 4:
+        raise ProgramError(f"ops: expected shape (n, 4), got {ops.shape}")
+    before, var, slot, bit = ops.T
+    if ops.shape[0] and (np.any(np.diff(before) < 0) or before[0] < 0 or before[-1] > rows
+                         or var.min() < 1 or var.max() >= r1cs.n_vars or slot.min() < 0 or slot.max() >= program.slots
+                         or bit.min() < -1 or bit.max() > 255):
+        raise ProgramError("ops: an operation outside its rows, variables, slots or bits")
+
+
+def slot_values(values: list[int]) -> np.ndarray:
+    """The partition's data as the program reads it: each value's 256 raw bits (bits are taken
+    of the value as it is, whole values reduced mod r by the kernel, as witness mode does)."""
+    try:
+        return ints_to_limbs(values)
+    except OverflowError:
+        raise ValueError("partition data holds a value outside 0..2^256 - 1") from None
+
+
+def run(r1cs: R1CS, program: WitnessProgram, values: np.ndarray, witness: np.ndarray, a: np.ndarray, b: np.ndarray,
+        c: np.ndarray, *, check: bool) -> int | None:
+    """Fill ``witness`` and ``a``, ``b``, ``c`` (the caller's arrays) for the slot ``values``;
+    with ``check``, the first row that fails a·b = c, else None."""
+    from engine.prover.backends.cpu import native
+
+    if values.shape != (program.slots, 4):
+        raise ValueError(f"expected {program.slots} data values, got {values.shape[0]}")
+    if witness.shape[0] != r1cs.n_vars:
+        raise ValueError(f"witness: expected {r1cs.n_vars} rows, got {witness.shape[0]}")
+    matrices = tuple((m.row_ptr, m.cols, m.coeffs) for m in (r1cs.a, r1cs.b, r1cs.c))
+    return native.run_witness_program(r1cs.curve, matrices, program.ops, program.solves, program.b_src, values,
+                                      witness, a, b, c, check=check)

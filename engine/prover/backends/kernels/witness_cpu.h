@@ -1,0 +1,76 @@
+/* A compiled circuit's witness program (engine.circuits.program) run over one partition's
+ * inputs, with the values of its constraint rows: row by row, first the input allocations
+ * recorded before row r, then row r. A solving row defines the one variable of its C row,
+ * v = (A_r w)(B_r w); every row yields a_r = A_r w, b_r = B_r w and c_r = C_r w, so the
+ * witness and the three products come out of one pass over the matrices (CSR, standard-form
+ * coefficients). A B row equal to an earlier (or the same) row's A is copied from its value
+ * (b_src), not summed again: an S-box's input feeds three products.
+ * Standard form in and out. Instantiated once per Fr by each_fr.h (FIELD, FN, FT). */
+
+DEVICE INLINE int FN(is_one_std)(const FT *a) {
+    u64 acc = a->v[0] ^ 1;
+    UNROLL for (int i = 1; i < 4; i++) acc |= a->v[i];
+    return acc == 0;
+}
+
+/* sum_k co_k w[cols_k] over row r: a term whose coefficient is 1 adds w as it is, a term of the
+ * constant variable (w[0] = 1) its coefficient; any other is the Montgomery product co w / R,
+ * summed apart and lifted by R^2 once. */
+static void FN(row_value)(FT *out, const i64 *ptr, const i64 *cols, const FT *co, const FT *w, size_t r) {
+    FT ones, scaled, t;
+    int any = 0;
+    FN(zero)(&ones); FN(zero)(&scaled);
+    for (i64 k = ptr[r]; k < ptr[r + 1]; k++) {
+        const FT *x = &w[cols[k]];
+        if (cols[k] == 0) { FN(add)(&ones, &ones, &co[k]); continue; }
+        if (FN(is_one_std)(&co[k])) { FN(add)(&ones, &ones, x); continue; }
+        FN(mul)(&t, &co[k], x);
+        FN(add)(&scaled, &scaled, &t);
+        any = 1;
+    }
+    if (any) { FN(to_mont)(&scaled, &scaled); FN(add)(&ones, &ones, &scaled); }
+    *out = ones;
+}
+
+/* ops: (before row, variable, slot, bit) a row, sorted by row; bit -1 takes the slot's value
+ * mod p, else its bit. inputs: the slots' raw 256-bit values. A solving row's C row is its
+ * variable alone (coefficient 1), which the program's loader checked. Returns -1, or with check
+ * the first non-solving row where a b != c (a solving row holds by construction). */
+int64_t FN(witness_run)(u64 *w_, u64 *a_, u64 *b_, u64 *c_, const u64 *inputs_, const i64 *ops, size_t n_ops,
+                        const unsigned char *solves, const i64 *b_src, const i64 *a_ptr, const i64 *a_cols, const u64 *a_co,
+                        const i64 *b_ptr, const i64 *b_cols, const u64 *b_co, const i64 *c_ptr, const i64 *c_cols,
+                        const u64 *c_co, size_t rows, int check) {
+    FT *w = (FT *)w_, *a = (FT *)a_, *b = (FT *)b_, *c = (FT *)c_;
+    const FT *in = (const FT *)inputs_, *ac = (const FT *)a_co, *bc = (const FT *)b_co, *cc = (const FT *)c_co;
+    int64_t bad = -1;
+    size_t k = 0;
+    FN(zero)(&w[0]); w[0].v[0] = 1;
+    for (size_t r = 0; r <= rows; r++) {
+        for (; k < n_ops && (size_t)ops[4 * k] == r; k++) {
+            const i64 *op = ops + 4 * k;
+            const FT *raw = &in[op[2]];
+            FT *x = &w[op[1]];
+            if (op[3] >= 0) {
+                FN(zero)(x);
+                x->v[0] = op[3] < 256 ? (raw->v[op[3] / 64] >> (op[3] % 64)) & 1 : 0;
+            } else {
+                *x = *raw;
+                while (!FN(is_reduced)(x)) FN(reduce_once)(x, x, 0);
+            }
+        }
+        if (r == rows) break;
+        FN(row_value)(&a[r], a_ptr, a_cols, ac, w, r);
+        if (b_src[r] >= 0) b[r] = a[b_src[r]];
+        else FN(row_value)(&b[r], b_ptr, b_cols, bc, w, r);
+        FT ab;
+        if (solves[r] || check) { FN(mul)(&ab, &a[r], &b[r]); FN(to_mont)(&ab, &ab); }
+        if (solves[r]) {
+            w[c_cols[c_ptr[r]]] = ab;
+            c[r] = ab;
+            continue;
+        }
+        FN(row_value)(&c[r], c_ptr, c_cols, cc, w, r);
+        if (check && bad < 0 && !FN(eq)(&ab, &c[r])) bad = (int64_t)r;
+    }
+    return bad;
+}
