@@ -68,8 +68,8 @@ def check_satisfied(r1cs: R1CS, assignment: Assignment) -> None:
 
 @dataclass
 class Timing:
-    """Where a synthesis went: the partition's data, the witness, the three products (the
-    native path computes the last two in one pass, counted as witness)."""
+    """Where a synthesis went: the partition's data, the witness, the three products and the
+    check (the native path computes the last three in one pass, counted as witness)."""
 
     data_s: float = 0.0
     witness_s: float = 0.0
@@ -122,12 +122,13 @@ def synthesize_in_python(shape: CircuitShape, data: PartitionData, *, check: boo
     if witness.shape[0] != r1cs.n_vars:  # the two modes must allocate the same variables
         raise RuntimeError(f"{shape.circuit_id}: witness has {witness.shape[0]} values, matrices {r1cs.n_vars}")
     a, b, c = (matvec(r1cs.curve, m, witness) for m in (r1cs.a, r1cs.b, r1cs.c))
-    t2 = time.perf_counter()
-    if timing is not None:
-        timing.witness_s += t1 - t0
-        timing.products_s += t2 - t1
-    if check:
-        rows_satisfied(r1cs.curve, a, b, c)
+    try:
+        if check:
+            rows_satisfied(r1cs.curve, a, b, c)
+    finally:
+        if timing is not None:
+            timing.witness_s += t1 - t0
+            timing.products_s += time.perf_counter() - t1
     return Assignment(curve=r1cs.curve, witness=witness, a=a, b=b, c=c, n_public=r1cs.n_public)
 
 

@@ -1,0 +1,183 @@
+"""Our Poseidon-Merkle circuit written in circom, for bench/synthesis.py --circom.
+
+``circom_source(challenges, depth)`` is winning-post's circuit in circom: the same Poseidon
+instance and constants over BLS12-381 (engine.circuits.poseidon), the same rows per level (a
+boolean bit, the conditional swap's one product, the hash's 279) and per path (the bits packed
+to the public index, the root's equality), so at 14 paths of 16 levels it is the
+winning-post/medium circuit, 62,972 constraints, and its witness for that partition's data is
+checked by the circuit's own assertions against our root. circom2 (tests/oracle's npm package)
+compiles it once into the cache; its witness is then computed by circom's JavaScript/wasm
+generator in node (warm: the module compiled once, best of the calls) and by the engine's
+wasmtime runner (engine.prover.formats.wasm_witness, a whole call as a synthesis process makes
+it: compile, inputs, run, witness read back).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from bench._table import markdown_table
+from engine.circuits.kinds import circuit_for
+from engine.circuits.poseidon import MATERIALIZE_EVERY, MDS, R_F, R_P, ROUND_CONSTANTS
+from engine.prover.config import current
+
+ROOT = Path(__file__).resolve().parents[1]
+CIRCOM2 = ROOT / "tests" / "oracle" / "node_modules" / ".bin" / "circom2"
+NAME = "merkle"
+
+# node: circom's witness calculator over the compiled .wasm, warm, one figure per call (ms).
+NODE_TIMER = """
+const fs = require("fs");
+const [wasm, inputPath, runs] = process.argv.slice(2);
+const calculator = require(require("path").join(require("path").dirname(wasm), "witness_calculator.js"));
+(async () => {
+  const input = JSON.parse(fs.readFileSync(inputPath, "utf8"));
+  const calc = await calculator(fs.readFileSync(wasm));
+  await calc.calculateWTNSBin(input, 0);
+  const times = [];
+  for (let i = 0; i < Number(runs); i++) {
+    const t = process.hrtime.bigint();
+    await calc.calculateWTNSBin(input, 0);
+    times.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  console.log(JSON.stringify(times));
+})();
+"""
+
+
+def circom_source(challenges: int, depth: int) -> str:
+    rc = ", ".join(str(k) for k in ROUND_CONSTANTS)
+    mds = ", ".join("[" + ", ".join(str(k) for k in row) + "]" for row in MDS)
+    sboxes = R_F * 3 + R_P
+    mats = 2 * ((R_P - 1) // MATERIALIZE_EVERY)
+    half = R_F // 2
+    return f"""pragma circom 2.0.0;
+
+// winning-post's circuit: C Merkle paths of D levels, Poseidon x5_255_3 over BLS12-381 (bench/circom_merkle.py)
+template PoseidonMerkle(C, D) {{
+    signal input root;
+    signal input index[C];
+    signal input leaf[C];
+    signal input siblings[C][D];
+    var RC[{len(ROUND_CONSTANTS)}] = [{rc}];
+    var M[3][3] = [{mds}];
+    signal bits[C][D];
+    signal d[C][D];
+    signal x2[C][D][{sboxes}];
+    signal x4[C][D][{sboxes}];
+    signal x5[C][D][{sboxes}];
+    signal mat[C][D][{mats}];
+    for (var c = 0; c < C; c++) {{
+        var packed = 0;
+        for (var l = 0; l < D; l++) {{
+            bits[c][l] <-- (index[c] >> l) & 1;
+            bits[c][l] * bits[c][l] === bits[c][l];
+            packed += bits[c][l] * (1 << l);
+        }}
+        packed === index[c];
+        var node = leaf[c];
+        for (var l = 0; l < D; l++) {{
+            d[c][l] <== bits[c][l] * (siblings[c][l] - node);
+            var s[3] = [0, node + d[c][l], siblings[c][l] - d[c][l]];
+            var k = 0;
+            var m = 0;
+            for (var r = 0; r < {R_F + R_P}; r++) {{
+                var t[3];
+                for (var i = 0; i < 3; i++) {{
+                    t[i] = s[i] + RC[3 * r + i];
+                }}
+                var full = r < {half} || r >= {half + R_P};
+                for (var i = 0; i < 3; i++) {{
+                    if (full || i == 0) {{
+                        x2[c][l][k] <== t[i] * t[i];
+                        x4[c][l][k] <== x2[c][l][k] * x2[c][l][k];
+                        x5[c][l][k] <== x4[c][l][k] * t[i];
+                        t[i] = x5[c][l][k];
+                        k++;
+                    }}
+                }}
+                for (var i = 0; i < 3; i++) {{
+                    s[i] = M[i][0] * t[0] + M[i][1] * t[1] + M[i][2] * t[2];
+                }}
+                var p = r - {half};
+                if (p >= 0 && p < {R_P - 1} && (p + 1) % {MATERIALIZE_EVERY} == 0) {{
+                    mat[c][l][m] <== s[1];
+                    s[1] = mat[c][l][m];
+                    mat[c][l][m + 1] <== s[2];
+                    s[2] = mat[c][l][m + 1];
+                    m += 2;
+                }}
+            }}
+            node = s[0];
+        }}
+        node === root;
+    }}
+}}
+
+component main {{public [root, index]}} = PoseidonMerkle({challenges}, {depth});
+"""
+
+
+def build(challenges: int, depth: int) -> Path:
+    """The compiled circuit's folder (cached by its source's digest)."""
+    source = circom_source(challenges, depth)
+    folder = current().cache_dir / "bench-circom" / hashlib.sha256(source.encode()).hexdigest()[:16]
+    wasm = folder / f"{NAME}_js" / f"{NAME}.wasm"
+    if not wasm.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{NAME}.circom").write_text(source)
+        done = subprocess.run([str(CIRCOM2), f"{NAME}.circom", "--r1cs", "--wasm", "--O0", "--prime", "bls12381"],
+                              cwd=folder, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"circom2 failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return folder
+
+
+def r1cs_constraints(path: Path) -> int:
+    """nConstraints from the .r1cs's header."""
+    from engine.prover.formats.r1cs import r1cs_header
+
+    with path.open("rb") as fh:
+        return r1cs_header(fh, path.stat().st_size).n_constraints
+
+
+def compare_with_circom(slowest: tuple[float, str], repeat: int) -> None:
+    """Print the figures beside ``slowest``, (seconds, circuit id) of our slowest medium synthesis."""
+    from engine.prover.formats.wasm_witness import calculate_witness
+
+    shape = circuit_for("winning-post", "medium")
+    data = shape.partition_data({"sector_seed": "11" * 32, "randomness": "22" * 32}, 0)
+    inputs = {"root": str(data.roots[0]), "index": [str(c) for c in data.challenges],
+              "leaf": [str(v) for v in data.leaves], "siblings": [[str(v) for v in path] for path in data.siblings]}
+    t0 = time.perf_counter()
+    folder = build(shape.challenges, shape.depth)
+    built_s = time.perf_counter() - t0
+    wasm = folder / f"{NAME}_js" / f"{NAME}.wasm"
+    constraints = r1cs_constraints(folder / f"{NAME}.r1cs")
+    (folder / "input.json").write_text(json.dumps(inputs))
+    (folder / "timer.js").write_text(NODE_TIMER)
+    node = subprocess.run(["node", str(folder / "timer.js"), str(wasm), str(folder / "input.json"), str(repeat)],
+                          capture_output=True, text=True, check=True)
+    node_ms = min(json.loads(node.stdout))
+    wasm_bytes = wasm.read_bytes()
+    wasmtime_runs = []
+    for _ in range(1):  # seconds a call: one is enough
+        t0 = time.perf_counter()
+        witness = calculate_witness(wasm_bytes, inputs)
+        wasmtime_runs.append(time.perf_counter() - t0)
+    wasmtime_ms = min(wasmtime_runs) * 1e3
+    ours_ms = slowest[0] * 1e3
+    print(f"\ncircom circuit: {constraints:,} constraints, {len(witness):,} signals (built in {built_s:.1f} s); "
+          f"its assertions accept our partition's data, root {data.roots[0]:#x}")
+    print(markdown_table(
+        ["witness of the 62,972-constraint Poseidon-Merkle circuit", "ms", "µs per constraint", "ours / it"],
+        [["circom's wasm generator (node, warm)", f"{node_ms:.1f}", f"{node_ms * 1e3 / constraints:.2f}",
+          f"**{ours_ms / node_ms:.2f}×**"],
+         ["the engine's wasmtime runner (a whole call)", f"{wasmtime_ms:.1f}", f"{wasmtime_ms * 1e3 / constraints:.2f}",
+          f"{ours_ms / wasmtime_ms:.3f}×"],
+         [f"ours: {slowest[1]} synthesis (data, witness, A·w, B·w, C·w, check)", f"{ours_ms:.1f}",
+          f"{ours_ms * 1e3 / shape.n_constraints:.2f}", "1"]]))
