@@ -178,6 +178,6 @@ def compare_with_circom(slowest: tuple[float, str], repeat: int) -> None:
         [["circom's wasm generator (node, warm)", f"{node_ms:.1f}", f"{node_ms * 1e3 / constraints:.2f}",
           f"**{ours_ms / node_ms:.2f}×**"],
          ["the engine's wasmtime runner (a whole call)", f"{wasmtime_ms:.1f}", f"{wasmtime_ms * 1e3 / constraints:.2f}",
-          f"{ours_ms / wasmtime_ms:.3f}×"],
+          f"{ours_ms / wasmtime_ms:.4f}×"],
          [f"ours: {slowest[1]} synthesis (data, witness, A·w, B·w, C·w, check)", f"{ours_ms:.1f}",
           f"{ours_ms * 1e3 / shape.n_constraints:.2f}", "1"]]))

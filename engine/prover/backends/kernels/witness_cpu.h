@@ -13,16 +13,21 @@ DEVICE INLINE int FN(is_one_std)(const FT *a) {
     return acc == 0;
 }
 
-/* sum_k co_k w[cols_k] over row r: a term whose coefficient is 1 adds w as it is, a term of the
- * constant variable (w[0] = 1) its coefficient; any other is the Montgomery product co w / R,
- * summed apart and lifted by R^2 once. */
+/* sum_k co_k w[cols_k] over row r: a lone variable of coefficient 1 is its value; else a term
+ * of the constant variable (w[0] = 1, first in a row: columns are sorted) adds its
+ * coefficient, a term of coefficient 1 adds w as it is, and any other is the Montgomery product
+ * co w / R, summed apart and lifted by R^2 once. */
 static void FN(row_value)(FT *out, const i64 *ptr, const i64 *cols, const FT *co, const FT *w, size_t r) {
+    i64 k = ptr[r];
+    const i64 end = ptr[r + 1];
+    if (end - k == 1 && FN(is_one_std)(&co[k])) { *out = w[cols[k]]; return; }
     FT ones, scaled, t;
     int any = 0;
-    FN(zero)(&ones); FN(zero)(&scaled);
-    for (i64 k = ptr[r]; k < ptr[r + 1]; k++) {
+    if (k < end && cols[k] == 0) ones = co[k++];
+    else FN(zero)(&ones);
+    FN(zero)(&scaled);
+    for (; k < end; k++) {
         const FT *x = &w[cols[k]];
-        if (cols[k] == 0) { FN(add)(&ones, &ones, &co[k]); continue; }
         if (FN(is_one_std)(&co[k])) { FN(add)(&ones, &ones, x); continue; }
         FN(mul)(&t, &co[k], x);
         FN(add)(&scaled, &scaled, &t);
@@ -30,6 +35,16 @@ static void FN(row_value)(FT *out, const i64 *ptr, const i64 *cols, const FT *co
     }
     if (any) { FN(to_mont)(&scaled, &scaled); FN(add)(&ones, &ones, &scaled); }
     *out = ones;
+}
+
+/* r = x y, standard form: the Montgomery product x y / R lifted by R^2, unless a factor is 1
+ * (a materialised lane's row: v = a 1) or 0 (an unset bit's swap). */
+static void FN(product_std)(FT *r, const FT *x, const FT *y) {
+    if (FN(is_one_std)(x)) { *r = *y; return; }
+    if (FN(is_one_std)(y)) { *r = *x; return; }
+    if (FN(is_zero)(x) || FN(is_zero)(y)) { FN(zero)(r); return; }
+    FN(mul)(r, x, y);
+    FN(to_mont)(r, r);
 }
 
 /* ops: (before row, variable, slot, bit) a row, sorted by row; bit -1 takes the slot's value
@@ -63,7 +78,7 @@ int64_t FN(witness_run)(u64 *w_, u64 *a_, u64 *b_, u64 *c_, const u64 *inputs_, 
         if (b_src[r] >= 0) b[r] = a[b_src[r]];
         else FN(row_value)(&b[r], b_ptr, b_cols, bc, w, r);
         FT ab;
-        if (solves[r] || check) { FN(mul)(&ab, &a[r], &b[r]); FN(to_mont)(&ab, &ab); }
+        if (solves[r] || check) FN(product_std)(&ab, &a[r], &b[r]);
         if (solves[r]) {
             w[c_cols[c_ptr[r]]] = ab;
             c[r] = ab;
