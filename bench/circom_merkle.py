@@ -9,7 +9,9 @@ checked by the circuit's own assertions against our root. circom2 (tests/oracle'
 compiles it once into the cache; its witness is then computed by circom's JavaScript/wasm
 generator in node (warm: the module compiled once, best of the calls) and by the engine's
 wasmtime runner (engine.prover.formats.wasm_witness, a whole call as a synthesis process makes
-it: compile, inputs, run, witness read back).
+it: compile, inputs, run, witness read back). With ``cpp``, also by the C++ generator circom
+emits (``--c``: g++, GMP and nlohmann-json needed, and nasm for its assembly field code), a whole
+process a run (its start, reading its constants and the input, writing the .wtns).
 """
 
 from __future__ import annotations
@@ -137,6 +139,30 @@ def build(challenges: int, depth: int) -> Path:
     return folder
 
 
+def cpp_generator(folder: Path) -> Path | None:
+    """circom's C++ witness generator for the circuit in ``folder``, built once; None (and why,
+    printed) where its toolchain is missing."""
+    import shutil
+
+    binary = folder / f"{NAME}_cpp" / NAME
+    if binary.exists():
+        return binary
+    missing = [tool for tool in ("g++", "make", "nasm") if shutil.which(tool) is None]
+    headers = {"gmp.h": ("/usr/include/gmp.h", "/usr/include/x86_64-linux-gnu/gmp.h"),
+               "nlohmann/json.hpp": ("/usr/include/nlohmann/json.hpp",)}
+    missing += [name for name, places in headers.items() if not any(Path(p).exists() for p in places)]
+    if missing:
+        print(f"circom's C++ generator not built: {', '.join(missing)} missing")
+        return None
+    for cmd, cwd in (([str(CIRCOM2), f"{NAME}.circom", "--c", "--O0", "--prime", "bls12381"], folder),
+                     (["make", "-j2"], folder / f"{NAME}_cpp")):
+        done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"circom's C++ generator not built: {' '.join(cmd)} failed: {done.stderr[-500:]}")
+            return None
+    return binary
+
+
 def r1cs_constraints(path: Path) -> int:
     """nConstraints from the .r1cs's header."""
     from engine.prover.formats.r1cs import r1cs_header
@@ -145,7 +171,7 @@ def r1cs_constraints(path: Path) -> int:
         return r1cs_header(fh, path.stat().st_size).n_constraints
 
 
-def compare_with_circom(slowest: tuple[float, str], repeat: int) -> None:
+def compare_with_circom(slowest: tuple[float, str], repeat: int, cpp: bool = False) -> None:
     """Print the figures beside ``slowest``, (seconds, circuit id) of our slowest medium synthesis."""
     from engine.prover.formats.wasm_witness import calculate_witness
 
@@ -171,6 +197,18 @@ def compare_with_circom(slowest: tuple[float, str], repeat: int) -> None:
         wasmtime_runs.append(time.perf_counter() - t0)
     wasmtime_ms = min(wasmtime_runs) * 1e3
     ours_ms = slowest[0] * 1e3
+    extra = []
+    binary = cpp_generator(folder) if cpp else None
+    if binary is not None:
+        runs = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            subprocess.run([str(binary), str(folder / "input.json"), str(folder / "cpp.wtns")], check=True,
+                           capture_output=True)
+            runs.append(time.perf_counter() - t0)
+        cpp_ms = min(runs) * 1e3
+        extra.append(["circom's C++ generator (a whole process a run)", f"{cpp_ms:.1f}",
+                      f"{cpp_ms * 1e3 / constraints:.2f}", f"{ours_ms / cpp_ms:.2f}×"])
     print(f"\ncircom circuit: {constraints:,} constraints, {len(witness):,} signals (built in {built_s:.1f} s); "
           f"its assertions accept our partition's data, root {data.roots[0]:#x}")
     print(markdown_table(
@@ -179,5 +217,6 @@ def compare_with_circom(slowest: tuple[float, str], repeat: int) -> None:
           f"**{ours_ms / node_ms:.2f}×**"],
          ["the engine's wasmtime runner (a whole call)", f"{wasmtime_ms:.1f}", f"{wasmtime_ms * 1e3 / constraints:.2f}",
           f"{ours_ms / wasmtime_ms:.4f}×"],
+         *extra,
          [f"ours: {slowest[1]} synthesis (data, witness, A·w, B·w, C·w, check)", f"{ours_ms:.1f}",
           f"{ours_ms * 1e3 / shape.n_constraints:.2f}", "1"]]))

@@ -4,6 +4,7 @@
     .venv/bin/python bench/synthesis.py --scales medium --repeat 7
     .venv/bin/python bench/synthesis.py --memory             # + each path's peak in a fresh process (large)
     .venv/bin/python bench/synthesis.py --circom             # + circom's wasm witness, the same circuit
+    .venv/bin/python bench/synthesis.py --circom --circom-cpp  # + circom's C++ generator
 
 One thread: the process is pinned to one CPU (``--cpu``), so every native call runs one thread,
 the old path's products and check included. A synthesis is what a synthesis process does for a
@@ -147,7 +148,8 @@ def main() -> None:
     parser.add_argument("--memory", action="store_true", help="peak memory of each path in a fresh process")
     parser.add_argument("--memory-scale", default="large")
     parser.add_argument("--circom", action="store_true", help="circom's wasm witness on the same circuit")
-    parser.add_argument("--circom-repeat", type=int, default=5)
+    parser.add_argument("--circom-repeat", type=int, default=9)
+    parser.add_argument("--circom-cpp", action="store_true", help="with --circom: circom's C++ generator too")
     parser.add_argument("--child-memory", nargs=2, metavar=("CIRCUIT", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -202,7 +204,7 @@ def main() -> None:
     if args.circom:
         from bench.circom_merkle import compare_with_circom
 
-        compare_with_circom(slowest, args.circom_repeat)
+        compare_with_circom(slowest, args.circom_repeat, args.circom_cpp)
 
 
 if __name__ == "__main__":

@@ -197,6 +197,13 @@ class _Calculator:
         self.n32 = self.call("getFieldNumLen32")
         self.call("getRawPrime")
         self.prime = self.read_shared()
+        # where the shared buffer lies in the exported memory, written in one call (else by words)
+        memory = self.instance.exports(self.store).get("memory")
+        try:
+            start = self.call("getSharedRWMemoryStart")
+        except KeyError:
+            start = None
+        self.shared = (memory, start & 0xFFFFFFFF) if isinstance(memory, wasmtime.Memory) and start is not None else None
 
     def call(self, name: str, *args: int) -> int:
         return _export(self.instance, self.store, name)(self.store, *args)
@@ -231,6 +238,10 @@ class _Calculator:
         return sum(w << (32 * j) for j, w in enumerate(words))
 
     def write_shared(self, value: int) -> None:
+        if self.shared is not None:
+            memory, start = self.shared
+            memory.write(self.store, value.to_bytes(4 * self.n32, "little"), start)
+            return
         for j in range(self.n32):
             word = (value >> (32 * j)) & 0xFFFFFFFF
             self.call("writeSharedRWMemory", j, word - (1 << 32) if word >= 1 << 31 else word)
