@@ -7,7 +7,8 @@ to the public index, the root's equality), so at 14 paths of 16 levels it is the
 winning-post/medium circuit, 62,972 constraints, and its witness for that partition's data is
 checked by the circuit's own assertions against our root. circom2 (tests/oracle's npm package)
 compiles it once into the cache; its witness is then computed by circom's JavaScript/wasm
-generator in node (warm: the module compiled once, best of the calls) and by the engine's
+generator in node (warm: the module compiled once, best of the calls, in rounds that alternate
+with as many of our syntheses, so that both meet the same neighbours) and by the engine's
 wasmtime runner (engine.prover.formats.wasm_witness, a whole call as a synthesis process makes
 it: compile, inputs, run, witness read back). With ``cpp``, also by the C++ generator circom
 emits (``--c``: g++, GMP and nlohmann-json needed, and nasm for its assembly field code), a whole
@@ -20,6 +21,7 @@ import hashlib
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench._table import markdown_table
@@ -171,8 +173,10 @@ def r1cs_constraints(path: Path) -> int:
         return r1cs_header(fh, path.stat().st_size).n_constraints
 
 
-def compare_with_circom(slowest: tuple[float, str], repeat: int, cpp: bool = False) -> None:
-    """Print the figures beside ``slowest``, (seconds, circuit id) of our slowest medium synthesis."""
+def compare_with_circom(ours: Callable[[], float], label: str, rounds: int, calls: int, cpp: bool = False) -> None:
+    """Print circom's witness figures beside ``ours`` (one synthesis of ``label``, seconds), all
+    timed in the same ``rounds``: in each, a node process's ``calls`` warm calls, then as many of
+    ours, then circom's C++ generator (``cpp``) twice; each figure the best of its runs."""
     from engine.prover.formats.wasm_witness import calculate_witness
 
     shape = circuit_for("winning-post", "medium")
@@ -186,37 +190,33 @@ def compare_with_circom(slowest: tuple[float, str], repeat: int, cpp: bool = Fal
     constraints = r1cs_constraints(folder / f"{NAME}.r1cs")
     (folder / "input.json").write_text(json.dumps(inputs))
     (folder / "timer.js").write_text(NODE_TIMER)
-    node = subprocess.run(["node", str(folder / "timer.js"), str(wasm), str(folder / "input.json"), str(repeat)],
-                          capture_output=True, text=True, check=True)
-    node_ms = min(json.loads(node.stdout))
-    wasm_bytes = wasm.read_bytes()
-    wasmtime_runs = []
-    for _ in range(1):  # seconds a call: one is enough
-        t0 = time.perf_counter()
-        witness = calculate_witness(wasm_bytes, inputs)
-        wasmtime_runs.append(time.perf_counter() - t0)
-    wasmtime_ms = min(wasmtime_runs) * 1e3
-    ours_ms = slowest[0] * 1e3
-    extra = []
     binary = cpp_generator(folder) if cpp else None
-    if binary is not None:
-        runs = []
-        for _ in range(repeat):
+    runs: dict[str, list[float]] = {"node": [], "ours": [], "cpp": []}
+    for _ in range(rounds):
+        node = subprocess.run(["node", str(folder / "timer.js"), str(wasm), str(folder / "input.json"), str(calls)],
+                              capture_output=True, text=True, check=True)
+        runs["node"] += [t / 1e3 for t in json.loads(node.stdout)]
+        runs["ours"] += [ours() for _ in range(calls)]
+        for _ in range(2 if binary is not None else 0):
             t0 = time.perf_counter()
             subprocess.run([str(binary), str(folder / "input.json"), str(folder / "cpp.wtns")], check=True,
                            capture_output=True)
-            runs.append(time.perf_counter() - t0)
-        cpp_ms = min(runs) * 1e3
-        extra.append(["circom's C++ generator (a whole process a run)", f"{cpp_ms:.1f}",
+            runs["cpp"].append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    witness = calculate_witness(wasm.read_bytes(), inputs)  # a second or so: once
+    wasmtime_ms = (time.perf_counter() - t0) * 1e3
+    node_ms, ours_ms = min(runs["node"]) * 1e3, min(runs["ours"]) * 1e3
+    table = [["circom's wasm generator (node, warm)", f"{node_ms:.1f}", f"{node_ms * 1e3 / constraints:.2f}",
+              f"**{ours_ms / node_ms:.2f}×**"],
+             ["the engine's wasmtime runner (a whole call)", f"{wasmtime_ms:.1f}",
+              f"{wasmtime_ms * 1e3 / constraints:.2f}", f"{ours_ms / wasmtime_ms:.3f}×"]]
+    if runs["cpp"]:
+        cpp_ms = min(runs["cpp"]) * 1e3
+        table.append(["circom's C++ generator (a whole process a run)", f"{cpp_ms:.1f}",
                       f"{cpp_ms * 1e3 / constraints:.2f}", f"{ours_ms / cpp_ms:.2f}×"])
+    table.append([f"ours: {label} synthesis (data, witness, A·w, B·w, C·w, check)", f"{ours_ms:.1f}",
+                  f"{ours_ms * 1e3 / shape.n_constraints:.2f}", "1"])
     print(f"\ncircom circuit: {constraints:,} constraints, {len(witness):,} signals (built in {built_s:.1f} s); "
-          f"its assertions accept our partition's data, root {data.roots[0]:#x}")
-    print(markdown_table(
-        ["witness of the 62,972-constraint Poseidon-Merkle circuit", "ms", "µs per constraint", "ours / it"],
-        [["circom's wasm generator (node, warm)", f"{node_ms:.1f}", f"{node_ms * 1e3 / constraints:.2f}",
-          f"**{ours_ms / node_ms:.2f}×**"],
-         ["the engine's wasmtime runner (a whole call)", f"{wasmtime_ms:.1f}", f"{wasmtime_ms * 1e3 / constraints:.2f}",
-          f"{ours_ms / wasmtime_ms:.4f}×"],
-         *extra,
-         [f"ours: {slowest[1]} synthesis (data, witness, A·w, B·w, C·w, check)", f"{ours_ms:.1f}",
-          f"{ours_ms * 1e3 / shape.n_constraints:.2f}", "1"]]))
+          f"its assertions accept our partition's data, root {data.roots[0]:#x}; {rounds} rounds of {calls} calls")
+    print(markdown_table(["witness of the 62,972-constraint Poseidon-Merkle circuit", "ms", "µs per constraint",
+                          "ours / it"], table))
