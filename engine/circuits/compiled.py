@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.circuits.cs import ShapeCS
-from engine.circuits.program import WitnessProgram, check_bounds, check_program, record
+from engine.circuits.program import ARRAYS, WitnessProgram, check_bounds, check_program, record
 from engine.prover.r1cs import R1CS
 
 if TYPE_CHECKING:
@@ -88,7 +88,8 @@ def compile_shape(shape: CircuitShape) -> CompiledShape:
     cs = ShapeCS()
     data = shape.placeholder_data()
     shape.define(cs, data.slots())
-    done = CompiledShape(r1cs=cs.compile(), program=record(cs, slots=len(data.flat())))
+    r1cs = cs.compile()
+    done = CompiledShape(r1cs=r1cs, program=record(cs, r1cs, slots=len(data.flat())))
     check_program(done.r1cs, done.program)
     return done
 
@@ -170,8 +171,7 @@ def _load_cached(shape: CircuitShape) -> CompiledShape | None:
         with np.load(path) as z:
             mats = [SparseMatrix(row_ptr=z[f"{m}_row_ptr"], cols=z[f"{m}_cols"], coeffs=z[f"{m}_coeffs"]) for m in "abc"]
             n_vars, n_public, slots = (int(x) for x in z["sizes"])
-            program = WitnessProgram(slots=slots, ops=z["program_ops"], solves=z["program_solves"],
-                                     b_src=z["program_b_src"])
+            program = WitnessProgram(slots=slots, **{name: z[f"program_{name}"] for name in ARRAYS})
         r1cs = R1CS(curve=shape.curve, n_vars=n_vars, n_public=n_public, a=mats[0], b=mats[1], c=mats[2])
         check_bounds(r1cs, program)
     except (OSError, ValueError, KeyError):  # ValueError: a ProgramError too
@@ -192,8 +192,8 @@ def store_cached(shape: CircuitShape, done: CompiledShape) -> None:
         tmp = path.with_name(f"{path.stem}.tmp{os.getpid()}.npz")
         r1cs, program = done.r1cs, done.program
         arrays = {f"{name}_{part}": getattr(getattr(r1cs, name), part) for name in "abc" for part in ("row_ptr", "cols", "coeffs")}
-        np.savez(tmp, sizes=np.array([r1cs.n_vars, r1cs.n_public, program.slots]), program_ops=program.ops,
-                 program_solves=program.solves, program_b_src=program.b_src, **arrays)
+        arrays |= {f"program_{name}": getattr(program, name) for name in ARRAYS}
+        np.savez(tmp, sizes=np.array([r1cs.n_vars, r1cs.n_public, program.slots]), **arrays)
         os.replace(tmp, path)  # atomic: concurrent workers read a whole file or none
     except OSError:
         pass  # a read-only cache directory only costs the recompile

@@ -4,9 +4,12 @@
 ``Slot``s: every variable is either an input (a value of the partition's data, or one of its
 bits) or solved from its own constraint row, v = (A·w)(B·w) (``mul``, ``materialize``; every
 Poseidon round is such rows). So the program is small beside the matrices it runs over: a flag
-per row and one operation per input. engine.circuits.compiled compiles it with the matrices and
-caches it beside them; the kernel (kernels/witness_cpu.h) runs it for a partition's data in one
-pass over the rows that yields the witness and A·w, B·w, C·w together.
+per row and one operation per input, and the matrices' coefficients as an index per entry into
+the few distinct values they take (a few hundred: the MDS products, the round constants, the
+packing's powers of two), which the kernel makes Montgomery once a run so that a term costs one
+product and the pass reads 12 bytes an entry, not 40. engine.circuits.compiled compiles it with
+the matrices and caches it beside them; the kernel (kernels/witness_cpu.h) runs it for a
+partition's data in one pass over the rows that yields the witness and A·w, B·w, C·w together.
 
 Two checks guard it. ``check_program`` (at compile time) proves the recording sound: every
 variable is defined exactly once, before any row reads it, and a solving row's C row is its
@@ -20,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.circuits.cs import ShapeCS, ints_to_limbs
+from engine.circuits.cs import ShapeCS, ints_to_limbs, limbs_to_ints
+from engine.prover.params.curves import get_curve
 from engine.prover.r1cs import R1CS, SparseMatrix
 
 OP_COLUMNS = ("before_row", "variable", "slot", "bit")  # one int64 each; bit -1: the whole value
@@ -32,24 +36,49 @@ class WitnessProgram:
     ops: np.ndarray  # (n, 4) int64, OP_COLUMNS, ordered by row
     solves: np.ndarray  # (rows,) uint8: 1 where the row defines its C row's variable
     b_src: np.ndarray  # (rows,) int64: the row (<= this one) whose A equals this row's B, or -1
+    coefficients: np.ndarray  # (k, 4) uint64: the matrices' distinct coefficients, 1 first
+    a_coef: np.ndarray  # (A's entries,) uint32: each entry's coefficient in ``coefficients``
+    b_coef: np.ndarray
+    c_coef: np.ndarray
 
     @property
     def nbytes(self) -> int:
-        return int(self.ops.nbytes + self.solves.nbytes + self.b_src.nbytes)
+        return int(sum(getattr(self, name).nbytes for name in ARRAYS))
+
+
+ARRAYS = ("ops", "solves", "b_src", "coefficients", "a_coef", "b_coef", "c_coef")
+ONE = np.array([1, 0, 0, 0], dtype=np.uint64)
 
 
 class ProgramError(ValueError):
     """A recorded program that cannot compute the witness (a circuit bug, or a damaged cache)."""
 
 
-def record(cs: ShapeCS, slots: int) -> WitnessProgram:
-    """The program ``cs`` recorded, in the compiled matrices' variable numbering."""
+def record(cs: ShapeCS, r1cs: R1CS, slots: int) -> WitnessProgram:
+    """The program ``cs`` recorded, in the numbering of its compiled matrices ``r1cs``."""
     unslotted = [var for _, var, slot, _ in cs.inputs if slot is None]
     if unslotted:
         raise ProgramError(f"{len(unslotted)} allocations take a value that is not one of the partition's data")
     ops = np.array([(row, var if var >= 0 else cs.n_public - var, slot, bit) for row, var, slot, bit in cs.inputs],
                    dtype=np.int64).reshape(-1, 4)
-    return WitnessProgram(slots=slots, ops=ops, solves=np.array(cs.solves, dtype=np.uint8), b_src=_b_sources(cs))
+    table, (a, b, c) = _coefficient_index(r1cs)
+    return WitnessProgram(slots=slots, ops=ops, solves=np.array(cs.solves, dtype=np.uint8), b_src=_b_sources(cs),
+                          coefficients=table, a_coef=a, b_coef=b, c_coef=c)
+
+
+def _coefficient_index(r1cs: R1CS) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct coefficients of A, B and C (1 first) and each entry's index among them."""
+    mats = (r1cs.a, r1cs.b, r1cs.c)
+    every = np.concatenate([ONE[None, :], *(m.coeffs for m in mats)])
+    table, index = np.unique(every, axis=0, return_inverse=True)
+    first = int(index[0])  # where 1 sorted to: swapped to the front
+    order = np.arange(table.shape[0])
+    order[[0, first]] = order[[first, 0]]
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.shape[0])
+    index = rank[index.reshape(-1)].astype(np.uint32)
+    ends = np.cumsum([1, *(m.cols.shape[0] for m in mats)])
+    return np.ascontiguousarray(table[order]), [index[lo:hi] for lo, hi in zip(ends[:-1], ends[1:], strict=True)]
 
 
 B_SOURCE_WINDOW = 4  # rows back a B row's equal A is looked for: an S-box's three rows are adjacent
@@ -78,6 +107,9 @@ def check_program(r1cs: R1CS, program: WitnessProgram) -> None:
     (a variable defined by 2r), and C by 2r + 1 when it solves (its C row is its variable
     alone), by 2r when it does not."""
     check_bounds(r1cs, program)
+    for name, m, index in (("A", r1cs.a, program.a_coef), ("B", r1cs.b, program.b_coef), ("C", r1cs.c, program.c_coef)):
+        if not np.array_equal(program.coefficients[index], m.coeffs):
+            raise ProgramError(f"{name}: an entry's coefficient index names another coefficient")
     count = np.zeros(r1cs.n_vars, dtype=np.int64)
     times = np.full(r1cs.n_vars, -1, dtype=np.int64)  # the constant 1 is there from the start
     count[0] = 1
@@ -87,7 +119,7 @@ def check_program(r1cs: R1CS, program: WitnessProgram) -> None:
     c = r1cs.c
     if np.any(np.diff(c.row_ptr)[solving] != 1):
         raise ProgramError("a solving row's C row is not a single variable")
-    if np.any(c.coeffs[c.row_ptr[solving]] != np.array([1, 0, 0, 0], dtype=np.uint64)):
+    if np.any(c.coeffs[c.row_ptr[solving]] != ONE):
         raise ProgramError("a solving row's C coefficient is not 1")
     own = c.cols[c.row_ptr[solving]]
     np.add.at(count, own, 1)
@@ -121,12 +153,18 @@ def _entries(m: SparseMatrix, rows: np.ndarray) -> np.ndarray:
 def check_bounds(r1cs: R1CS, program: WitnessProgram) -> None:
     """Raise ProgramError unless every index the kernel follows stays inside its array."""
     rows = r1cs.n_constraints
-    for name, m in (("A", r1cs.a), ("B", r1cs.b), ("C", r1cs.c)):
+    table = program.coefficients
+    if table.ndim != 2 or table.shape[1] != 4 or not table.shape[0] or not np.array_equal(table[0], ONE) \
+            or max(limbs_to_ints(table)) >= get_curve(r1cs.curve).r:
+        raise ProgramError("coefficients: expected field elements, 1 first")
+    for name, m, index in (("A", r1cs.a, program.a_coef), ("B", r1cs.b, program.b_coef), ("C", r1cs.c, program.c_coef)):
         ptr = m.row_ptr
         if ptr.shape != (rows + 1,) or ptr[0] != 0 or ptr[-1] != m.cols.shape[0] or np.any(np.diff(ptr) < 0):
             raise ProgramError(f"{name}: not a CSR index of {rows} rows")
-        if m.coeffs.shape != (m.cols.shape[0], 4) or (m.cols.size and (m.cols.min() < 0 or m.cols.max() >= r1cs.n_vars)):
+        if m.cols.size and (m.cols.min() < 0 or m.cols.max() >= r1cs.n_vars):
             raise ProgramError(f"{name}: columns outside the {r1cs.n_vars} variables")
+        if index.shape != m.cols.shape or (index.size and int(index.max()) >= table.shape[0]):
+            raise ProgramError(f"{name}: coefficient indices outside the {table.shape[0]} coefficients")
     ops, solves = program.ops, program.solves
     if solves.shape != (rows,) or np.any(solves > 1):
         raise ProgramError(f"solves: expected a 0/1 flag for each of {rows} rows")
@@ -162,6 +200,7 @@ def run(r1cs: R1CS, program: WitnessProgram, values: np.ndarray, witness: np.nda
         raise ValueError(f"expected {program.slots} data values, got {values.shape[0]}")
     if witness.shape[0] != r1cs.n_vars:
         raise ValueError(f"witness: expected {r1cs.n_vars} rows, got {witness.shape[0]}")
-    matrices = tuple((m.row_ptr, m.cols, m.coeffs) for m in (r1cs.a, r1cs.b, r1cs.c))
-    return native.run_witness_program(r1cs.curve, matrices, program.ops, program.solves, program.b_src, values,
-                                      witness, a, b, c, check=check)
+    matrices = tuple((m.row_ptr, m.cols, index)
+                     for m, index in ((r1cs.a, program.a_coef), (r1cs.b, program.b_coef), (r1cs.c, program.c_coef)))
+    return native.run_witness_program(r1cs.curve, program.coefficients, matrices, program.ops, program.solves,
+                                      program.b_src, values, witness, a, b, c, check=check)

@@ -147,14 +147,21 @@ def compiled_entries(shape: CircuitShape) -> tuple[int, int, int]:
     return _COMPILED_ENTRIES[key]
 
 
+# The distinct coefficients a witness program's table holds, at most (our kinds have 169): the
+# table is counted at this size, as it is not known without compiling.
+COEFFICIENT_TABLE_ROWS = 1 << 10
+
+
 def compiled_bytes(shape: CircuitShape) -> int:
     """What a synthesis process holds once it has the shape's compiled matrices and witness
     program (kept for its next partitions): three CSR matrices over the constraints, an 8-byte
     column and a 32-byte coefficient per entry and an 8-byte row pointer per row; the program's
-    flag and B source per row (1 + 8 bytes) and four int64s per input."""
+    flag and B source per row (1 + 8 bytes), four int64s per input, a 4-byte coefficient index
+    per entry and its table of distinct coefficients (counted at COEFFICIENT_TABLE_ROWS)."""
     rows, _, inputs = _counts(shape)
-    matrices = sum(compiled_entries(shape)) * (8 + FR_BYTES) + 3 * (rows + 1) * 8
-    return matrices + rows * (1 + 8) + inputs * 4 * 8
+    entries = sum(compiled_entries(shape))
+    matrices = entries * (8 + FR_BYTES) + 3 * (rows + 1) * 8
+    return matrices + rows * (1 + 8) + inputs * 4 * 8 + entries * 4 + COEFFICIENT_TABLE_ROWS * FR_BYTES
 
 
 # A circom witness generator's own memory (its signals and components, in wasm linear memory)

@@ -42,9 +42,9 @@ def test_the_slots_number_the_data_in_its_flat_order() -> None:
 def test_a_circuit_that_allocates_a_value_computed_from_its_data_is_refused() -> None:
     cs = ShapeCS()
     x = Slot(0)
-    cs.alloc(x + 1)  # arithmetic on a slot gives a plain int: the program cannot know the value
+    cs.enforce_equal(cs.alloc(x + 1), cs.const(1))  # arithmetic on a slot gives a plain int: no slot
     with pytest.raises(ProgramError, match="1 allocations take a value that is not one of the partition's data"):
-        record(cs, slots=1)
+        record(cs, cs.compile(), slots=1)
 
 
 def _broken(program: WitnessProgram, **changes: np.ndarray) -> WitnessProgram:
@@ -84,20 +84,36 @@ def test_a_b_row_copied_from_a_different_a_row_is_refused() -> None:
         check_program(done.r1cs, _broken(done.program, b_src=b_src))
 
 
-@pytest.mark.parametrize("change", ["slot", "variable", "row", "b_src"])
+def test_a_coefficient_index_naming_another_coefficient_is_refused() -> None:
+    done = _program()
+    a_coef = done.program.a_coef.copy()
+    a_coef[a_coef == 0] = 1  # every coefficient 1 of A read as the table's second value
+    with pytest.raises(ProgramError, match="A: an entry's coefficient index names another coefficient"):
+        check_program(done.r1cs, _broken(done.program, a_coef=a_coef))
+
+
+def test_the_coefficient_table_holds_each_distinct_coefficient_once_one_first() -> None:
+    table = _program("snap-update").program.coefficients
+    assert table[0].tolist() == [1, 0, 0, 0]
+    assert len({tuple(row) for row in table.tolist()}) == table.shape[0]
+
+
+@pytest.mark.parametrize("change", ["slot", "variable", "row", "b_src", "coefficient"])
 def test_indices_outside_their_arrays_are_refused_before_the_kernel_follows_them(change: str) -> None:
     done = _program()
-    ops, b_src = done.program.ops.copy(), done.program.b_src.copy()
+    ops, b_src, b_coef = done.program.ops.copy(), done.program.b_src.copy(), done.program.b_coef.copy()
     if change == "slot":
         ops[0, 2] = done.program.slots
     elif change == "variable":
         ops[0, 1] = done.r1cs.n_vars
     elif change == "row":
         ops[-1, 0] = done.r1cs.n_constraints + 1
-    else:
+    elif change == "b_src":
         b_src[0] = 1  # a row after its own
+    else:
+        b_coef[-1] = done.program.coefficients.shape[0]
     with pytest.raises(ProgramError):
-        check_bounds(done.r1cs, _broken(done.program, ops=ops, b_src=b_src))
+        check_bounds(done.r1cs, _broken(done.program, ops=ops, b_src=b_src, b_coef=b_coef))
 
 
 def test_a_damaged_cached_program_is_compiled_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

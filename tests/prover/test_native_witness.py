@@ -1,5 +1,6 @@
 """The witness-program kernel (kernels/witness_cpu.h) against the program run on Python ints:
-random programs of inputs, input bits, solving rows and checking rows, on both scalar fields.
+random programs of inputs, input bits, solving rows and checking rows, on both scalar fields,
+their coefficients given as a table of the distinct ones and an index per entry.
 The witness and every row's A·w, B·w, C·w come out exactly, and a check names the first
 checking row that fails, as a check over the whole assignment would."""
 
@@ -50,13 +51,19 @@ class Program:
         self.solves.append(int(solves))
         self.b_src.append(src)
 
+    def table(self) -> list[int]:
+        """The distinct coefficients, 1 first."""
+        seen = {1: None} | {k: None for r in self.rows for lc in r for k in lc.values()}
+        return list(seen)
+
     def csr(self, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Matrix m as row pointers, columns and each entry's index in table()."""
+        index = {k: i for i, k in enumerate(self.table())}
         entries = [sorted(r[m].items()) for r in self.rows]
         ptr = np.zeros(len(entries) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in entries], out=ptr[1:])
         cols = np.array([v for e in entries for v, _ in e], dtype=np.int64)
-        coeffs = [k for e in entries for _, k in e]
-        return ptr, cols, _limbs(coeffs)
+        return ptr, cols, np.array([index[k] for e in entries for _, k in e], dtype=np.uint32)
 
 
 def _limbs(values: list[int]) -> np.ndarray:
@@ -99,7 +106,7 @@ def run(curve: str, prog: Program, check: bool) -> tuple[np.ndarray, list[np.nda
     w = np.zeros((len(prog.w), 4), np.uint64)
     abc = [np.zeros((rows, 4), np.uint64) for _ in range(3)]
     ops = np.array(prog.ops, dtype=np.int64).reshape(-1, 4)
-    bad = native.run_witness_program(curve, tuple(prog.csr(m) for m in range(3)), ops,
+    bad = native.run_witness_program(curve, _limbs(prog.table()), tuple(prog.csr(m) for m in range(3)), ops,
                                      np.array(prog.solves, np.uint8), np.array(prog.b_src, np.int64),
                                      _limbs(prog.slots), w, *abc, check=check)
     return w, abc, bad
@@ -134,14 +141,13 @@ def test_arrays_of_the_wrong_shape_are_refused() -> None:
     prog = Program(p=p, slots=[5])
     prog.input(0, -1)
     prog.row({1: 1}, {1: 1}, None)
-    matrices = tuple(prog.csr(m) for m in range(3))
-    ops = np.array(prog.ops, dtype=np.int64)
+    program = (_limbs(prog.table()), tuple(prog.csr(m) for m in range(3)), np.array(prog.ops, dtype=np.int64),
+               np.ones(1, np.uint8), np.full(1, -1), _limbs([5]))
     ok = [np.zeros((1, 4), np.uint64) for _ in range(3)]
     with pytest.raises(ValueError, match="a: expected"):
-        native.run_witness_program("bn128", matrices, ops, np.ones(1, np.uint8), np.full(1, -1), _limbs([5]),
-                                   np.zeros((3, 4), np.uint64), np.zeros((2, 4), np.uint64), *ok[1:], check=True)
+        native.run_witness_program("bn128", *program, np.zeros((3, 4), np.uint64), np.zeros((2, 4), np.uint64),
+                                   *ok[1:], check=True)
     with pytest.raises(ValueError, match="witness: expected a writeable"):
         readonly = np.zeros((3, 4), np.uint64)
         readonly.flags.writeable = False
-        native.run_witness_program("bn128", matrices, ops, np.ones(1, np.uint8), np.full(1, -1), _limbs([5]),
-                                   readonly, *ok, check=True)
+        native.run_witness_program("bn128", *program, readonly, *ok, check=True)

@@ -297,41 +297,46 @@ def poseidon3(curve: str, states: np.ndarray, round_constants: np.ndarray, mds: 
     return out
 
 
-def run_witness_program(curve: str, matrices: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...],
-                        ops: np.ndarray, solves: np.ndarray, b_src: np.ndarray, inputs: np.ndarray, witness: np.ndarray,
-                        a: np.ndarray, b: np.ndarray, c_: np.ndarray, *, check: bool) -> int | None:
+def run_witness_program(curve: str, coefficients: np.ndarray, matrices: tuple[tuple[np.ndarray, np.ndarray,
+                        np.ndarray], ...], ops: np.ndarray, solves: np.ndarray, b_src: np.ndarray, inputs: np.ndarray,
+                        witness: np.ndarray, a: np.ndarray, b: np.ndarray, c_: np.ndarray, *, check: bool) -> int | None:
     """Run a circuit's witness program (kernels/witness_cpu.h) on one thread: fills ``witness``
     and the rows' A·w, B·w, C·w in ``a``, ``b``, ``c_`` (caller's arrays, written in place).
 
-    ``matrices``: A, B and C as CSR (row_ptr, cols, coeffs); ``ops``: (n, 4) int64 rows of
-    (before row, variable, slot, bit); ``solves``: a uint8 per row; ``b_src``: per row, the row
-    whose A·w its B·w equals (at most the row itself), or -1; ``inputs``: the slots' raw
-    values, (slots, 4) uint64. The arrays must be the program's own, already checked against
-    each other (engine.circuits.program); only shapes and types are checked here. With
-    ``check``, the index of the first row that fails a·b = c, else None."""
+    ``coefficients``: the matrices' distinct coefficients, (k, 4) standard form, 1 first;
+    ``matrices``: A, B and C as (row_ptr, cols, coefficient index) with int64 row pointers and
+    columns and uint32 indices into ``coefficients``; ``ops``: (n, 4) int64 rows of (before row,
+    variable, slot, bit); ``solves``: a uint8 per row; ``b_src``: per row, the row whose A·w its
+    B·w equals (at most the row itself), or -1; ``inputs``: the slots' raw values, (slots, 4)
+    uint64. The arrays must be the program's own, already checked against each other
+    (engine.circuits.program); only shapes and types are checked here. With ``check``, the index
+    of the first row that fails a·b = c, else None."""
     cv = get_curve(curve)
     rows = solves.shape[0]
     for name, arr, n in (("witness", witness, None), ("a", a, rows), ("b", b, rows), ("c", c_, rows)):
         if arr.dtype != np.uint64 or arr.ndim != 2 or arr.shape[1] != 4 or not arr.flags.c_contiguous \
                 or not arr.flags.writeable or (n is not None and arr.shape[0] != n):
             raise ValueError(f"{name}: expected a writeable contiguous uint64 array of shape ({n or 'n'}, 4)")
-    mats = [(np.ascontiguousarray(p, np.int64), np.ascontiguousarray(k, np.int64), _u64(co, 4, "coeffs"))
-            for p, k, co in matrices]
-    if len(mats) != 3 or any(p.shape[0] != rows + 1 for p, _, _ in mats):
-        raise ValueError(f"matrices: expected A, B and C of {rows} rows")
+    mats = [(np.ascontiguousarray(p, np.int64), np.ascontiguousarray(k, np.int64), np.ascontiguousarray(i, np.uint32))
+            for p, k, i in matrices]
+    if len(mats) != 3 or any(p.shape[0] != rows + 1 or i.shape != k.shape for p, k, i in mats):
+        raise ValueError(f"matrices: expected A, B and C of {rows} rows, an index per entry")
     o = np.ascontiguousarray(ops, np.int64)
     if o.ndim != 2 or o.shape[1] != 4:
         raise ValueError(f"ops: expected shape (n, 4), got {o.shape}")
+    table = _u64(coefficients, 4, "coefficients")
     values = _u64(inputs, 4, "inputs")
     flags = np.ascontiguousarray(solves, np.uint8)
     src = np.ascontiguousarray(b_src, np.int64)
     if flags.shape != (rows,) or src.shape != (rows,):
         raise ValueError(f"solves and b_src: expected one entry for each of {rows} rows")
     _, lib = build()
-    csr = [_ptr(x, t) for p, k, co in mats for x, t in ((p, "int64_t *"), (k, "int64_t *"), (co, "uint64_t *"))]
+    csr = [_ptr(x, t) for p, k, i in mats for x, t in ((p, "int64_t *"), (k, "int64_t *"), (i, "uint32_t *"))]
     bad = getattr(lib, f"{cv.name}_fr_witness_run")(
         _ptr(witness), _ptr(a), _ptr(b), _ptr(c_), _ptr(values), _ptr(o, "int64_t *"), o.shape[0],
-        _ptr(flags, "unsigned char *"), _ptr(src, "int64_t *"), *csr, rows, int(check))
+        _ptr(flags, "unsigned char *"), _ptr(src, "int64_t *"), _ptr(table), table.shape[0], *csr, rows, int(check))
+    if bad == -2:
+        raise MemoryError("the witness program's coefficient table could not be allocated")
     return None if bad < 0 else int(bad)
 
 
