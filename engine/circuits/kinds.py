@@ -193,7 +193,12 @@ class PartitionData:
     def flat(self) -> list[int]:
         """Every value, in the order a witness program's slots number them."""
         values: list[int] = []
-        self.map_values(lambda v: values.append(v) or v)
+
+        def keep(value: int) -> int:
+            values.append(value)
+            return value
+
+        self.map_values(keep)
         return values
 
     def slots(self) -> PartitionData:

@@ -98,8 +98,9 @@ def synthesize(shape: CircuitShape, data: PartitionData, *, check: bool = True, 
     values = program.slot_values(data.flat())
     if out is None:
         rows = r1cs.n_constraints
-        out = (np.empty((r1cs.n_vars, 4), np.uint64), *(np.empty((rows, 4), np.uint64) for _ in range(3)))
-    witness, a, b, c = out
+        witness, a, b, c = (np.empty((n, 4), np.uint64) for n in (r1cs.n_vars, rows, rows, rows))
+    else:
+        witness, a, b, c = out
     t1 = time.perf_counter()
     bad = program.run(r1cs, done.program, values, witness, a, b, c, check=check)
     if timing is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -34,9 +35,8 @@ def test_every_variable_is_an_input_or_solved_from_its_own_row(kind: str) -> Non
 
 def test_the_slots_number_the_data_in_its_flat_order() -> None:
     data = circuit_for("snap-update", "tiny").placeholder_data()
-    slots = data.slots()
-    assert [s.index for s in slots.flat()] == list(range(len(data.flat())))
-    assert all(isinstance(s, Slot) for s in slots.flat())
+    slots = [s for s in data.slots().flat() if isinstance(s, Slot)]
+    assert [s.index for s in slots] == list(range(len(data.flat())))
 
 
 def test_a_circuit_that_allocates_a_value_computed_from_its_data_is_refused() -> None:
@@ -47,7 +47,7 @@ def test_a_circuit_that_allocates_a_value_computed_from_its_data_is_refused() ->
         record(cs, cs.compile(), slots=1)
 
 
-def _broken(program: WitnessProgram, **changes: np.ndarray) -> WitnessProgram:
+def _broken(program: WitnessProgram, **changes: Any) -> WitnessProgram:
     return dataclasses.replace(program, **changes)
 
 

@@ -26,6 +26,7 @@ from engine.circuits.synthesis import (
     synthesize_partition_into,
 )
 from engine.prover.datatypes import UnsatisfiedConstraint
+from engine.prover.r1cs import Assignment
 from tests.circuits.test_kinds import inputs_for
 
 KINDS = list(SIZES)
@@ -197,7 +198,7 @@ def test_any_data_dishonest_or_not_synthesizes_as_the_python_path_does(kind: str
     rng = random.Random(seed)
     honest = shape.partition_data(inputs_for(kind), 0)
     data = honest.map_values(lambda v: rng.choice([v, v, 0, 1, BLS12_381_R - 1, BLS12_381_R, rng.randrange(2**256)]))
-    outcomes = []
+    outcomes: list[Assignment | str] = []
     for path in (synthesize, synthesize_in_python):
         try:
             outcomes.append(path(shape, data, check=check))

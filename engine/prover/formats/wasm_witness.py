@@ -198,12 +198,13 @@ class _Calculator:
         self.call("getRawPrime")
         self.prime = self.read_shared()
         # where the shared buffer lies in the exported memory, written in one call (else by words)
-        memory = self.instance.exports(self.store).get("memory")
+        exported = self.instance.exports(self.store).get("memory")
         try:
             start = self.call("getSharedRWMemoryStart")
         except KeyError:
             start = None
-        self.shared = (memory, start & 0xFFFFFFFF) if isinstance(memory, wasmtime.Memory) and start is not None else None
+        self.shared = (exported, start & 0xFFFFFFFF) if isinstance(exported, wasmtime.Memory) and start is not None \
+            else None
 
     def call(self, name: str, *args: int) -> int:
         return _export(self.instance, self.store, name)(self.store, *args)
