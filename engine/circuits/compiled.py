@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.circuits.cs import ShapeCS
-from engine.circuits.program import ARRAYS, WitnessProgram, check_bounds, check_program, record
+from engine.circuits.program import ARRAYS, Recording, WitnessProgram, check_bounds, check_program, indexed, record
 from engine.prover.r1cs import R1CS
 
 if TYPE_CHECKING:
@@ -85,13 +85,17 @@ def compiled_shape(shape: CircuitShape) -> CompiledShape:
 
 def compile_shape(shape: CircuitShape) -> CompiledShape:
     """Run the circuit once on its data's slots: its matrices and its witness program."""
+    r1cs, recording = _recorded(shape)  # its Python rows given back before the index and the checks
+    done = CompiledShape(r1cs=r1cs, program=indexed(recording, r1cs))
+    check_program(done.r1cs, done.program)
+    return done
+
+
+def _recorded(shape: CircuitShape) -> tuple[R1CS, Recording]:
     cs = ShapeCS()
     data = shape.placeholder_data()
     shape.define(cs, data.slots())
-    r1cs = cs.compile()
-    done = CompiledShape(r1cs=r1cs, program=record(cs, r1cs, slots=len(data.flat())))
-    check_program(done.r1cs, done.program)
-    return done
+    return cs.compile(), record(cs, slots=len(data.flat()))
 
 
 def on_disk(shape: CircuitShape) -> bool:

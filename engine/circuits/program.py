@@ -20,6 +20,7 @@ the kernel follows inside its arrays, so a damaged cache file cannot make it rea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -54,15 +55,31 @@ class ProgramError(ValueError):
     """A recorded program that cannot compute the witness (a circuit bug, or a damaged cache)."""
 
 
-def record(cs: ShapeCS, r1cs: R1CS, slots: int) -> WitnessProgram:
-    """The program ``cs`` recorded, in the numbering of its compiled matrices ``r1cs``."""
+class Recording(NamedTuple):
+    """What ``ShapeCS`` recorded of the program, in the compiled matrices' variable numbering:
+    all of it but the coefficients' index, which ``indexed`` takes from the matrices (so the
+    recording's Python rows can be given back first: they are most of a compile's peak)."""
+
+    slots: int
+    ops: np.ndarray
+    solves: np.ndarray
+    b_src: np.ndarray
+
+
+def record(cs: ShapeCS, slots: int) -> Recording:
+    """The program ``cs`` recorded."""
     unslotted = [var for _, var, slot, _ in cs.inputs if slot is None]
     if unslotted:
         raise ProgramError(f"{len(unslotted)} allocations take a value that is not one of the partition's data")
     ops = np.array([(row, var if var >= 0 else cs.n_public - var, slot, bit) for row, var, slot, bit in cs.inputs],
                    dtype=np.int64).reshape(-1, 4)
+    return Recording(slots=slots, ops=ops, solves=np.array(cs.solves, dtype=np.uint8), b_src=_b_sources(cs))
+
+
+def indexed(recording: Recording, r1cs: R1CS) -> WitnessProgram:
+    """The whole program: the recording and its matrices' coefficients indexed."""
     table, (a, b, c) = _coefficient_index(r1cs)
-    return WitnessProgram(slots=slots, ops=ops, solves=np.array(cs.solves, dtype=np.uint8), b_src=_b_sources(cs),
+    return WitnessProgram(slots=recording.slots, ops=recording.ops, solves=recording.solves, b_src=recording.b_src,
                           coefficients=table, a_coef=a, b_coef=b, c_coef=c)
 
 

@@ -44,7 +44,7 @@ def test_a_circuit_that_allocates_a_value_computed_from_its_data_is_refused() ->
     x = Slot(0)
     cs.enforce_equal(cs.alloc(x + 1), cs.const(1))  # arithmetic on a slot gives a plain int: no slot
     with pytest.raises(ProgramError, match="1 allocations take a value that is not one of the partition's data"):
-        record(cs, cs.compile(), slots=1)
+        record(cs, slots=1)
 
 
 def _broken(program: WitnessProgram, **changes: Any) -> WitnessProgram:
