@@ -1,8 +1,8 @@
 """python -m engine.circuits.compile_apart <kind> <scale> <cache dir>
 
-Compiles one built-in shape's matrices into the disk cache and exits, so the compile's peak
-(several times the matrices, engine.circuits.compiled) is given back to the system with the
-process. A synthesis process runs it when the cache lacks a shape it is about to use.
+Compiles one built-in shape's matrices and witness program into the disk cache and exits, so
+the compile's peak (several times the matrices, engine.circuits.compiled) is given back to the
+system with the process. A synthesis process runs it when the cache lacks a shape it is about to use.
 """
 
 from __future__ import annotations

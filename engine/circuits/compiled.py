@@ -1,4 +1,4 @@
-"""A circuit's constraint matrices, compiled once per process and cached on disk.
+"""A circuit's constraint matrices and witness program, compiled once per process and cached on disk.
 
 Compiling a 2^20-constraint shape in Python takes tens of seconds; every synthesis worker
 process would pay it. The matrices are stored once under the cache directory the embedding
@@ -13,6 +13,10 @@ short-lived child (engine.circuits.compile_apart) that gives all of it back when
 the process then reads the matrices from the cache at their own size.
 first_use_bytes says what a process holds while it first uses a shape and after, which the
 engine reserves (engine.pipeline.synthesize).
+
+The witness program (engine.circuits.program) is recorded by the same run of the circuit and
+stored in the same file: a flag per row and an operation per input, checked sound when it is
+compiled and bounded when it is read back.
 """
 
 from __future__ import annotations
@@ -20,21 +24,30 @@ from __future__ import annotations
 import functools
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.circuits.cs import ShapeCS
+from engine.circuits.program import ARRAYS, Recording, WitnessProgram, check_bounds, check_program, indexed, record
 from engine.prover.formats.atomic import replaced
 from engine.prover.r1cs import R1CS
 
 if TYPE_CHECKING:
     from engine.circuits.kinds import CircuitShape
 
-_COMPILED: dict[CircuitShape, R1CS] = {}
+
+@dataclass(frozen=True)
+class CompiledShape:
+    r1cs: R1CS
+    program: WitnessProgram
 
 
-def already_compiled(shape: CircuitShape) -> R1CS | None:
-    """The matrices if this process has them already (counting them is then free)."""
+_COMPILED: dict[CircuitShape, CompiledShape] = {}
+
+
+def already_compiled(shape: CircuitShape) -> CompiledShape | None:
+    """The matrices and program if this process has them already (counting them is then free)."""
     return _COMPILED.get(shape)
 
 
@@ -51,22 +64,39 @@ CHILD_BASE = 32 << 20  # the child's interpreter, numpy and circuit modules (28 
 
 
 def compiled(shape: CircuitShape) -> R1CS:
+    return compiled_shape(shape).r1cs
+
+
+def witness_program(shape: CircuitShape) -> WitnessProgram:
+    return compiled_shape(shape).program
+
+
+def compiled_shape(shape: CircuitShape) -> CompiledShape:
     if shape not in _COMPILED:
-        r1cs = _load_cached(shape)
-        if r1cs is None and compiles_apart(shape):
+        done = _load_cached(shape)
+        if done is None and compiles_apart(shape):
             _compile_apart(shape)
-            r1cs = _load_cached(shape)
-        if r1cs is None:  # no disk cache, or one the child could not write
-            r1cs = compile_shape(shape)
-            store_cached(shape, r1cs)
-        _COMPILED[shape] = r1cs
+            done = _load_cached(shape)
+        if done is None:  # no disk cache, or one the child could not write
+            done = compile_shape(shape)
+            store_cached(shape, done)
+        _COMPILED[shape] = done
     return _COMPILED[shape]
 
 
-def compile_shape(shape: CircuitShape) -> R1CS:
+def compile_shape(shape: CircuitShape) -> CompiledShape:
+    """Run the circuit once on its data's slots: its matrices and its witness program."""
+    r1cs, recording = _recorded(shape)  # its Python rows given back before the index and the checks
+    done = CompiledShape(r1cs=r1cs, program=indexed(recording, r1cs))
+    check_program(done.r1cs, done.program)
+    return done
+
+
+def _recorded(shape: CircuitShape) -> tuple[R1CS, Recording]:
     cs = ShapeCS()
-    shape.define(cs, shape.placeholder_data())
-    return cs.compile()
+    data = shape.placeholder_data()
+    shape.define(cs, data.slots())
+    return cs.compile(), record(cs, slots=len(data.flat()))
 
 
 def on_disk(shape: CircuitShape) -> bool:
@@ -115,7 +145,8 @@ def use_disk_cache(cache_dir: Path | str | None) -> None:
     _DISK_CACHE = None if cache_dir is None else Path(cache_dir) / "circuits"
 
 
-_SOURCES = ("cs.py", "gadgets.py", "grain.py", "poseidon.py", "poseidon_constants.py", "merkle.py", "kinds.py")
+_SOURCES = ("cs.py", "program.py", "gadgets.py", "grain.py", "poseidon.py", "poseidon_constants.py", "merkle.py",
+            "kinds.py")
 
 
 @functools.cache
@@ -133,7 +164,7 @@ def _cache_path(shape: CircuitShape) -> Path | None:
     return None if _DISK_CACHE is None else _DISK_CACHE / f"{shape.kind}-{shape.scale}-{_source_hash()}.npz"
 
 
-def _load_cached(shape: CircuitShape) -> R1CS | None:
+def _load_cached(shape: CircuitShape) -> CompiledShape | None:
     import numpy as np
 
     from engine.prover.r1cs import SparseMatrix
@@ -144,13 +175,16 @@ def _load_cached(shape: CircuitShape) -> R1CS | None:
     try:
         with np.load(path) as z:
             mats = [SparseMatrix(row_ptr=z[f"{m}_row_ptr"], cols=z[f"{m}_cols"], coeffs=z[f"{m}_coeffs"]) for m in "abc"]
-            n_vars, n_public = (int(x) for x in z["sizes"])
-    except (OSError, ValueError, KeyError):
+            n_vars, n_public, slots = (int(x) for x in z["sizes"])
+            program = WitnessProgram(slots=slots, **{name: z[f"program_{name}"] for name in ARRAYS})
+        r1cs = R1CS(curve=shape.curve, n_vars=n_vars, n_public=n_public, a=mats[0], b=mats[1], c=mats[2])
+        check_bounds(r1cs, program)
+    except (OSError, ValueError, KeyError):  # ValueError: a ProgramError too
         return None  # unreadable: recompile and overwrite
-    return R1CS(curve=shape.curve, n_vars=n_vars, n_public=n_public, a=mats[0], b=mats[1], c=mats[2])
+    return CompiledShape(r1cs=r1cs, program=program)
 
 
-def store_cached(shape: CircuitShape, r1cs: R1CS) -> None:
+def store_cached(shape: CircuitShape, done: CompiledShape) -> None:
     import numpy as np
 
     path = _cache_path(shape)
@@ -158,9 +192,11 @@ def store_cached(shape: CircuitShape, r1cs: R1CS) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        r1cs, program = done.r1cs, done.program
         arrays = {f"{name}_{part}": getattr(getattr(r1cs, name), part) for name in "abc" for part in ("row_ptr", "cols", "coeffs")}
+        arrays |= {f"program_{name}": getattr(program, name) for name in ARRAYS}
         with replaced(path, ".npz") as tmp:  # atomic: concurrent workers read a whole file or none
-            np.savez(tmp, sizes=np.array([r1cs.n_vars, r1cs.n_public]), **arrays)
+            np.savez(tmp, sizes=np.array([r1cs.n_vars, r1cs.n_public, program.slots]), **arrays)
     except OSError:
         pass  # a read-only or full cache directory only costs the recompile
 

@@ -4,7 +4,11 @@ A circuit is a function ``define(cs, data)`` that allocates variables and states
 through the methods below. The same function runs in two modes:
 
 * ``ShapeCS`` records every constraint as sparse linear combinations and compiles them once
-  into an ``R1CS`` (CSR matrices): the "pre-compiled circuit", cached per process.
+  into an ``R1CS`` (CSR matrices): the "pre-compiled circuit", cached per process. It also
+  records how every variable gets its value, the circuit's witness program
+  (engine.circuits.program): a private made by ``mul`` or ``materialize`` is solved from its
+  own row, v = (A·w)(B·w); any other allocation takes a value of the partition's data, which
+  the circuit is run on as ``Slot``s (numbered stand-ins for its values) while it is recorded.
 * ``WitnessCS`` computes only the values: each term is a plain Python ``int`` mod r, an
   allocation is one list append, ``enforce`` does nothing. No matrix is built, so the
   per-constraint cost is a multiply-mod and an append.
@@ -37,6 +41,20 @@ type NativeGadget = Callable[[Sequence[int], Callable[[int], object]], int]
 ONE = 0  # the variable that is always 1
 
 
+class Slot(int):
+    """A stand-in for the value at position ``index`` of a partition's data (kinds.PartitionData's
+    ``flat`` order): what ``ShapeCS`` records an allocation of that value by. It is the int 0 to
+    anything else, so a circuit that computes with a value before allocating it records no slot,
+    and its program is refused (engine.circuits.program)."""
+
+    index: int
+
+    def __new__(cls, index: int) -> Slot:
+        slot = super().__new__(cls, 0)
+        slot.index = index
+        return slot
+
+
 def ints_to_limbs(values: Sequence[int]) -> np.ndarray:
     """Python ints < 2^256 -> (n, 4) uint64 little-endian limbs (the R1CS boundary format)."""
     if not values:
@@ -60,6 +78,11 @@ class ConstraintSystem[Term]:
 
     def alloc(self, value: int) -> Term:
         raise NotImplementedError
+
+    def alloc_bit(self, value: int, i: int) -> Term:
+        """A new private variable holding bit i of ``value`` (unconstrained: the caller states
+        that it is boolean)."""
+        return self.alloc((value >> i) & 1)
 
     def enforce(self, a: Term, b: Term, c: Term) -> None:
         raise NotImplementedError
@@ -158,7 +181,11 @@ class WitnessCS(ConstraintSystem[int]):
 
 
 class ShapeCS(ConstraintSystem[LC]):
-    """Records constraints as linear combinations; ``compile`` turns them into CSR matrices."""
+    """Records constraints as linear combinations; ``compile`` turns them into CSR matrices.
+
+    Beside them, the witness program: ``solves`` says of each row whether it defines its C
+    row's variable (``mul``, ``materialize``), and ``inputs`` lists every other allocation as
+    (rows recorded before it, variable, data slot or None, bit or -1)."""
 
     def __init__(self) -> None:
         self.n_public = 0
@@ -166,19 +193,35 @@ class ShapeCS(ConstraintSystem[LC]):
         self.rows_a: list[LC] = []
         self.rows_b: list[LC] = []
         self.rows_c: list[LC] = []
+        self.solves: list[bool] = []
+        self.inputs: list[tuple[int, int, int | None, int]] = []
+
+    def _input(self, var: int, value: int, bit: int) -> LC:
+        self.inputs.append((len(self.rows_a), var, value.index if isinstance(value, Slot) else None, bit))
+        return {var: 1}
+
+    def _private(self) -> int:
+        self.n_private += 1
+        return -self.n_private
 
     def alloc_public(self, value: int) -> LC:
         self.n_public += 1
-        return {self.n_public: 1}
+        return self._input(self.n_public, value, -1)
 
     def alloc(self, value: int) -> LC:
-        self.n_private += 1
-        return {-self.n_private: 1}
+        return self._input(self._private(), value, -1)
 
-    def enforce(self, a: LC, b: LC, c: LC) -> None:
+    def alloc_bit(self, value: int, i: int) -> LC:
+        return self._input(self._private(), value, i)
+
+    def _row(self, a: LC, b: LC, c: LC, solves: bool) -> None:
         self.rows_a.append(a)
         self.rows_b.append(b)
         self.rows_c.append(c)
+        self.solves.append(solves)
+
+    def enforce(self, a: LC, b: LC, c: LC) -> None:
+        self._row(a, b, c, False)
 
     def const(self, k: int) -> LC:
         k %= R
@@ -196,13 +239,13 @@ class ShapeCS(ConstraintSystem[LC]):
         return out
 
     def mul(self, a: LC, b: LC) -> LC:
-        v = self.alloc(0)
-        self.enforce(a, b, v)
+        v = {self._private(): 1}
+        self._row(a, b, v, True)
         return v
 
     def materialize(self, a: LC) -> LC:
-        v = self.alloc(0)
-        self.enforce(a, {ONE: 1}, v)
+        v = {self._private(): 1}
+        self._row(a, {ONE: 1}, v, True)
         return v
 
     @property

@@ -9,7 +9,7 @@ def alloc_bits[Term](cs: ConstraintSystem[Term], value: int, n_bits: int) -> lis
     """Allocate the n_bits little-endian bits of value, each constrained b·b = b."""
     bits: list[Term] = []
     for i in range(n_bits):
-        b = cs.alloc((value >> i) & 1)
+        b = cs.alloc_bit(value, i)
         cs.enforce(b, b, b)
         bits.append(b)
     return bits

@@ -32,18 +32,20 @@ challenge indices.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.circuits.compiled import compiled
-from engine.circuits.cs import ConstraintSystem
+from engine.circuits.cs import ConstraintSystem, Slot
 from engine.circuits.gadgets import alloc_bits, enforce_packing
 from engine.circuits.grain import BLS12_381_R as R
 from engine.circuits.limits import BUILTIN_KINDS, MAX_WINDOW_POST_PARTITIONS
-from engine.circuits.merkle import SectorTree, merkle_root_gadget
-from engine.circuits.poseidon import hash2
+from engine.circuits.merkle import TILE_DEPTH, SectorTree, merkle_root_gadget
+from engine.circuits.poseidon import Hash2Many, hash2_many
 from engine.circuits.sizing import MemoryNeeds, counts, shape_memory
 from engine.prover.r1cs import R1CS
 
@@ -131,18 +133,23 @@ def _fe(hex_value: str) -> int:
     return int(hex_value, 16) % R
 
 
-@functools.lru_cache(maxsize=16)
-def _sector(seed_hex: str, depth: int) -> SectorTree:
-    seed = _fe(seed_hex)
-    return SectorTree(depth, lambda i: hash2(seed, i))
+def _seeded(seed: int, indices: range, hashes: Hash2Many) -> list[int]:
+    """H(seed, i) for each index: a sector's leaves, its data leaves, challenges."""
+    return hashes([seed] * len(indices), list(indices))
 
 
 @functools.lru_cache(maxsize=16)
-def _snap_trees(sector_hex: str, data_hex: str, randomness_hex: str, depth: int) -> tuple[SectorTree, SectorTree, int]:
-    old = _sector(sector_hex, depth)
-    rho = hash2(_fe(randomness_hex), SNAP_RHO_INDEX)
-    data_seed = _fe(data_hex)
-    new = SectorTree(depth, lambda i: (old.leaf(i) + rho * hash2(data_seed, i)) % R)
+def _sector(seed_hex: str, depth: int, hashes: Hash2Many = hash2_many) -> SectorTree:
+    return SectorTree(depth, _seeded(_fe(seed_hex), range(1 << min(depth, TILE_DEPTH)), hashes), hashes=hashes)
+
+
+@functools.lru_cache(maxsize=16)
+def _snap_trees(sector_hex: str, data_hex: str, randomness_hex: str, depth: int,
+                hashes: Hash2Many = hash2_many) -> tuple[SectorTree, SectorTree, int]:
+    old = _sector(sector_hex, depth, hashes)
+    (rho,) = hashes([_fe(randomness_hex)], [SNAP_RHO_INDEX])
+    data = _seeded(_fe(data_hex), range(1 << old.tile), hashes)
+    new = SectorTree(depth, [(leaf + rho * d) % R for leaf, d in zip(old.levels[0], data, strict=True)], hashes=hashes)
     return old, new, rho
 
 
@@ -165,6 +172,39 @@ class PartitionData:
 
     def public_inputs(self) -> list[int]:
         return [*self.roots, *([self.rho] if self.rho is not None else []), *self.challenges]
+
+    def map_values(self, fn: Callable[[int], int]) -> PartitionData:
+        """The same data with ``fn`` applied to every value, one at a time in ``flat`` order."""
+
+        def each(values: list[int]) -> list[int]:
+            return [fn(v) for v in values]
+
+        return PartitionData(
+            roots=each(self.roots),
+            challenges=each(self.challenges),
+            positions=each(self.positions),
+            leaves=each(self.leaves),
+            siblings=[each(s) for s in self.siblings],
+            rho=None if self.rho is None else fn(self.rho),
+            data_leaves=each(self.data_leaves),
+            new_siblings=[each(s) for s in self.new_siblings],
+        )
+
+    def flat(self) -> list[int]:
+        """Every value, in the order a witness program's slots number them."""
+        values: list[int] = []
+
+        def keep(value: int) -> int:
+            values.append(value)
+            return value
+
+        self.map_values(keep)
+        return values
+
+    def slots(self) -> PartitionData:
+        """This data's shape with a ``Slot`` for each value: what the circuit is recorded on."""
+        numbers = itertools.count()
+        return self.map_values(lambda _: Slot(next(numbers)))
 
 
 @dataclass(frozen=True)
@@ -218,14 +258,16 @@ class CircuitShape:
             new_siblings=[[0] * d for _ in range(c)] if self.two_trees else [],
         )
 
-    def partition_data(self, inputs: dict, index: int) -> PartitionData:
-        """The honest witness data of partition ``index`` (inputs already normalised)."""
-        rand = _fe(inputs["randomness"])
+    def partition_data(self, inputs: dict, index: int, *, hashes: Hash2Many = hash2_many) -> PartitionData:
+        """The honest witness data of partition ``index`` (inputs already normalised), hashed
+        natively (or by ``hashes``: the Python oracle gives the same values)."""
         base = index * self.challenges
-        challenges = [hash2(rand, base + j) & ((1 << self.depth) - 1) for j in range(self.challenges)]
+        mask = (1 << self.depth) - 1
+        challenges = [h & mask for h in _seeded(_fe(inputs["randomness"]), range(base, base + self.challenges), hashes)]
         if self.two_trees:
-            old, new, rho = _snap_trees(inputs["sector_seed"], inputs["data_seed"], inputs["randomness"], self.depth)
-            data_seed = _fe(inputs["data_seed"])
+            old, new, rho = _snap_trees(inputs["sector_seed"], inputs["data_seed"], inputs["randomness"], self.depth,
+                                        hashes)
+            tile = (1 << old.tile) - 1
             return PartitionData(
                 roots=[old.root, new.root],
                 challenges=challenges,
@@ -233,10 +275,10 @@ class CircuitShape:
                 leaves=[old.leaf(c) for c in challenges],
                 siblings=[old.siblings(c) for c in challenges],
                 rho=rho,
-                data_leaves=[hash2(data_seed, c & ((1 << old.tile) - 1)) for c in challenges],
+                data_leaves=hashes([_fe(inputs["data_seed"])] * len(challenges), [c & tile for c in challenges]),
                 new_siblings=[new.siblings(c) for c in challenges],
             )
-        tree = _sector(inputs["sector_seed"], self.depth)
+        tree = _sector(inputs["sector_seed"], self.depth, hashes)
         return PartitionData(
             roots=[tree.root],
             challenges=challenges,

@@ -9,30 +9,36 @@ lookup. The circuit does not know or use the periodicity: it proves full D-level
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from engine.circuits.cs import ConstraintSystem
 from engine.circuits.gadgets import conditional_swap
-from engine.circuits.poseidon import hash2, hash2_gadget
+from engine.circuits.poseidon import Hash2Many, hash2, hash2_gadget, hash2_many
 
 TILE_DEPTH = 10
 
 
 class SectorTree:
-    """A depth-D Poseidon tree over leaf(i) for i < 2^D, with leaf(i) = leaf(i mod 2^T)."""
+    """A depth-D Poseidon tree over leaf(i) for i < 2^D, with leaf(i) = leaf(i mod 2^T).
 
-    def __init__(self, depth: int, leaf: Callable[[int], int], tile_depth: int = TILE_DEPTH) -> None:
+    ``leaf`` is the function, or the tile's 2^T leaves themselves; a level is hashed in one
+    call of ``hashes`` (natively by default)."""
+
+    def __init__(self, depth: int, leaf: Callable[[int], int] | Sequence[int], tile_depth: int = TILE_DEPTH, *,
+                 hashes: Hash2Many = hash2_many) -> None:
         self.depth = depth
         self.tile = min(depth, tile_depth)
-        level = [leaf(i) for i in range(1 << self.tile)]
+        level = [leaf(i) for i in range(1 << self.tile)] if callable(leaf) else list(leaf)
+        if len(level) != 1 << self.tile:
+            raise ValueError(f"a tile of depth {self.tile} has {1 << self.tile} leaves, not {len(level)}")
         self.levels: list[list[int]] = [level]
         for _ in range(self.tile):
-            level = [hash2(level[2 * j], level[2 * j + 1]) for j in range(len(level) // 2)]
+            level = hashes(level[0::2], level[1::2])
             self.levels.append(level)
         # Above the tile every level is a single repeated node: H(n, n).
         self.upper = [level[0]]
         for _ in range(depth - self.tile):
-            self.upper.append(hash2(self.upper[-1], self.upper[-1]))
+            self.upper.extend(hashes(self.upper[-1:], self.upper[-1:]))
 
     @property
     def root(self) -> int:

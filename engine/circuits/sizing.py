@@ -147,12 +147,21 @@ def compiled_entries(shape: CircuitShape) -> tuple[int, int, int]:
     return _COMPILED_ENTRIES[key]
 
 
+# The distinct coefficients a witness program's table holds, at most (our kinds have 169): the
+# table is counted at this size, as it is not known without compiling.
+COEFFICIENT_TABLE_ROWS = 1 << 10
+
+
 def compiled_bytes(shape: CircuitShape) -> int:
-    """What a synthesis process holds once it has the shape's compiled matrices (kept for its
-    next partitions): three CSR matrices over the constraints, an 8-byte column and a 32-byte
-    coefficient per entry and an 8-byte row pointer per row."""
-    rows = counts(shape)[0]
-    return sum(compiled_entries(shape)) * (8 + FR_BYTES) + 3 * (rows + 1) * 8
+    """What a synthesis process holds once it has the shape's compiled matrices and witness
+    program (kept for its next partitions): three CSR matrices over the constraints, an 8-byte
+    column and a 32-byte coefficient per entry and an 8-byte row pointer per row; the program's
+    flag and B source per row (1 + 8 bytes), four int64s per input, a 4-byte coefficient index
+    per entry and its table of distinct coefficients (counted at COEFFICIENT_TABLE_ROWS)."""
+    rows, _, inputs = _counts(shape)
+    entries = sum(compiled_entries(shape))
+    matrices = entries * (8 + FR_BYTES) + 3 * (rows + 1) * 8
+    return matrices + rows * (1 + 8) + inputs * 4 * 8 + entries * 4 + COEFFICIENT_TABLE_ROWS * FR_BYTES
 
 
 # A circom witness generator's own memory (its signals and components, in wasm linear memory)
@@ -185,11 +194,21 @@ def custom_memory(n_vars: int, n_public: int, domain_size: int, n_coefficients: 
 
 
 class CountingCS(WitnessCS):
-    """Witness mode on placeholder data, counting constraints: sizes without matrices."""
+    """Witness mode on placeholder data, counting constraints and inputs (the allocations a
+    witness program reads from the partition's data): sizes without matrices."""
 
     def __init__(self) -> None:
         super().__init__()
         self.constraints = 0
+        self.inputs = 0
+
+    def alloc_public(self, value: int) -> int:
+        self.inputs += 1
+        return super().alloc_public(value)
+
+    def alloc(self, value: int) -> int:
+        self.inputs += 1
+        return super().alloc(value)
 
     def enforce(self, a: Any, b: Any, c: Any) -> None:
         self.constraints += 1
@@ -206,20 +225,27 @@ class CountingCS(WitnessCS):
         return super().materialize(a)
 
 
-_COUNTS: dict[CircuitShape, tuple[int, int]] = {}
+_COUNTS: dict[CircuitShape, tuple[int, int, int]] = {}
 
 
 def counts(shape: CircuitShape) -> tuple[int, int]:
+    """(constraints, variables)."""
+    constraints, n_vars, _ = _counts(shape)
+    return constraints, n_vars
+
+
+def _counts(shape: CircuitShape) -> tuple[int, int, int]:
+    """(constraints, variables, inputs of its witness program)."""
     if shape not in _COUNTS:
-        r1cs = already_compiled(shape)
-        if r1cs is not None:
-            _COUNTS[shape] = (r1cs.n_constraints, r1cs.n_vars)
+        done = already_compiled(shape)
+        if done is not None:
+            _COUNTS[shape] = (done.r1cs.n_constraints, done.r1cs.n_vars, done.program.ops.shape[0])
         else:
             cs = CountingCS()
             shape.define(cs, shape.placeholder_data())
             # The Poseidon witness fast path appends its values without calling mul(), so
             # its constraints are added here: a fixed number per hash.
-            _COUNTS[shape] = (cs.constraints + _hash_constraints(shape), cs.n_vars)
+            _COUNTS[shape] = (cs.constraints + _hash_constraints(shape), cs.n_vars, cs.inputs)
     return _COUNTS[shape]
 
 

@@ -1,6 +1,7 @@
-"""A circuit's matrices are compiled once per cache, by a child process whose peak (several
-times the matrices) goes back to the system when it exits; a process reads them at their own
-size, and says beforehand what its first use takes (engine.pipeline.synthesize reserves it)."""
+"""A circuit's matrices and witness program are compiled once per cache, by a child process
+whose peak (several times the matrices) goes back to the system when it exits; a process reads
+them at their own size, and says beforehand what its first use takes
+(engine.pipeline.synthesize reserves it)."""
 
 from __future__ import annotations
 
@@ -31,14 +32,17 @@ def test_with_a_disk_cache_a_shape_is_compiled_by_a_child_never_in_this_process(
         raise AssertionError("compiled in the caller's process")
 
     monkeypatch.setattr(compiled, "compile_shape", in_place)
-    r1cs = compiled.compiled(SHAPE)
+    done = compiled.compiled_shape(SHAPE)
     assert compiled.on_disk(SHAPE)
     monkeypatch.undo()
     reference = compiled.compile_shape(SHAPE)
     for name in "abc":
         for part in ("row_ptr", "cols", "coeffs"):
-            assert np.array_equal(getattr(getattr(r1cs, name), part), getattr(getattr(reference, name), part))
-    assert (r1cs.n_vars, r1cs.n_public) == (reference.n_vars, reference.n_public)
+            assert np.array_equal(getattr(getattr(done.r1cs, name), part), getattr(getattr(reference.r1cs, name), part))
+    assert (done.r1cs.n_vars, done.r1cs.n_public) == (reference.r1cs.n_vars, reference.r1cs.n_public)
+    for part in ("ops", "solves", "b_src"):
+        assert np.array_equal(getattr(done.program, part), getattr(reference.program, part))
+    assert done.program.slots == reference.program.slots
 
 
 def test_the_first_use_takes_the_compiles_peak_until_the_cache_has_the_shape(fresh_cache) -> None:

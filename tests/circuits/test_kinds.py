@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from engine.circuits import sizing
+from engine.circuits.compiled import compiled_shape
 from engine.circuits.kinds import SIZES, InputError, circuit_for, validate_inputs
 from engine.circuits.merkle import SectorTree
 from engine.circuits.poseidon import hash2
@@ -122,12 +124,23 @@ def test_key_matrix_entries_without_compiling_equal_the_compiled_ones(kind: str,
 
 @pytest.mark.parametrize("scale", ["tiny", "small"])
 @pytest.mark.parametrize("kind", list(SIZES))
-def test_the_compiled_matrices_estimate_is_what_a_synthesis_process_keeps(kind: str, scale: str) -> None:
-    """A synthesis process keeps its circuit's compiled A, B and C for its next partitions; the
-    engine reserves this for them before the process first compiles (or reads) them."""
-    r1cs = circuit_for(kind, scale).r1cs()
-    held = sum(m.row_ptr.nbytes + m.cols.nbytes + m.coeffs.nbytes for m in (r1cs.a, r1cs.b, r1cs.c))
-    assert compiled_bytes(circuit_for(kind, scale)) == held
+def test_the_compiled_matrices_estimate_is_what_a_synthesis_process_keeps(kind: str, scale: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A synthesis process keeps its circuit's compiled A, B and C and its witness program for
+    its next partitions; the engine reserves this for them before the process first compiles
+    (or reads) them."""
+    shape = circuit_for(kind, scale)
+    # counted without the compiled shape, as the engine counts before it compiles
+    monkeypatch.setattr(sizing, "_COUNTS", {})
+    monkeypatch.setattr(sizing, "already_compiled", lambda shape: None)
+    estimate = compiled_bytes(shape)
+    monkeypatch.undo()
+    done = compiled_shape(shape)
+    held = sum(m.row_ptr.nbytes + m.cols.nbytes + m.coeffs.nbytes for m in (done.r1cs.a, done.r1cs.b, done.r1cs.c))
+    held += done.program.nbytes
+    # the program's table of distinct coefficients is counted at its bound
+    table = done.program.coefficients.nbytes
+    assert estimate == held - table + sizing.COEFFICIENT_TABLE_ROWS * 32 and table <= sizing.COEFFICIENT_TABLE_ROWS * 32
 
 
 @pytest.mark.parametrize("kind", list(SIZES))

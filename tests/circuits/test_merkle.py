@@ -1,13 +1,17 @@
-"""Sector trees and the Merkle inclusion gadget."""
+"""Sector trees (hashed natively, held to the Python hash) and the Merkle inclusion gadget."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.circuits.cs import ShapeCS, WitnessCS
 from engine.circuits.gadgets import alloc_bits, enforce_packing
 from engine.circuits.merkle import SectorTree, merkle_root_gadget, root_from_path
-from engine.circuits.poseidon import hash2
+from engine.circuits.poseidon import hash2, hash2_many_python
 from engine.circuits.synthesis import check_satisfied, matvec
 from engine.prover.datatypes import UnsatisfiedConstraint
 from engine.prover.r1cs import Assignment
@@ -60,3 +64,18 @@ def test_gadget_rejects_a_leaf_from_another_position() -> None:
     tree = SectorTree(3, lambda i: i * i + 1)
     with pytest.raises(UnsatisfiedConstraint, match=r"constraint \d+ not satisfied"):
         _check(tree, 5, tree.leaf(4), tree.root)
+
+
+@settings(max_examples=20, deadline=None)
+@given(depth=st.integers(1, 12), tile=st.integers(1, 5), seed=st.integers(0, 2**32))
+def test_a_tree_hashed_natively_is_the_tree_hashed_in_python(depth: int, tile: int, seed: int) -> None:
+    rng = random.Random(seed)
+    leaves = [rng.randrange(2**256) for _ in range(1 << min(depth, tile))]
+    native = SectorTree(depth, leaves, tile_depth=tile)
+    python = SectorTree(depth, leaves, tile_depth=tile, hashes=hash2_many_python)
+    assert (native.levels, native.upper) == (python.levels, python.upper)
+
+
+def test_a_tile_of_the_wrong_size_is_refused() -> None:
+    with pytest.raises(ValueError, match="a tile of depth 2 has 4 leaves, not 3"):
+        SectorTree(5, [1, 2, 3], tile_depth=2)

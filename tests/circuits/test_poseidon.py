@@ -1,14 +1,25 @@
-"""Poseidon poseidonperm_x5_255_3: the published vector, the generated constants, the gadget."""
+"""Poseidon poseidonperm_x5_255_3: the published vector, the generated constants, the gadget,
+and the native permutation held to the Python one."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.circuits import grain, poseidon
-from engine.circuits.cs import ShapeCS, WitnessCS
-from engine.circuits.poseidon import HASH_CONSTRAINTS, hash2, hash2_gadget, permute
+from engine.circuits.cs import ShapeCS, WitnessCS, ints_to_limbs, limbs_to_ints
+from engine.circuits.poseidon import (
+    HASH_CONSTRAINTS,
+    hash2,
+    hash2_gadget,
+    hash2_many,
+    hash2_many_python,
+    permute,
+    permute_many,
+)
 from engine.circuits.synthesis import check_satisfied, matvec
 from engine.prover.datatypes import UnsatisfiedConstraint
 from engine.prover.r1cs import Assignment
@@ -67,3 +78,22 @@ def test_gadget_rows_stay_short() -> None:
     r1cs = shape.compile()
     for m in (r1cs.a, r1cs.b, r1cs.c):
         assert int((m.row_ptr[1:] - m.row_ptr[:-1]).max()) <= 8
+
+
+_VALUES = st.one_of(st.sampled_from([0, 1, grain.BLS12_381_R - 1, grain.BLS12_381_R, 2**256 - 1]),
+                    st.integers(0, 2**256 - 1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(pairs=st.lists(st.tuples(_VALUES, _VALUES), max_size=8))
+def test_native_hashes_equal_the_python_ones(pairs: list[tuple[int, int]]) -> None:
+    lefts, rights = [x for x, _ in pairs], [y for _, y in pairs]
+    assert hash2_many(lefts, rights) == hash2_many_python(lefts, rights)
+
+
+@settings(max_examples=40, deadline=None)
+@given(states=st.lists(st.lists(st.integers(0, grain.BLS12_381_R - 1), min_size=3, max_size=3), min_size=1, max_size=4))
+def test_the_native_permutation_is_the_python_one(states: list[list[int]]) -> None:
+    flat = ints_to_limbs([x for s in states for x in s]).reshape(-1, 3, 4)
+    got = limbs_to_ints(permute_many(flat).reshape(-1, 4))
+    assert [got[3 * i: 3 * i + 3] for i in range(len(states))] == [permute(s) for s in states]

@@ -1,18 +1,32 @@
-"""Synthesis of every kind: satisfied, deterministic, and refusing dishonest witnesses."""
+"""Synthesis of every kind: satisfied, deterministic, refusing dishonest witnesses, and the
+native path byte-identical with the Python one it replaced."""
 
 from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+import random
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.circuits.cs import limbs_to_ints
-from engine.circuits.kinds import SIZES, circuit_for
-from engine.circuits.synthesis import check_satisfied, synthesize, synthesize_partition
+from engine.circuits.grain import BLS12_381_R
+from engine.circuits.kinds import FIXED_PARTITIONS, SIZES, circuit_for
+from engine.circuits.synthesis import (
+    check_satisfied,
+    partition_rows,
+    python_partition_data,
+    synthesize,
+    synthesize_in_python,
+    synthesize_partition,
+    synthesize_partition_into,
+)
 from engine.prover.datatypes import UnsatisfiedConstraint
+from engine.prover.r1cs import Assignment
 from tests.circuits.test_kinds import inputs_for
 
 KINDS = list(SIZES)
@@ -133,3 +147,87 @@ def test_native_products_equal_plain_integer_arithmetic() -> None:
     native = [synthesis.matvec(shape.curve, m, witness) for m in (r1cs.a, r1cs.b, r1cs.c)]
     python = [python_matvec(m, witness, BLS12_381_R) for m in (r1cs.a, r1cs.b, r1cs.c)]
     assert all(np.array_equal(x, y) for x, y in zip(native, python, strict=True))
+
+
+# --- the native path against the Python one (its oracle) ------------------------------------
+
+HEX = st.binary(min_size=32, max_size=32).map(bytes.hex)
+
+
+def _same_assignment(native, python) -> bool:
+    return all(np.array_equal(getattr(native, n), getattr(python, n)) for n in ("witness", "a", "b", "c")) \
+        and native.n_public == python.n_public
+
+
+def _random_inputs(kind: str, seeds: tuple[str, str, str]) -> dict:
+    inputs = {"sector_seed": seeds[0], "randomness": seeds[1]}
+    if kind == "snap-update":
+        inputs["data_seed"] = seeds[2]
+    return inputs
+
+
+@settings(max_examples=25, deadline=None)
+@given(kind=st.sampled_from(KINDS), seeds=st.tuples(HEX, HEX, HEX), index=st.integers(0, 15))
+def test_a_tiny_partition_of_any_inputs_is_byte_identical_with_the_python_path(kind: str, seeds, index: int) -> None:
+    shape = circuit_for(kind, "tiny")
+    inputs = _random_inputs(kind, seeds)
+    index %= FIXED_PARTITIONS.get(kind, 1)
+    data = shape.partition_data(inputs, index)
+    assert data == python_partition_data(shape, inputs, index)  # native Poseidon, Python Poseidon
+    assert _same_assignment(synthesize(shape, data), synthesize_in_python(shape, data))
+
+
+@settings(max_examples=6, deadline=None)
+@given(kind=st.sampled_from(KINDS), randomness=HEX, index=st.integers(0, 15))
+def test_a_small_partition_is_byte_identical_with_the_python_path(kind: str, randomness: str, index: int) -> None:
+    # One sector for every example: a small sector tree takes the Python hash a second.
+    shape = circuit_for(kind, "small")
+    inputs = inputs_for(kind) | {"randomness": randomness}
+    index %= FIXED_PARTITIONS.get(kind, 1)
+    data = shape.partition_data(inputs, index)
+    assert data == python_partition_data(shape, inputs, index)
+    assert _same_assignment(synthesize(shape, data), synthesize_in_python(shape, data))
+
+
+@settings(max_examples=30, deadline=None)
+@given(kind=st.sampled_from(KINDS), seed=st.integers(0, 2**32), check=st.booleans())
+def test_any_data_dishonest_or_not_synthesizes_as_the_python_path_does(kind: str, seed: int, check: bool) -> None:
+    """Data values of every size a slot takes (bits of the raw value, the rest reduced mod r);
+    with check, both refuse the same first constraint."""
+    shape = circuit_for(kind, "tiny")
+    rng = random.Random(seed)
+    honest = shape.partition_data(inputs_for(kind), 0)
+    data = honest.map_values(lambda v: rng.choice([v, v, 0, 1, BLS12_381_R - 1, BLS12_381_R, rng.randrange(2**256)]))
+    outcomes: list[Assignment | str] = []
+    for path in (synthesize, synthesize_in_python):
+        try:
+            outcomes.append(path(shape, data, check=check))
+        except UnsatisfiedConstraint as e:
+            outcomes.append(str(e))
+    native, python = outcomes
+    assert native == python if isinstance(python, str) else _same_assignment(native, python)
+
+
+def test_data_outside_256_bits_is_refused_by_name() -> None:
+    shape = circuit_for("winning-post", "tiny")
+    data = shape.partition_data(inputs_for("winning-post"), 0)
+    with pytest.raises(ValueError, match="partition data holds a value outside"):
+        synthesize(shape, dataclasses.replace(data, leaves=[2**256]))
+
+
+def test_synthesis_into_the_callers_arrays_writes_them_and_returns_them() -> None:
+    circuit_id, inputs = "porep-c2/tiny", inputs_for("porep-c2")
+    n_vars, rows = partition_rows(circuit_id)
+    block = np.zeros((n_vars + 3 * rows, 4), np.uint64)  # one block, as a shared-memory segment is
+    views = (block[:n_vars], block[n_vars:n_vars + rows], block[n_vars + rows:n_vars + 2 * rows], block[n_vars + 2 * rows:])
+    assignment = synthesize_partition_into(circuit_id, inputs, 3, *views)
+    assert all(got is view for got, view in zip((assignment.witness, assignment.a, assignment.b, assignment.c), views,
+                                                strict=True))
+    assert _same_assignment(assignment, synthesize_partition(circuit_id, inputs, 3))
+
+
+def test_synthesis_into_arrays_of_the_wrong_size_is_refused() -> None:
+    n_vars, rows = partition_rows("winning-post/tiny")
+    arrays = [np.zeros((n, 4), np.uint64) for n in (n_vars, rows, rows, rows - 1)]
+    with pytest.raises(ValueError, match="c: expected"):
+        synthesize_partition_into("winning-post/tiny", inputs_for("winning-post"), 0, *arrays)

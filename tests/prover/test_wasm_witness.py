@@ -101,3 +101,23 @@ def test_a_circuit_past_its_instruction_budget_is_refused(circom_product: Build)
     with pytest.raises(WitnessError) as caught:
         calculate_witness(circom_product("bn128").wasm.read_bytes(), GOOD, fuel=1000)
     assert "budget" in caught.value.message
+
+
+
+def _initial_memory(wasm: bytes) -> int:
+    """The bytes of linear memory the generator starts with (its memory's minimum)."""
+    import wasmtime
+
+    module = wasmtime.Module(wasmtime.Engine(), wasm)
+    (memory,) = [e.type for e in module.exports if isinstance(e.type, wasmtime.MemoryType)]
+    return memory.limits.min * 65536
+
+
+def test_the_witness_is_read_out_whole_or_value_by_value_alike(circom_product: Build, tmp_path: Path) -> None:  # noqa: F811
+    # The witness is copied out in one call into pages grown for it; with no room to grow the
+    # generator's memory it is read a value at a time. The same values either way.
+    build = circom_product("bls12381")
+    wasm = build.wasm.read_bytes()
+    expected = snarkjs_witness(build, GOOD, tmp_path)
+    assert calculate_witness(wasm, GOOD) == expected
+    assert calculate_witness(wasm, GOOD, memory=_initial_memory(wasm)) == expected

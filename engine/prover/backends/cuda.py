@@ -40,7 +40,7 @@ from engine.prover.backends.cpu.native_build import KERNEL_DIR, SHARED_KERNEL_FI
 from engine.prover.backends.driver import NO_DRIVER, nvidia_driver_present
 from engine.prover.params.curves import CurveParams, fp_to_limbs, fr_to_limbs, get_curve, limbs_to_ints, root_of_unity
 
-GPU_KERNEL_FILES = (*SHARED_KERNEL_FILES, "ntt_gpu.h", "msm_gpu.h", "gpu.cu")
+GPU_KERNEL_FILES = (*SHARED_KERNEL_FILES, "ntt_gpu.h", "poseidon_gpu.h", "msm_gpu.h", "gpu.cu")
 BLOCK = 256
 
 
@@ -137,9 +137,11 @@ def msm_window_gpu(n: int, bias: int = 5, cap: int = 20) -> int:
 
 def kernel_names() -> list[str]:
     """Every kernel the GPU module exports, read from their definitions (``KERNEL FN(k_…)`` in
-    ntt_gpu.h for each curve's Fr, ``KERNEL CN(k_…)`` in msm_gpu.h for each curve's G1 and G2),
-    so a kernel added there is launched, checked and listed without a second list to update."""
-    fr = re.findall(r"^KERNEL FN\((k_\w+)\)", (KERNEL_DIR / "ntt_gpu.h").read_text(), re.MULTILINE)
+    ntt_gpu.h and poseidon_gpu.h for each curve's Fr, ``KERNEL CN(k_…)`` in msm_gpu.h for each
+    curve's G1 and G2), so a kernel added there is launched, checked and listed without a second
+    list to update."""
+    fr = [name for header in ("ntt_gpu.h", "poseidon_gpu.h")
+          for name in re.findall(r"^KERNEL FN\((k_\w+)\)", (KERNEL_DIR / header).read_text(), re.MULTILINE)]
     group = re.findall(r"^KERNEL CN\((k_\w+)\)", (KERNEL_DIR / "msm_gpu.h").read_text(), re.MULTILINE)
     names: list[str] = []
     for curve in ("bn128", "bls12381"):

@@ -84,6 +84,8 @@ __all__ = [  # this module's API and the build's names it re-exports
     "msm_window",
     "ntt",
     "params_prelude",
+    "poseidon3",
+    "run_witness_program",
     "select_isa",
     "source_hash",
     "sparse_matvec",
@@ -272,6 +274,70 @@ def sparse_matvec(
         _threads(threads),
     )
     return out
+
+
+def poseidon3(curve: str, states: np.ndarray, round_constants: np.ndarray, mds: np.ndarray, full_rounds: int,
+              partial_rounds: int, *, threads: int | None = None) -> np.ndarray:
+    """Poseidon's width-3 permutation (S-box x^5) of each of n states, (n, 3, 4) standard form
+    in and out, with the caller's parameters: three round constants a round, (3·(full +
+    partial), 4), and the MDS matrix row-major, (9, 4); full rounds split evenly around the
+    partial ones (kernels/poseidon.h)."""
+    c = get_curve(curve)
+    if full_rounds < 0 or full_rounds % 2 or partial_rounds < 0:
+        raise ValueError(f"rounds: expected an even full count and partial >= 0, got {full_rounds}, {partial_rounds}")
+    rc = _u64(round_constants, 4, "round_constants", 3 * (full_rounds + partial_rounds))
+    m = _u64(mds, 4, "mds", 9)
+    st = np.ascontiguousarray(states)
+    if st.dtype != np.uint64 or st.ndim != 3 or st.shape[1:] != (3, 4):
+        raise ValueError(f"states: expected uint64 array of shape (n, 3, 4), got {st.dtype} {st.shape}")
+    out = st.copy()
+    _, lib = build()
+    getattr(lib, f"{c.name}_fr_poseidon3_batch")(_ptr(out), out.shape[0], _ptr(rc), _ptr(m), full_rounds,
+                                                  partial_rounds, _threads(threads))
+    return out
+
+
+def run_witness_program(curve: str, coefficients: np.ndarray, matrices: tuple[tuple[np.ndarray, np.ndarray,
+                        np.ndarray], ...], ops: np.ndarray, solves: np.ndarray, b_src: np.ndarray, inputs: np.ndarray,
+                        witness: np.ndarray, a: np.ndarray, b: np.ndarray, c_: np.ndarray, *, check: bool) -> int | None:
+    """Run a circuit's witness program (kernels/witness_cpu.h) on one thread: fills ``witness``
+    and the rows' A·w, B·w, C·w in ``a``, ``b``, ``c_`` (caller's arrays, written in place).
+
+    ``coefficients``: the matrices' distinct coefficients, (k, 4) standard form, 1 first;
+    ``matrices``: A, B and C as (row_ptr, cols, coefficient index) with int64 row pointers and
+    columns and uint32 indices into ``coefficients``; ``ops``: (n, 4) int64 rows of (before row,
+    variable, slot, bit); ``solves``: a uint8 per row; ``b_src``: per row, the row whose A·w its
+    B·w equals (at most the row itself), or -1; ``inputs``: the slots' raw values, (slots, 4)
+    uint64. The arrays must be the program's own, already checked against each other
+    (engine.circuits.program); only shapes and types are checked here. With ``check``, the index
+    of the first row that fails a·b = c, else None."""
+    cv = get_curve(curve)
+    rows = solves.shape[0]
+    for name, arr, n in (("witness", witness, None), ("a", a, rows), ("b", b, rows), ("c", c_, rows)):
+        if arr.dtype != np.uint64 or arr.ndim != 2 or arr.shape[1] != 4 or not arr.flags.c_contiguous \
+                or not arr.flags.writeable or (n is not None and arr.shape[0] != n):
+            raise ValueError(f"{name}: expected a writeable contiguous uint64 array of shape ({n or 'n'}, 4)")
+    mats = [(np.ascontiguousarray(p, np.int64), np.ascontiguousarray(k, np.int64), np.ascontiguousarray(i, np.uint32))
+            for p, k, i in matrices]
+    if len(mats) != 3 or any(p.shape[0] != rows + 1 or i.shape != k.shape for p, k, i in mats):
+        raise ValueError(f"matrices: expected A, B and C of {rows} rows, an index per entry")
+    o = np.ascontiguousarray(ops, np.int64)
+    if o.ndim != 2 or o.shape[1] != 4:
+        raise ValueError(f"ops: expected shape (n, 4), got {o.shape}")
+    table = _u64(coefficients, 4, "coefficients")
+    values = _u64(inputs, 4, "inputs")
+    flags = np.ascontiguousarray(solves, np.uint8)
+    src = np.ascontiguousarray(b_src, np.int64)
+    if flags.shape != (rows,) or src.shape != (rows,):
+        raise ValueError(f"solves and b_src: expected one entry for each of {rows} rows")
+    _, lib = build()
+    csr = [_ptr(x, t) for p, k, i in mats for x, t in ((p, "int64_t *"), (k, "int64_t *"), (i, "uint32_t *"))]
+    bad = getattr(lib, f"{cv.name}_fr_witness_run")(
+        _ptr(witness), _ptr(a), _ptr(b), _ptr(c_), _ptr(values), _ptr(o, "int64_t *"), o.shape[0],
+        _ptr(flags, "unsigned char *"), _ptr(src, "int64_t *"), _ptr(table), table.shape[0], *csr, rows, int(check))
+    if bad == -2:
+        raise MemoryError("the witness program's coefficient table could not be allocated")
+    return None if bad < 0 else int(bad)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -44,11 +44,14 @@ SHARED_KERNEL_FILES = (
     "each_group.h",
     "each_curve.h",
     "msm_digits.h",
+    "poseidon.h",
 )
 KERNEL_FILES = (
     *SHARED_KERNEL_FILES,
     "field_api.h",
     "ntt_cpu.h",
+    "poseidon_cpu.h",
+    "witness_cpu.h",
     "msm_cpu.h",
     "msm_fixed_base.h",
     "curve_glv.h",

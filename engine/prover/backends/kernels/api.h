@@ -12,6 +12,8 @@ PS_API(void, fp2_vec_op, (uint64_t *out, const uint64_t *a, const uint64_t *b, s
 PS_API(void, fr_ntt, (uint64_t *a, size_t n, const uint64_t *w, const uint64_t *scale, int threads))
 PS_API(void, fr_coset_scale, (uint64_t *a, size_t n, const uint64_t *g, int threads))
 PS_API(void, fr_h_coset, (uint64_t *out, uint64_t *a, uint64_t *b, uint64_t *c, size_t n, const uint64_t *w, const uint64_t *winv, const uint64_t *ninv, const uint64_t *shift, int threads))
+PS_API(void, fr_poseidon3_batch, (uint64_t *states, size_t n, const uint64_t *rc, const uint64_t *mds, int r_f, int r_p, int threads))
+PS_API(int64_t, fr_witness_run, (uint64_t *w, uint64_t *a, uint64_t *b, uint64_t *c, const uint64_t *inputs, const int64_t *ops, size_t n_ops, const unsigned char *solves, const int64_t *b_src, const uint64_t *coefficients, size_t n_coefficients, const int64_t *a_ptr, const int64_t *a_cols, const uint32_t *a_coef, const int64_t *b_ptr, const int64_t *b_cols, const uint32_t *b_coef, const int64_t *c_ptr, const int64_t *c_cols, const uint32_t *c_coef, size_t rows, int check))
 PS_API(void, fr_sparse_matvec, (uint64_t *out, const int64_t *row_ptr, const int64_t *cols, const uint64_t *coeffs, const uint64_t *w, size_t rows, int threads))
 
 PS_GROUP_API(int, msm_window, (size_t n))

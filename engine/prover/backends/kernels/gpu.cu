@@ -5,5 +5,8 @@
 #define PS_TEMPLATE "ntt_gpu.h"
 #include "each_fr.h"
 
+#define PS_TEMPLATE "poseidon_gpu.h"
+#include "each_fr.h"
+
 #define PS_TEMPLATE "msm_gpu.h"
 #include "each_group.h"

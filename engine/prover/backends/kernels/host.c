@@ -18,6 +18,12 @@
 #define PS_TEMPLATE "ntt_cpu.h"
 #include "each_fr.h"
 
+#define PS_TEMPLATE "poseidon_cpu.h"
+#include "each_fr.h"
+
+#define PS_TEMPLATE "witness_cpu.h"
+#include "each_fr.h"
+
 #define PS_TEMPLATE "msm_cpu.h"
 #include "each_group.h"
 
