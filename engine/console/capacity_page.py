@@ -79,7 +79,7 @@ def _circuit_cells(row: dict[str, Any]) -> dict[str, Any]:
     return {"circuit": row["circuit"], "partitions": row["partitions_recorded"],
             "synthesis": _secs(row["synthesis_p50_s"]), "device": _secs(row["device_p50_s"]),
             "finalize": _secs(row["finalize_p50_s"]), "memory": fmt_bytes(row["memory_bytes"]),
-            "key": fmt_bytes(row["key_bytes"])}
+            "key": fmt_bytes(row["key_bytes"]) if row["key_bytes"] else "—"}
 
 
 @login_required

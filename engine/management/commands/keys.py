@@ -13,13 +13,11 @@ import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import timezone
 
 from engine.format import fmt_bytes
 from engine.ledger.key_requests import DoesNotFit, KeyRequestInvalid, ask
 from engine.models import KeyRequest
-from engine.status.read import one_snapshot
-from engine.status.read_model import read_farm
+from engine.status.read_model import live_farm
 
 
 class Command(BaseCommand):
@@ -69,8 +67,8 @@ class Command(BaseCommand):
             raise CommandError(f"not carried out on {', '.join(failed)}")
 
     def _list(self) -> None:
-        with one_snapshot():
-            farm = read_farm(timezone.now())
+        with live_farm(whole=True) as farm:
+            pass
         lines = 0
         for host in farm.live_hosts:
             for key in farm.held[host.pk].keys:
