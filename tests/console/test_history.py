@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from engine.console.history import WINDOWS
 from engine.ledger.jobs import submit_job
-from engine.status.history import History, read_history
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JobState, PartitionState
+from engine.status.history import History, read_history
 from tests.api.test_stats import a_proved_job
 
 pytestmark = pytest.mark.django_db

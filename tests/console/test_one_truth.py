@@ -11,10 +11,10 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from engine.status.history import Series, read_history
 from engine.ledger.jobs import cancel_job, submit_job
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import PartitionState
+from engine.status.history import Series, read_history
 from tests.console.conftest import Farm
 
 pytestmark = pytest.mark.django_db
