@@ -119,7 +119,7 @@ def _make_cell(job_pk: int, job_id: str, part: PartRow, now: datetime) -> _Made:
     """One partition cell: finished phases with the server's final figures (engine.figures'
     synthesis, written "synth", and gpu), the running phase with its authoritative start so the
     browser can tick it."""
-    index, state, batch = part.index, part.state, part.batch
+    index, state, batch = part.number, part.state, part.batch
     synth_started, synth_finished = part.synth_started_at, part.synth_finished_at
     gpu_started, gpu_finished = part.gpu_started_at, part.gpu_finished_at
     batch_attr = f' data-batch="{_esc(batch)}"' if batch else ""
@@ -183,7 +183,7 @@ def pipelines_units(fragment: Fragment, context: dict[str, Any], now: datetime) 
         key = f"pipelines/{pk}"
         html = (f'<div id="job-{pk}" class="pipeline" data-job="{_esc(job_id)}">{head.html}'
                 f'<div class="cells">{"".join(c.html or "" for c in cells)}</div></div>')
-        shape = digest(repr((job_id, kind, [part.index for part in parts])))
+        shape = digest(repr((job_id, kind, [part.number for part in parts])))
         units.append(Unit(key, html, shape, (head.key, *(c.key for c in cells)), oob_at=len(f'<div id="job-{pk}"')))
         units.append(head)
         units.extend(cells)
@@ -204,7 +204,7 @@ def _batches(parts: tuple[OnGpuRow, ...]) -> list[list[OnGpuRow]]:
     """A worker's partitions on the GPU, one group per batch (a partition alone is its own)."""
     groups: dict[Any, list[OnGpuRow]] = {}
     for part in parts:
-        batch = part.batch or ("alone", part.job_id, part.index)
+        batch = part.batch or ("alone", part.job_id, part.number)
         groups.setdefault(batch, []).append(part)
     return list(groups.values())
 
@@ -217,7 +217,7 @@ def _doing(group: list[OnGpuRow], now: datetime) -> str:
     started = min(part.gpu_started_at for part in group)
     what = []
     for job_id in jobs:
-        idx = sorted(part.index for part in group if part.job_id == job_id)
+        idx = sorted(part.number for part in group if part.job_id == job_id)
         run = len(idx) > 1 and idx == list(range(idx[0], idx[-1] + 1))
         label = f"P{idx[0]}\u2013P{idx[-1]}" if run else ", ".join(f"P{i}" for i in idx)
         what.append(f'{label} of <span class="job-id">{_esc(job_id)}</span>')
@@ -232,7 +232,7 @@ def workers_units(fragment: Fragment, context: dict[str, Any], now: datetime) ->
         parts = context["proving"].get(pk, ())
         state = "proving" if parts else "idle"
         doing = "".join(_doing(group, now) for group in _batches(parts)) or '<div class="doing">idle</div>'
-        attr = _esc(" ".join(f"{part.job_id}#{part.index}" for part in parts))
+        attr = _esc(" ".join(f"{part.job_id}#{part.number}" for part in parts))
         kinds = _esc(" ".join(sorted({part.kind for part in parts})))
         batches = " ".join(sorted({part.batch for part in parts if part.batch}))
         batch_attr = f' data-batch="{_esc(batches)}"' if batches else ""
@@ -271,7 +271,7 @@ def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime)
             phase = row.span(now)
             if phase is None or phase[1] <= start:
                 continue
-            index, job_id, kind, gpu_started, gpu_finished = row.index, row.job_id, row.kind, row.gpu_started_at, \
+            index, job_id, kind, gpu_started, gpu_finished = row.number, row.job_id, row.kind, row.gpu_started_at, \
                 row.gpu_finished_at
             began, ended = max(phase[0], start), phase[1]
             seen.append((job_id, index, epoch_ms(gpu_started), epoch_ms(gpu_finished)))

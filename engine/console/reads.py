@@ -171,7 +171,8 @@ def _preloadable(farm: Farm) -> list[str]:
 
 def failures_context(farm: Farm) -> dict[str, Any]:
     jobs = [row._asdict() for row in farm.failed_jobs]
-    parts = [row._asdict() for row in farm.failed_parts]
+    parts = [{"index": row.number, "job_id": row.job_id, "attempt": row.attempt, "error": row.error}
+             for row in farm.failed_parts]
     return {"jobs": jobs, "parts": parts}
 
 

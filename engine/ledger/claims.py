@@ -110,8 +110,8 @@ def release_claim(row: Partition, ended: str | None = None, reason: str = "", no
         now = now or timezone.now()
         if row.claimed_at is not None:  # it was claimed: an attempt to keep
             row.attempts = [*row.attempts, {
-                "attempt": row.attempt, "host": row.host.name if row.host_id else None,
-                "worker": f"W{row.worker.ordinal} {row.worker.device}" if row.worker_id else None,
+                "attempt": row.attempt, "host": row.host.name if row.host is not None else None,
+                "worker": f"W{row.worker.ordinal} {row.worker.device}" if row.worker is not None else None,
                 "queued_at": _iso(row.requeued_at), **{name: _iso(getattr(row, name)) for name in ATTEMPT_MOMENTS},
                 "ended_at": _iso(row.finished_at or now), "ended": ended, "reason": reason}]
         for name in ATTEMPT_MOMENTS:

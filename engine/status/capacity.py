@@ -131,7 +131,7 @@ class PartRow(NamedTuple):
     host: int | None  # its worker's host (None: the worker's row is gone)
     device: str | None
     job_id: str
-    index: int
+    number: int  # its index in the job
 
     @property
     def circuit(self) -> str:
@@ -179,7 +179,8 @@ def _device_times(rows: list[PartRow]) -> list[float]:
             for i in indexes:
                 out[i] = max(0.0, _seconds(rows[i].gpu_started_at, rows[i].gpu_finished_at) or 0.0)
             continue
-        held = figures.device_seconds([(rows[i].gpu_started_at, rows[i].gpu_finished_at) for i in indexes])
+        held = figures.device_seconds([(rows[i].gpu_started_at, rows[i].gpu_finished_at or rows[i].gpu_started_at)
+                                       for i in indexes])
         for i, seconds in zip(indexes, held, strict=True):
             out[i] = seconds
     return out
@@ -259,7 +260,7 @@ def _profiles(rows: list[PartRow], key_sizes: dict[str, int], budgets: dict[Any,
         service = Service(_seconds(row.synth_started_at, row.synth_finished_at) or 0.0, device_s,
                           _seconds(row.gpu_finished_at, row.finished_at) or 0.0)
         services[circuit].append(service)
-        own.setdefault(row.job_id, {})[row.index] = service
+        own.setdefault(row.job_id, {})[row.number] = service
     return {c: Profile(tuple(recorded), memory_bytes=memory[c], abc_bytes=abc[c], key_bytes=keys[c],
                        dispatch_s=dispatch.get(c, 0.0))
             for c, recorded in services.items()}

@@ -118,7 +118,7 @@ def _pipelines(farm: Farm) -> list[dict[str, Any]]:
             synth_end = p.synth_finished_at or (now if p.state == synthesizing else None)
             gpu_end = p.gpu_finished_at or (now if p.state == gpu else None)
             cells.append({
-                "index": p.index,
+                "index": p.number,
                 "state": p.state,
                 "synth_ms": ms_between(p.synth_started_at, synth_end),
                 "gpu_ms": ms_between(p.gpu_started_at, gpu_end),
@@ -174,9 +174,9 @@ def _workers(farm: Farm) -> list[dict[str, Any]]:
             "state": "proving" if current else "idle",
             "current_job": current.job_id if current else None,
             "current_kind": current.kind if current else None,
-            "current_partition": current.index if current else None,
+            "current_partition": current.number if current else None,
             # a batch (engine.pipeline.prove) has several partitions on the GPU with this worker
-            "current_partitions": [[p.job_id, p.index] for p in parts] if parts else [],
+            "current_partitions": [[p.job_id, p.number] for p in parts] if parts else [],
             "current_batch": (current.batch or None) if current else None,
             "busy_secs": busy_now or 0.0,
             "utilisation": round(share, 4),

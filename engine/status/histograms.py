@@ -22,6 +22,7 @@ from django.db import connection
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, Greatest
 
+from engine import figures
 from engine.figures import MOMENTS, PHASES, AttemptTimes
 from engine.models import Partition, ProofJob
 from engine.states import JobState
@@ -89,7 +90,9 @@ def proof_histograms() -> dict[str, Buckets]:
         return _counted_by_database(done, "kind", F("submitted_at"), F("finished_at"), PROOF_BUCKETS)
     tallies: dict[str, _Tally] = defaultdict(lambda: _Tally(PROOF_BUCKETS))
     for kind, submitted, finished in done.values_list("kind", "submitted_at", "finished_at").iterator():
-        tallies[kind].observe((finished - submitted).total_seconds())
+        took = figures.seconds_between(submitted, finished)
+        if took is not None:
+            tallies[kind].observe(took)
     return {kind: tally.buckets() for kind, tally in sorted(tallies.items())}
 
 

@@ -99,10 +99,10 @@ class WaitingJobRow(NamedTuple):
 
     def wait(self, now: datetime) -> Span | None:
         """engine.figures.JOB_QUEUE's interval: queued until its first claim (or its end)."""
-        start = figures.queue_start(self.retried_at, self.submitted_at)
+        start = self.retried_at or self.submitted_at  # engine.figures.queue_start
         end = self.started_at if self.started_at is not None and self.started_at >= start else None
         end = end or self.finished_at or now
-        return (start, end) if start is not None and end > start else None
+        return (start, end) if end > start else None
 
 
 class AttemptRow(NamedTuple):

@@ -18,7 +18,7 @@ from engine.models import EngineHost, FarmKey, Partition, ProofJob, StatusClock,
 from engine.states import JOB_ACTIVE, PARTITION_LIVE, JobState, PartitionState
 from engine.status.prepared import Prepared
 
-CLOCKS = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("pk", "value"))
+CLOCKS: Prepared[tuple[int, int]] = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("pk", "value"))
 
 
 class HostRow(NamedTuple):
@@ -67,7 +67,7 @@ class OnGpuRow(NamedTuple):
     """A partition in ``gpu``: a worker is proving exactly when one names it."""
 
     worker: int  # the worker's pk
-    index: int
+    number: int  # the partition's index in its job (P3: 3)
     job_id: str
     kind: str
     gpu_started_at: datetime
@@ -104,7 +104,7 @@ class PartRow(NamedTuple):
     cost)."""
 
     job: int  # its job's pk
-    index: int
+    number: int  # its index in the job (P3: 3)
     state: str
     synth_started_at: datetime | None
     synth_finished_at: datetime | None
@@ -136,13 +136,13 @@ JOB_COUNTS = Prepared(lambda: ProofJob.objects.values("host_id", "kind", "state"
                       .values_list("host_id", "kind", "state", "n").order_by(), JobCountRow)
 
 # Finished jobs that finished after their deadline, by kind: (kind, n). Kept history only grows.
-DEADLINES_MISSED = Prepared(lambda: ProofJob.objects.exclude(state__in=JOB_ACTIVE)
+DEADLINES_MISSED: Prepared[tuple[str, int]] = Prepared(lambda: ProofJob.objects.exclude(state__in=JOB_ACTIVE)
                             .filter(deadline__isnull=False, finished_at__gt=F("deadline"))
                             .values("kind").annotate(n=Count("pk")).values_list("kind", "n").order_by("kind"))
 
 # Pending partitions of active jobs, by their job's host: pending means unclaimed, and only
 # that (a claimed one is `reserving`). (host pk, n)
-PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
+PENDING: Prepared[tuple[int | None, int]] = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
                    .values("job__host_id").annotate(n=Count("pk")).values_list("job__host_id", "n").order_by())
 
 
@@ -168,7 +168,7 @@ CLAIMED = Prepared(lambda: Partition.objects.filter(state__in=PARTITION_LIVE, ho
 
 # The circuits the farm has a proving key for (FarmKey: the first host to load one records it),
 # by circuit id: (circuit id,). A host holding one cold can be asked to preload it.
-FARM_KEYS = Prepared(lambda: FarmKey.objects.order_by("circuit_id").values_list("circuit_id"))
+FARM_KEYS: Prepared[tuple[str]] = Prepared(lambda: FarmKey.objects.order_by("circuit_id").values_list("circuit_id"))
 
 
 class FailedJobRow(NamedTuple):
@@ -178,7 +178,7 @@ class FailedJobRow(NamedTuple):
 
 
 class FailedPartRow(NamedTuple):
-    index: int
+    number: int  # the partition's index in its job
     job_id: str
     attempt: int
     error: str

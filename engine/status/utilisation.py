@@ -31,7 +31,7 @@ class PhaseRow(NamedTuple):
     """A partition's GPU phase on a live worker."""
 
     worker: int  # the worker's pk
-    index: int
+    number: int  # the partition's index in its job
     job_id: str
     kind: str
     gpu_started_at: datetime
