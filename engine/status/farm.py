@@ -115,15 +115,16 @@ def _pipelines(farm: Farm) -> list[dict[str, Any]]:
         for p in parts:
             # A phase under way reports its time so far; a finished one its final figure
             # (engine.figures: synthesis is synth_ms, gpu is gpu_ms).
-            synth_end = p.synth_finished_at or (now if p.state == synthesizing else None)
-            gpu_end = p.gpu_finished_at or (now if p.state == gpu else None)
+            state, worker = p.state, p.worker
+            synth_end = p.synth_finished_at or (now if state == synthesizing else None)
+            gpu_end = p.gpu_finished_at or (now if state == gpu else None)
             cells.append({
                 "index": p.number,
-                "state": p.state,
+                "state": state,
                 "synth_ms": ms_between(p.synth_started_at, synth_end),
                 "gpu_ms": ms_between(p.gpu_started_at, gpu_end),
                 "host": p.host,
-                "worker": f"W{p.worker}" if p.worker is not None else None,
+                "worker": f"W{worker}" if worker is not None else None,
                 "attempt": p.attempt,
                 "batch": p.batch or None,  # the proving batch it went onto the GPU with (its first member's id)
             })

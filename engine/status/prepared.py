@@ -14,7 +14,7 @@ its checks); every other column gets exactly the ORM's converters.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from functools import reduce
+from functools import partial, reduce
 from typing import Any, cast
 
 from django.conf import settings
@@ -99,7 +99,9 @@ class Prepared[Row: tuple[Any, ...]]:
 
     def __init__(self, make: Callable[..., QuerySet[Any, Any]], row: type[Row] | None = None) -> None:
         self.make = make
-        self._make_row: Callable[[Any], tuple[Any, ...]] = row._make if row is not None else tuple  # type: ignore[attr-defined]
+        # tuple.__new__ with the row's class: a named row for the price of a tuple (its _make
+        # checks the length too, which the query's own columns make certain)
+        self._make_row: Callable[[Any], tuple[Any, ...]] = partial(tuple.__new__, row) if row is not None else tuple
         self._compiled: dict[tuple[int, tuple[Hashable, ...]], tuple[Any, _Compiled]] = {}
 
     def rows(self, *args: Hashable) -> list[Row]:
