@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -152,7 +153,7 @@ class Farm:
 
     @cached_property
     def parts_by_job(self) -> Mapping[int, tuple[PartRow, ...]]:
-        return _by_first_column(self.parts)
+        return _grouped(self.parts, attrgetter("job"))
 
     def parts_of(self, job_pks: Collection[int]) -> Mapping[int, tuple[PartRow, ...]]:
         """The partitions of these active jobs, by job: from the whole read where one was made,
@@ -161,12 +162,12 @@ class Farm:
             return self.parts_by_job
         if not job_pks:
             return MappingProxyType({})
-        return _by_first_column(tuple(records.ACTIVE_PARTS_OF.rows(tuple(sorted(job_pks)))))
+        return _grouped(tuple(records.ACTIVE_PARTS_OF.rows(tuple(sorted(job_pks)))), attrgetter("job"))
 
     @cached_property
     def on_gpu_by_worker(self) -> Mapping[int, tuple[OnGpuRow, ...]]:
         """A worker is proving exactly when a partition in ``gpu`` names it."""
-        return _by_first_column(self.on_gpu)
+        return _grouped(self.on_gpu, attrgetter("worker"))
 
     @cached_property
     def unclaimed(self) -> int:
@@ -186,10 +187,11 @@ class Farm:
         return self
 
 
-def _by_first_column[R: tuple[Any, ...]](rows: tuple[R, ...]) -> Mapping[int, tuple[R, ...]]:
+def _grouped[R: tuple[Any, ...]](rows: tuple[R, ...], key: Callable[[R], int]) -> Mapping[int, tuple[R, ...]]:
+    """The rows by ``key`` (a job's pk, a worker's), each group in the rows' order."""
     grouped: dict[int, list[R]] = {}
     for row in rows:
-        grouped.setdefault(row[0], []).append(row)
+        grouped.setdefault(key(row), []).append(row)
     return MappingProxyType({key: tuple(group) for key, group in grouped.items()})
 
 
