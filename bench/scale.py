@@ -409,14 +409,11 @@ def wait_for(condition: Any, proc: subprocess.Popen[bytes], seconds: float, what
 
 def resident_key(host: str, circuit_id: str) -> dict[str, Any]:
     """The engine's record of the key on ``host`` (its tier, bytes, load time)."""
-    from django.utils import timezone
-
-    from engine.status.read import one_snapshot
-    from engine.status.read_model import read_farm
+    from engine.status.read_model import live_farm
 
     for _ in range(50):  # the record follows the load at the next heartbeat
-        with one_snapshot():
-            farm = read_farm(timezone.now())
+        with live_farm(whole=True) as farm:
+            pass
         for h in farm.live_hosts:
             if h.name != host:
                 continue

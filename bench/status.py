@@ -108,12 +108,13 @@ def old_reader() -> dict[str, Any]:
     from django.utils import timezone
 
     from engine.status.farm import status_document
-    from engine.status.read_model import read_farm
+    from engine.status.read_model import Farm
+    from engine.status.records import clocks
     from engine.status.records import current_version as _current_version
 
     for _ in range(5):
         before = _current_version()
-        body = status_document(read_farm(timezone.now(), exact=False))
+        body = status_document(Farm(timezone.now(), clocks(), exact=False).read_all())
         if _current_version() == before:
             return {"version": before, "consistent": True, **body}
     return {"version": before, "consistent": False, **body}

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from django.db import models
 from django.db.models import Q
 
-from engine.format import ms_between
+from engine.figures import FINALIZE, GPU, QUEUE, RESERVE, SYNTHESIS, AttemptTimes, job_queue_ms, job_total_ms
 from engine.moments import STORED_EARLIEST, STORED_LATEST
 from engine.states import PARTITION_LIVE, Curve, JobState, PartitionState, Priority, ProofKind
 
@@ -29,8 +27,10 @@ class ProofJob(models.Model):
     num_partitions = models.PositiveIntegerField(default=1)
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
     submitted_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="Its first claim (since its latest retry).")
     finished_at = models.DateTimeField(null=True, blank=True)
+    retried_at = models.DateTimeField(null=True, blank=True,
+                                      help_text="An operator's latest retry: its queue counts from then. Empty: never.")
     error = models.TextField(blank=True)
     proof = models.JSONField(null=True, blank=True, help_text="Partition proofs in order.")
     public_inputs = models.JSONField(null=True, blank=True)
@@ -75,12 +75,14 @@ class ProofJob(models.Model):
         return f"{self.kind} {self.job_id}"
 
     @property
-    def queue_time(self) -> timedelta | None:
-        return self.started_at - self.submitted_at if self.started_at else None
+    def queue_ms(self) -> int | None:
+        """engine.figures.JOB_QUEUE"""
+        return job_queue_ms(self.submitted_at, self.retried_at, self.started_at)
 
     @property
-    def total_time(self) -> timedelta | None:
-        return self.finished_at - self.submitted_at if self.finished_at else None
+    def total_ms(self) -> int | None:
+        """engine.figures.TOTAL of the job"""
+        return job_total_ms(self.submitted_at, self.finished_at)
 
 
 class Partition(models.Model):
@@ -92,6 +94,9 @@ class Partition(models.Model):
     attempt = models.PositiveIntegerField(default=0, help_text="Claims so far; the fencing token for writes.")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     reserved_bytes = models.BigIntegerField(default=0)
+    requeued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its current attempt was queued again (a failure retried, a lapsed lease, a "
+                                         "hand-back, an operator's retry). Empty: queued since its job's submission.")
     claimed_at = models.DateTimeField(null=True, blank=True)
     synth_started_at = models.DateTimeField(null=True, blank=True)
     synth_finished_at = models.DateTimeField(null=True, blank=True)
@@ -100,6 +105,9 @@ class Partition(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
     errors = models.JSONField(default=list, blank=True, help_text="Every failed attempt's reason, in order.")
+    attempts = models.JSONField(default=list, blank=True,
+                                help_text="Each ended attempt's recorded moments, how it ended and why, oldest first "
+                                          "(engine.ledger.claims.release_claim); the row's own are the current attempt's.")
     proof = models.JSONField(null=True, blank=True)
     public_inputs = models.JSONField(null=True, blank=True)
     vk_digest = models.CharField(max_length=64, blank=True, help_text="The verifying key its proof verified under.")
@@ -139,20 +147,30 @@ class Partition(models.Model):
         return f"P{self.index} of {self.job.job_id}"
 
     @property
-    def synth_ms(self) -> int | None:
-        return ms_between(self.synth_started_at, self.synth_finished_at)
-
-    @property
-    def gpu_ms(self) -> int | None:
-        return ms_between(self.gpu_started_at, self.gpu_finished_at)
-
-    @property
-    def finalize_ms(self) -> int | None:
-        return ms_between(self.gpu_finished_at, self.finished_at)
+    def times(self) -> AttemptTimes:
+        """The current attempt's moments (engine.figures)."""
+        return AttemptTimes(self.job.submitted_at, self.requeued_at, self.claimed_at, self.synth_started_at,
+                            self.synth_finished_at, self.gpu_started_at, self.gpu_finished_at, self.finished_at)
 
     @property
     def queue_ms(self) -> int | None:
-        return ms_between(self.job.submitted_at, self.synth_started_at)
+        return self.times.ms(QUEUE)
+
+    @property
+    def reserve_ms(self) -> int | None:
+        return self.times.ms(RESERVE)
+
+    @property
+    def synth_ms(self) -> int | None:
+        return self.times.ms(SYNTHESIS)
+
+    @property
+    def gpu_ms(self) -> int | None:
+        return self.times.ms(GPU)
+
+    @property
+    def finalize_ms(self) -> int | None:
+        return self.times.ms(FINALIZE)
 
 
 class EngineHost(models.Model):

@@ -10,7 +10,6 @@ ledger, the only writer of rows.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin, messages
@@ -23,8 +22,8 @@ from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 
 
-def _seconds(delta: timedelta | None) -> str:
-    return "—" if delta is None else f"{delta.total_seconds():.1f}s"
+def _ms_as_seconds(ms: int | None) -> str:
+    return "—" if ms is None else f"{ms / 1000:.1f}s"
 
 
 def _ms(value: int | None) -> str:
@@ -110,11 +109,11 @@ class ProofJobAdmin(admin.ModelAdmin):
 
     @admin.display(description="queue time")
     def queue(self, obj: ProofJob) -> str:
-        return _seconds(obj.queue_time)
+        return _ms_as_seconds(obj.queue_ms)  # engine.figures.JOB_QUEUE
 
     @admin.display(description="total time")
     def total(self, obj: ProofJob) -> str:
-        return _seconds(obj.total_time)
+        return _ms_as_seconds(obj.total_ms)  # engine.figures.TOTAL
 
     @admin.display(description="partitions done")
     def progress(self, obj: ProofJob) -> str:

@@ -1,10 +1,17 @@
 """GET /api/v1/events: a token's own jobs as they move, so an API client need not poll.
 
-Server-sent events with the bearer token of the REST API: first one ``job`` event per job the
-token has queued or running, then one each time one of its jobs changes state or finishes a
-partition (``data``: job_id, state, partitions_done, num_partitions; ``id``: the status
-version the change was read at). An operator token sees every job. The engine's hints only
-say which job to look at; what is sent is read from the records, a few times a second at most.
+Server-sent events with the bearer token of the REST API. The stream opens at once: its
+headers and a comment (``: open``, with ``retry:``), then a ``job`` event per job the token
+has queued or running, then one each time one of its jobs changes state or finishes a
+partition (``data``: job_id, state, partitions_done, num_partitions), and a comment every
+``ping_seconds`` so a quiet stream is seen to be alive (and proxies keep it). An operator
+token sees every job. The engine's hints only say which job to look at; what is sent is read
+from the records (engine.status.job_events), a few times a second at most.
+
+Each event's ``id`` names the snapshot it was read in and rises strictly along a stream. A
+client that reconnects with ``Last-Event-ID`` is sent, first, every job of its own that
+changed since that id, at its state now (within engine.status.job_events' retention: the
+last hour's changes, a thousand jobs at most), so it never misses the end of a job.
 """
 
 from __future__ import annotations
@@ -19,40 +26,29 @@ from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
 
 from engine.api.auth import token_for
-from engine.api.jobs import visible_jobs_for
+from engine.api.job_fields import _limited_to
 from engine.headers import bearer
 from engine.ledger.hints import GROUP
 from engine.models import ApiToken
-from engine.states import JOB_ACTIVE, PartitionState
-from engine.status.read import one_snapshot
-from engine.status.records import clocks
+from engine.status.job_events import EventId, JobEvents, job_events
 
 log = logging.getLogger("engine.api")
 
+RETRY_MS = 2000
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str:
+    return dict(scope.get("headers") or []).get(name, b"").decode("latin-1")
+
 
 def _token(scope: dict[str, Any]) -> ApiToken | None:
-    headers = dict(scope.get("headers") or [])
-    raw = bearer(headers.get(b"authorization", b"").decode("latin-1"))
+    raw = bearer(_header(scope, b"authorization"))
     return token_for(raw) if raw else None
-
-
-def _jobs(client: ApiToken, job_ids: set[str] | None) -> list[dict[str, Any]]:
-    """The token's jobs named (or, for None, its active ones) as the events carry them."""
-    from django.db.models import Count, Q
-
-    jobs = visible_jobs_for(client)
-    jobs = jobs.filter(state__in=JOB_ACTIVE) if job_ids is None else jobs.filter(job_id__in=job_ids)
-    with one_snapshot():
-        version = clocks().version
-        rows = list(jobs.annotate(done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE)))
-                    .values_list("job_id", "state", "done", "num_partitions"))
-    return [{"job_id": j, "state": s, "partitions_done": d, "num_partitions": n, "version": version}
-            for j, s, d, n in rows]
 
 
 class JobEventsConsumer(AsyncHttpConsumer):
     flush_seconds: float = 0.1
-    ping_seconds: float = 15.0
+    ping_seconds: float = 5.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -60,6 +56,7 @@ class JobEventsConsumer(AsyncHttpConsumer):
         self.hinted: set[str] = set()
         self.wake = asyncio.Event()
         self.sent: dict[str, tuple[str, int]] = {}  # job id → (state, partitions done) last sent
+        self.last_id: EventId | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self.streaming = False
 
@@ -81,10 +78,18 @@ class JobEventsConsumer(AsyncHttpConsumer):
             return
         await self.send_headers(headers=[(b"content-type", b"text/event-stream; charset=utf-8"),
                                          (b"cache-control", b"no-cache, no-transform"), (b"x-accel-buffering", b"no")])
+        # A body at once: a server sends the headers with the first body, and a client must not
+        # wait for a job to change (or the first ping) to know the stream is open.
+        await self.send_body(f": open\nretry: {RETRY_MS}\n\n".encode(), more_body=True)
         self.streaming = True
         # Joined before the first read, so a change committed meanwhile is not missed.
         await self.channel_layer.group_add(GROUP, self.channel_name)
-        await self._send(await database_sync_to_async(_jobs)(self.client, None))
+        self.last_id = EventId.parse(_header(self.scope, b"last-event-id"))
+        owner = _limited_to(self.client)
+        if self.last_id is not None:  # a reconnect: what it missed, then on as usual
+            await self._send(await database_sync_to_async(job_events)(owner, since=self.last_id))
+        else:
+            await self._send(await database_sync_to_async(job_events)(owner))
         self.tasks = [asyncio.create_task(self._flush_forever()), asyncio.create_task(self._ping_forever())]
 
     async def status_changed(self, message: dict[str, Any]) -> None:
@@ -94,21 +99,25 @@ class JobEventsConsumer(AsyncHttpConsumer):
 
     async def _flush_forever(self) -> None:
         assert self.client is not None
+        owner = _limited_to(self.client)
         while True:
             await self.wake.wait()
             self.wake.clear()
             hinted, self.hinted = self.hinted, set()
-            await self._send(await database_sync_to_async(_jobs)(self.client, hinted))
+            await self._send(await database_sync_to_async(job_events)(owner, job_ids=hinted))
             await asyncio.sleep(self.flush_seconds)
 
-    async def _send(self, rows: list[dict[str, Any]]) -> None:
-        for row in rows:
-            now = (row["state"], row["partitions_done"])
-            if self.sent.get(row["job_id"]) == now:
+    async def _send(self, read: JobEvents) -> None:
+        frames = []
+        for event in read.events:
+            now = (event.state, event.partitions_done)
+            if self.sent.get(event.job_id) == now:
                 continue
-            self.sent[row["job_id"]] = now
-            frame = f"event: job\nid: {row.pop('version')}\ndata: {json.dumps(row)}\n\n"
-            await self.send_body(frame.encode(), more_body=True)
+            self.sent[event.job_id] = now
+            self.last_id = read.first_id().after(self.last_id)
+            frames.append(f"event: job\nid: {self.last_id}\ndata: {json.dumps(event.data())}\n\n")
+        if frames:
+            await self.send_body("".join(frames).encode(), more_body=True)
 
     async def _ping_forever(self) -> None:
         while True:

@@ -11,6 +11,7 @@ from django.utils import timezone
 from engine.ledger.deadlines import expected_seconds, standing
 from engine.models import Partition, ProofJob
 from engine.states import JobState, PartitionState, Priority
+from engine.status.attempts import current, kept
 
 
 def _links(job: ProofJob) -> dict[str, str]:
@@ -53,15 +54,19 @@ def _detail(job: ProofJob) -> dict[str, Any]:
     parts = list(job.partitions.select_related("host", "worker").order_by("index"))
     body = _summary(job, parts)
     done = job.state == JobState.DONE
+    # engine.figures: the job's queue (since its latest retry) and total; each partition's current
+    # attempt's phases, and every attempt it kept with its own (engine.status.attempts).
     body.update(
-        queue_secs=job.queue_time.total_seconds() if job.queue_time else None,
-        total_secs=job.total_time.total_seconds() if job.total_time else None,
+        queue_secs=None if job.queue_ms is None else job.queue_ms / 1000,
+        total_secs=None if job.total_ms is None else job.total_ms / 1000,
         partitions=[{
             "index": p.index, "state": p.state, "attempt": p.attempt,
             "host": p.host.name if p.host else None, "worker": p.worker.label if p.worker else None,
-            "queue_ms": p.queue_ms, "synth_ms": p.synth_ms, "gpu_ms": p.gpu_ms, "finalize_ms": p.finalize_ms,
+            **current(p, job.submitted_at).figures_ms(),
+            "queued_at": p.requeued_at or job.submitted_at, "claimed_at": p.claimed_at,
             "synth_started_at": p.synth_started_at, "gpu_started_at": p.gpu_started_at,
             "finished_at": p.finished_at, "error": p.error, "vk_digest": p.vk_digest or None,
+            "attempts": [a.as_json() for a in kept(p, job.submitted_at)],
         } for p in parts],
         callbacks=[{"url": c.url, "event": c.event, "attempts": c.attempts, "delivered_at": c.delivered_at,
                     "gave_up_at": c.gave_up_at} for c in job.callbacks.order_by("pk")],

@@ -57,7 +57,8 @@ from engine.ledger.submission import JobConflict, Submission
 from engine.models import ApiToken, ProofJob
 from engine.prover.custom import validate_custom
 from engine.prover.formats.errors import FormatError
-from engine.states import JOB_TERMINAL, Curve, JobState, PartitionState, ProofKind
+from engine.states import JOB_TERMINAL, Curve, JobState, ProofKind
+from engine.status.job_list import JobFilter, matching, with_progress
 from engine.status.read import one_snapshot
 
 if TYPE_CHECKING:
@@ -256,35 +257,26 @@ def _page_etag(jobs: QuerySet[ProofJob], filters: JobFilters) -> str:
 
 
 def _filtered_for(client: ApiToken, filters: JobFilters) -> QuerySet[ProofJob]:
-    """The jobs ``client`` may see that pass ``filters`` (the list view's and poll.py's query)."""
-    jobs = visible_jobs_for(client)
-    if filters.kind is not None:
-        if filters.kind not in ProofKind.values:
-            raise ApiError(400, "invalid", "kind", f"unknown kind; expected one of {', '.join(ProofKind.values)}")
-        jobs = jobs.filter(kind=filters.kind)
-    if filters.state is not None:
-        if filters.state not in JobState.values:
-            raise ApiError(400, "invalid", "state", f"unknown state; expected one of {', '.join(JobState.values)}")
-        jobs = jobs.filter(state=filters.state)
-    if filters.since is not None:
-        jobs = jobs.filter(submitted_at__gte=filters.since)
-    return jobs
+    """The jobs ``client`` may see that pass ``filters`` (the list view's and poll.py's query):
+    the console's jobs page filters with the same rule (engine.status.job_list)."""
+    if filters.kind is not None and filters.kind not in ProofKind.values:
+        raise ApiError(400, "invalid", "kind", f"unknown kind; expected one of {', '.join(ProofKind.values)}")
+    if filters.state is not None and filters.state not in JobState.values:
+        raise ApiError(400, "invalid", "state", f"unknown state; expected one of {', '.join(JobState.values)}")
+    return matching(JobFilter(owner=_limited_to(client), kind=filters.kind or "", state=filters.state or "",
+                              since=filters.since))
 
 
 @router.get("/jobs", response={200: JobPage, 304: None, **ERRORS}, summary="List jobs, newest first")
 def list_jobs(request: HttpRequest, filters: Query[JobFilters], response: HttpResponse) -> Any:
     """Sends an ETag; with ``If-None-Match`` naming it, a 304 while the page is unchanged."""
-    from django.db.models import Q
-
     jobs = _filtered_for(client_of(request), filters)
     with one_snapshot():
         etag = _page_etag(jobs, filters)
         if _matches(request, etag):
             return _not_modified(etag)
         count = jobs.count()
-        page = list(jobs.order_by("-submitted_at", "-pk")
-                    .annotate(n_done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE)))
-                    [filters.offset:filters.offset + filters.limit])
+        page = list(with_progress(jobs.order_by("-submitted_at", "-pk"))[filters.offset:filters.offset + filters.limit])
         expected = expected_seconds({job.circuit_id for job in page if job.deadline is not None})
         items = [_summary(job, expected=expected) for job in page]
     response["ETag"] = etag

@@ -72,7 +72,7 @@ def preload(request: HttpRequest, circuit: str, payload: Body[PreloadIn | None] 
     """Each host named loads the key (hot: in memory with its fixed-base tables; warm: its points
     memory-mapped) as soon as it is asked. The body is optional: without one, hot on every
     running host. 409 when a host's free budget cannot hold the key."""
-    payload = payload or PreloadIn()
+    payload = payload or PreloadIn.model_validate({})
     return _ask(request, circuit, KeyRequest.Action.PRELOAD, payload.tier, payload.host)
 
 
@@ -82,5 +82,5 @@ def evict(request: HttpRequest, circuit: str, payload: Body[EvictIn | None] = No
     """Each host named demotes the key as soon as it is asked, if no partition is using it then
     (a key in use is refused, recorded on the request). The body is optional: without one, cold
     on every running host."""
-    payload = payload or EvictIn()
+    payload = payload or EvictIn.model_validate({})
     return _ask(request, circuit, KeyRequest.Action.EVICT, payload.tier, payload.host)

@@ -3,8 +3,8 @@
 A custom collector rather than counters bumped in code: the engine runs in other processes
 (one per host), so only the database knows the farm's totals, and reading them at scrape time
 means a restart never resets or double counts anything. Histograms come from the
-partitions' phase timestamps (on PostgreSQL counted by the database, one grouped query per
-family and phase), so they are exact and cumulative because the history is kept.
+partitions' phase timestamps (engine.status.histograms, each phase as engine.figures defines
+it), so they are exact and cumulative because the history is kept.
 
 Access: ``Authorization: Bearer <PROVINGSITE_METRICS_TOKEN>`` or a client address in
 ``PROVINGSITE_METRICS_ALLOW`` (REMOTE_ADDR only; a forwarded header is not trusted).
@@ -12,18 +12,11 @@ Access: ``Authorization: Bearer <PROVINGSITE_METRICS_TOKEN>`` or a client addres
 
 from __future__ import annotations
 
-import bisect
 import hmac
-import itertools
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum, Value
-from django.db.models.functions import Greatest
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -32,91 +25,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from engine.api.auth import bearer_token
 from engine.api.errors import body
 from engine.api.peer import client_address
-from engine.models import Partition, ProofJob
-from engine.states import JobState
-from engine.status.farm import farm_document, read_now
-from engine.status.read import one_snapshot
-from engine.status.read_model import Farm
-
-PROOF_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
-PHASE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
-PHASES = (("queue", None, "synth_started_at"), ("synthesis", "synth_started_at", "synth_finished_at"),
-          ("gpu", "gpu_started_at", "gpu_finished_at"), ("finalize", "gpu_finished_at", "finished_at"))
-
-
-Buckets = tuple[list[tuple[str, float]], float]  # cumulative (le, count) pairs and the sum
-
-
-def _buckets(bounds: tuple[float, ...], cumulative: Iterable[int], total: int, seconds: float) -> Buckets:
-    """Prometheus' form: a count up to each bound, then every observation under +Inf."""
-    return [(repr(b), float(n)) for b, n in zip(bounds, cumulative, strict=False)] + [("+Inf", float(total))], seconds
-
-
-class _Tally:
-    def __init__(self, bounds: tuple[float, ...]) -> None:
-        self.bounds = bounds
-        self.counts = [0] * (len(bounds) + 1)
-        self.sum = 0.0
-
-    def observe(self, start: Any, end: Any) -> None:
-        seconds = max(0.0, (end - start).total_seconds())  # skewed clocks of two hosts count as 0
-        self.counts[bisect.bisect_left(self.bounds, seconds)] += 1
-        self.sum += seconds
-
-    def buckets(self) -> Buckets:
-        return _buckets(self.bounds, itertools.accumulate(self.counts), sum(self.counts), self.sum)
-
-
-def _in_database() -> bool:
-    # PostgreSQL counts the buckets itself: a grouped query reads a row per kind, not the
-    # history (3.8x faster at 20,000 partitions). SQLite (the embedded default, with its short
-    # history) subtracts datetimes in a Python function per row and bucket, which is 16x
-    # slower than reading the rows once and counting here.
-    return connection.vendor == "postgresql"
-
-
-def _counted_by_database(rows: QuerySet[Any], by: str, start: str, end: str,
-                         bounds: tuple[float, ...]) -> dict[str, Buckets]:
-    took = Greatest(ExpressionWrapper(F(end) - F(start), output_field=DurationField()),
-                    Value(timedelta(0), output_field=DurationField()))
-    buckets = {f"le_{i}": Count("pk", filter=Q(took__lte=timedelta(seconds=b))) for i, b in enumerate(bounds)}
-    grouped = (rows.filter(**{f"{start}__isnull": False, f"{end}__isnull": False}).annotate(took=took)
-               .values(by).annotate(n=Count("pk"), total=Sum("took"), **buckets).order_by(by))
-    out: dict[str, Buckets] = {}
-    for row in grouped:
-        seconds = row["total"].total_seconds() if row["total"] is not None else 0.0
-        out[row[by]] = _buckets(bounds, (row[f"le_{k}"] for k in range(len(bounds))), row["n"], seconds)
-    return out
-
-
-def proof_histograms() -> dict[str, Buckets]:
-    """Submission → done per finished job, by kind."""
-    done = ProofJob.objects.filter(state=JobState.DONE)
-    if _in_database():
-        return _counted_by_database(done, "kind", "submitted_at", "finished_at", PROOF_BUCKETS)
-    tallies: dict[str, _Tally] = defaultdict(lambda: _Tally(PROOF_BUCKETS))
-    for kind, submitted, finished in done.filter(finished_at__isnull=False).values_list(
-            "kind", "submitted_at", "finished_at").iterator():
-        tallies[kind].observe(submitted, finished)
-    return {kind: tally.buckets() for kind, tally in sorted(tallies.items())}
-
-
-def phase_histograms() -> dict[tuple[str, str], Buckets]:
-    """Queue, synthesis, gpu and finalize time per partition, by (kind, phase)."""
-    started = Partition.objects.filter(synth_started_at__isnull=False)
-    if _in_database():
-        return {(kind, phase): buckets for phase, start, end in PHASES
-                for kind, buckets in _counted_by_database(started, "job__kind", start or "job__submitted_at", end,
-                                                          PHASE_BUCKETS).items()}
-    tallies: dict[tuple[str, str], _Tally] = defaultdict(lambda: _Tally(PHASE_BUCKETS))
-    fields = ("job__kind", "job__submitted_at", "synth_started_at", "synth_finished_at",
-              "gpu_started_at", "gpu_finished_at", "finished_at")
-    for row in started.values(*fields).iterator():  # one pass for all four phases
-        for phase, start, end in PHASES:
-            began = row[start] if start else row["job__submitted_at"]
-            if began is not None and row[end] is not None:
-                tallies[(row["job__kind"], phase)].observe(began, row[end])
-    return {key: tally.buckets() for key, tally in sorted(tallies.items())}
+from engine.figures import PHASES, UTILISATION
+from engine.status.farm import farm_document
+from engine.status.histograms import phase_histograms, proof_histograms
+from engine.status.read_model import Farm, live_farm
 
 
 class RecordsCollector:
@@ -124,8 +36,7 @@ class RecordsCollector:
 
     def collect(self) -> Iterator[Metric]:
         # Every family from one snapshot: a scrape never mixes two moments of the farm.
-        with one_snapshot():
-            farm = read_now()
+        with live_farm() as farm:
             snap = farm_document(farm)
             families = [*self._jobs(snap, farm), *self._durations(), *self._hosts(snap), *self._workers(snap)]
         yield from families
@@ -165,12 +76,13 @@ class RecordsCollector:
 
     def _durations(self) -> Iterable[Metric]:
         family = HistogramMetricFamily("provingsite_proof_duration_seconds",
-                                       "Submission to done, per finished job", labels=["kind"])
+                                       "Per job done, its total: submission to done", labels=["kind"])
         for kind, (buckets, total) in proof_histograms().items():
             family.add_metric([kind], buckets, total)
         yield family
         family = HistogramMetricFamily("provingsite_phase_duration_seconds",
-                                       "Per partition: queue, synthesis, gpu and finalize time", labels=["kind", "phase"])
+                                       "Per partition's current attempt, each phase as the console names it: "
+                                       + "; ".join(f"{f.name}: {f.counts}" for f in PHASES), labels=["kind", "phase"])
         for (kind, phase), (buckets, total) in sorted(phase_histograms().items()):
             family.add_metric([kind, phase], buckets, total)
         yield family
@@ -251,7 +163,7 @@ class RecordsCollector:
         labels = ["host", "device", "worker"]
         busy = GaugeMetricFamily("provingsite_worker_proving", "1 while a partition is on the worker's GPU", labels=labels)
         util = GaugeMetricFamily("provingsite_worker_utilisation_ratio",
-                                 "Share of the last five minutes the worker spent proving", labels=labels)
+                                 f"The last five minutes' {UTILISATION.name}: {UTILISATION.counts}", labels=labels)
         for w in snap["gpu_workers"]:
             key = [w["host"], w["device"], w["label"]]
             busy.add_metric(key, 1 if w["state"] == "proving" else 0)

@@ -15,6 +15,7 @@ from ninja import Schema
 from pydantic import ConfigDict, Discriminator, Field, StrictInt, StrictStr, Tag, model_validator
 from pydantic_core import PydanticCustomError
 
+from engine import figures
 from engine.ledger.submission import JOB_ID_MAX, JOB_ID_PATTERN
 from engine.moments import window_text
 from engine.states import MAX_WINDOW_POST_PARTITIONS
@@ -110,16 +111,44 @@ JobIn = Annotated[Annotated[BuiltinJobIn, Tag("kind")] | Annotated[CircuitJobIn,
                   Discriminator(_job_shape)]
 
 
+def _counts(figure: figures.Figure) -> Any:
+    return Field(None, description=f"{figure.name} of its current attempt: {figure.counts}")
+
+
+class AttemptOut(Schema):
+    """An attempt its partition kept when it ended and went back to the queue: its own figures."""
+
+    attempt: int
+    host: str | None
+    worker: str | None
+    ended: str | None = Field(None, description="How it ended: failed, lapsed, handed back, or the state a retry found")
+    reason: str | None
+    queued_at: datetime | None
+    claimed_at: datetime | None
+    finished_at: datetime | None
+    queue_ms: int | None = None
+    reserve_ms: int | None = None
+    synth_ms: int | None = None
+    gpu_ms: int | None = None
+    finalize_ms: int | None = None
+    total_ms: int | None = None
+
+
 class PartitionOut(Schema):
     index: int
     state: str
     attempt: int
     host: str | None
     worker: str | None
-    queue_ms: int | None
-    synth_ms: int | None
-    gpu_ms: int | None
-    finalize_ms: int | None
+    queue_ms: int | None = _counts(figures.QUEUE)
+    reserve_ms: int | None = _counts(figures.RESERVE)
+    synth_ms: int | None = _counts(figures.SYNTHESIS)
+    gpu_ms: int | None = _counts(figures.GPU)
+    finalize_ms: int | None = _counts(figures.FINALIZE)
+    total_ms: int | None = _counts(figures.TOTAL)
+    queued_at: datetime | None = Field(None, description="When its current attempt was queued")
+    claimed_at: datetime | None = None
+    attempts: list[AttemptOut] = Field(default_factory=list, description="The attempts it kept, oldest first")
     synth_started_at: datetime | None
     gpu_started_at: datetime | None
     finished_at: datetime | None
@@ -164,8 +193,8 @@ class CallbackOut(Schema):
 
 class JobOut(JobSummary):
     callbacks: list[CallbackOut] = Field(default_factory=list, description="Notices of its end, and their delivery")
-    queue_secs: float | None
-    total_secs: float | None
+    queue_secs: float | None = Field(None, description=f"{figures.JOB_QUEUE.name}: {figures.JOB_QUEUE.counts}")
+    total_secs: float | None = Field(None, description=f"{figures.TOTAL.name}: {figures.TOTAL.counts}")
     partitions: list[PartitionOut]
     proof: Any = Field(None, description="The partition proofs in order, once the job is done")
     public_inputs: Any = Field(None, description="The public inputs per partition, once done")

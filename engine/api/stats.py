@@ -1,5 +1,7 @@
 """``GET /stats``: throughput and cost per kind and per host over a range (engine.status.stats),
-for operator tokens (a client token sees only its own jobs, not the farm)."""
+and ``GET /history``: the range's series in buckets (engine.status.history), for operator tokens
+(a client token sees only its own jobs, not the farm). /history/ in the console is the same two
+reads: for one range they give the same figures."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from pydantic import Field
 from engine.api.auth import client_of
 from engine.api.errors import ApiError
 from engine.api.schemas import ErrorOut
+from engine.status.history import MAX_BUCKETS, read_history
+from engine.status.read import one_snapshot
 from engine.status.stats import stats
 
 router = Router(tags=["stats"])
@@ -50,3 +54,20 @@ def get_stats(request: HttpRequest, span: Query[Range]) -> dict[str, Any]:
     fraction and the cost per proof (from each host's PROVINGSITE_HOST_COST_PER_HOUR); and per
     circuit, farm-wide and per host, the p50 and p95 of a job's duration from its first claim."""
     return stats(*operator_range(request, span))
+
+
+class Buckets(Range):
+    buckets: int = Field(60, ge=1, le=MAX_BUCKETS, description=f"How many buckets the range is cut into (1..{MAX_BUCKETS})")
+
+
+@router.get("/history", response={200: dict[str, Any], 400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 422: ErrorOut},
+            summary="The range's series per bucket: proofs and failures per minute, queue depth, active partitions, "
+                    "each worker's utilisation")
+def get_history(request: HttpRequest, span: Query[Buckets]) -> dict[str, Any]:
+    """Per bucket of the range (default: the day before now, in 60 buckets): proofs and failed
+    attempts per minute, queue depth and active partitions (the most at once, and the
+    time-weighted mean), and each worker's utilisation; each series' peak (its largest bucket)
+    and mean (over the range). The console's /history/ draws these very figures."""
+    since, until = operator_range(request, span)
+    with one_snapshot():
+        return read_history(since, until, span.buckets, now=min(timezone.now(), until)).as_json()

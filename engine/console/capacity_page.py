@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from engine.console.views import _require_viewer
+from engine.figures import DEVICE, FINALIZE, JOB_QUEUE, SYNTHESIS, TOTAL
 from engine.format import fmt_bytes, fmt_ms
 from engine.status.capacity import TIMES, capacity, check_replays, parse_budgets, parse_hosts
 
@@ -79,7 +80,7 @@ def _circuit_cells(row: dict[str, Any]) -> dict[str, Any]:
     return {"circuit": row["circuit"], "partitions": row["partitions_recorded"],
             "synthesis": _secs(row["synthesis_p50_s"]), "device": _secs(row["device_p50_s"]),
             "finalize": _secs(row["finalize_p50_s"]), "memory": fmt_bytes(row["memory_bytes"]),
-            "key": fmt_bytes(row["key_bytes"])}
+            "key": fmt_bytes(row["key_bytes"]) if row["key_bytes"] else "—"}
 
 
 @login_required
@@ -89,7 +90,8 @@ def capacity_page(request: HttpRequest) -> HttpResponse:
     answer = None if errors else capacity(ask["since"], ask["until"], ask["hosts"], ask["budgets"],
                                           times=chosen["times"])
     context: dict[str, Any] = {"chosen": chosen, "errors": errors, "windows": [(k, v[1]) for k, v in WINDOWS.items()],
-                               "since": ask["since"], "until": ask["until"], "answer": answer}
+                               "since": ask["since"], "until": ask["until"], "answer": answer,
+                               "figure_legend": (JOB_QUEUE, TOTAL, SYNTHESIS, DEVICE, FINALIZE)}
     if answer is not None:
         current = answer["current"]
         context["current"] = current and {**current, "budget": fmt_bytes(current["memory_budget_bytes"])}

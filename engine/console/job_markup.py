@@ -15,6 +15,7 @@ from datetime import datetime
 from html import escape as _esc
 from typing import Any
 
+from django.template.loader import render_to_string
 from django.urls import reverse
 
 from engine.console.units import (
@@ -22,21 +23,29 @@ from engine.console.units import (
     VERSION_TOKEN,
     Fragment,
     Unit,
+    content_digest,
     deadline_span,
     deadline_state,
     digest,
     leaf,
     tick,
 )
+from engine.figures import FINALIZE, GPU, PHASES, QUEUE, RESERVE, SYNTHESIS, TOTAL, AttemptTimes, Figure, queue_start
 from engine.format import epoch_ms, fmt_ms, ms_between
 from engine.ledger.deadlines import at_risk_from, standing
 from engine.models import Partition, ProofJob
-from engine.states import JOB_ACTIVE, JobState, PartitionState
+from engine.states import JOB_ACTIVE, PARTITION_TERMINAL, JobState, PartitionState
+from engine.status.attempts import current, kept
 from engine.status.residency import Resident
 
-# "to synth" is a partition's wait from the job's submission to its synthesis (the queue, then
-# its claim and reservation); the head's "queued" is the job's, until its first claim.
-COLUMNS = ("P", "state", "attempt", "host", "worker", "to synth", "synth", "gpu", "finalize", "errors")
+# The figures of a partition's row (engine.figures), and the state in which each is under way
+# (it then ticks from its recorded start); total runs while the partition is claimed or queued.
+ROW_FIGURES = (*PHASES, TOTAL)
+RUNNING_IN = {QUEUE.name: PartitionState.PENDING, RESERVE.name: PartitionState.RESERVING,
+              SYNTHESIS.name: PartitionState.SYNTHESIZING, GPU.name: PartitionState.GPU,
+              FINALIZE.name: PartitionState.FINALIZING}
+COLUMNS = ("P", "state", "attempt", "host", "worker", *(f.name for f in ROW_FIGURES), "errors")
+ROWS = "console/fragments/job_parts.html#part-row"
 
 
 def attempt_line(entry: dict[str, Any] | Any) -> str:
@@ -49,35 +58,33 @@ def attempt_line(entry: dict[str, Any] | Any) -> str:
     return f"attempt {entry.get('attempt', '?')}{where}{when}{note}: {entry.get('reason', '')}".rstrip(": ")
 
 
-def _phase(started: datetime | None, finished: datetime | None, running: bool, now: datetime) -> str:
-    """A finished phase's final figure; the running one ticking from its recorded start."""
-    if started and finished:
-        return f'<span class="final">{fmt_ms(ms_between(started, finished))}</span>'
-    if started and running:
-        return tick(started, now)
-    return "<span>—</span>"
+def _figure(times: AttemptTimes, figure: Figure, running: bool, now: datetime) -> dict[str, Any]:
+    """A finished figure's final value; one under way ticking from its recorded start."""
+    start, end = times.bounds(figure)
+    ms = times.ms(figure)
+    if ms is not None:
+        return {"name": figure.name, "ms": ms, "html": f'<span class="final">{fmt_ms(ms)}</span>'}
+    if start is not None and end is None and running:
+        return {"name": figure.name, "ms": None, "html": tick(start, now)}
+    return {"name": figure.name, "ms": None, "html": "<span>—</span>"}
 
 
-def _row(key: str, part: Partition, now: datetime) -> Unit:
+def _row(key: str, part: Partition, active: bool, now: datetime) -> Unit:
     state = part.state
-    worker = f"{part.worker.label} {part.worker.device}" if part.worker else "—"
-    errors = "".join(f'<div class="reason old">{_esc(attempt_line(e))}</div>'
-                     for e in (part.errors or []) if not (isinstance(e, dict) and e.get("retry")))
-    if part.error:
-        errors = f'<div class="reason">{_esc(part.error)}</div>{errors}'
-    finalizing = state == PartitionState.FINALIZING
-    cells = [
-        f"P{part.index}", _esc(state), str(part.attempt), _esc(part.host.name if part.host else "—"), _esc(worker),
-        fmt_ms(part.queue_ms),
-        _phase(part.synth_started_at, part.synth_finished_at, state == PartitionState.SYNTHESIZING, now),
-        _phase(part.gpu_started_at, part.gpu_finished_at, state == PartitionState.GPU, now),
-        _phase(part.gpu_finished_at, part.finished_at, finalizing, now),
-        errors,
-    ]
-    return leaf(f"{key}/{part.index}", f"jobpart-{part.index}",
-                f' class="prow {_esc(state)}" role="row" data-partition="{_esc(part.job.job_id)}#{part.index}" '
-                f'data-state="{_esc(state)}" data-version="{VERSION_TOKEN}">'
-                + "".join(f'<span role="cell">{c}</span>' for c in cells) + "</div>")
+    this = current(part, part.job.submitted_at)
+    figures = [_figure(this.times, f, state == RUNNING_IN[f.name], now) for f in PHASES]
+    figures.append(_figure(this.times, TOTAL, active and state not in PARTITION_TERMINAL, now))
+    kept_attempts = [{"number": a.number, "ended": a.ended, "host": a.host, "worker": a.worker, "reason": a.reason,
+                      "figures": [{"name": f.name, "ms": a.times.ms(f), "text": fmt_ms(a.times.ms(f))}
+                                  for f in ROW_FIGURES]}
+                     for a in kept(part, part.job.submitted_at)]
+    history = [attempt_line(e) for e in (part.errors or []) if not (isinstance(e, dict) and e.get("retry"))]
+    html = render_to_string(ROWS, {
+        "index": part.index, "state": state, "job_id": part.job.job_id, "version": VERSION_TOKEN,
+        "attempt": part.attempt, "host": part.host.name if part.host else "",
+        "worker": f"{part.worker.label} {part.worker.device}" if part.worker else "", "figures": figures,
+        "error": part.error, "history": history, "kept": kept_attempts}).strip()
+    return Unit(f"{key}/{part.index}", html, content_digest(html), oob_at=len(f'<div id="jobpart-{part.index}"'))
 
 
 def _deadline(job: ProofJob, expected_s: float, now: datetime) -> tuple[str, str]:
@@ -100,10 +107,13 @@ def _deadline(job: ProofJob, expected_s: float, now: datetime) -> tuple[str, str
 
 def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime, expected_s: float = 0.0) -> Unit:
     running = job.state in JOB_ACTIVE
-    queued = (fmt_ms(ms_between(job.submitted_at, job.started_at)) if job.started_at
-              else tick(job.submitted_at, now) if running else "—")
-    total = (fmt_ms(ms_between(job.submitted_at, job.finished_at)) if job.finished_at
-             else tick(job.submitted_at, now) if running else "—")
+    # engine.figures: JOB_QUEUE (from its submission, or its latest retry) and the job's TOTAL
+    queue_ms, total_ms = job.queue_ms, job.total_ms
+    queued_from = queue_start(job.retried_at, job.submitted_at)
+    queued = (fmt_ms(queue_ms) if queue_ms is not None
+              else tick(queued_from, now) if running and job.started_at is None else "—")
+    total = fmt_ms(total_ms) if total_ms is not None else tick(job.submitted_at, now) if running else "—"
+    since = f"its retry at {job.retried_at:%H:%M:%S}" if job.retried_at else "its submission"
     facts = [f'<span class="kind">{_esc(job.kind)}</span>', f'<span class="state {_esc(job.state)}">{_esc(job.state)}</span>',
              f"priority {_esc(job.get_priority_display())}", _esc(job.get_curve_display())]
     if job.circuit_id:
@@ -117,9 +127,8 @@ def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime, expect
                      if job.vk_digest else "verified")
     done = sum(p.state == PartitionState.DONE for p in parts)
     links = []
-    if job.proof is not None or any(p.proof is not None for p in parts):
+    if job.state == JobState.DONE:  # a job's proofs are served once it is done, and only then (as the API's)
         links.append(f'<a href="{_esc(reverse("console-job-proofs", args=[job.job_id]))}">download proofs (JSON)</a>')
-    if job.state == JobState.DONE:
         links.append(f'<a href="{_esc(reverse("console-job-snarkjs", args=[job.job_id]))}">'
                      "snarkjs proof.json + public.json</a>")
     links.append(f'<a href="{_esc(reverse("console-job-vk", args=[job.job_id]))}">verification_key.json</a>')
@@ -128,13 +137,19 @@ def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime, expect
     return leaf(f"{key}/head", "job-detail-head",
                 f' class="job-head" data-state="{_esc(job.state)}" data-version="{VERSION_TOKEN}"{marks}>'
                 f'<h1 class="job-id">{_esc(job.job_id)}</h1><p>{" · ".join(facts)}</p>'
-                f'<p>submitted {job.submitted_at:%Y-%m-%d %H:%M:%S} · queued {queued} until its first claim · total {total}'
+                f'<p>submitted {job.submitted_at:%Y-%m-%d %H:%M:%S} · <span data-figure="job queue"'
+                f'{_ms_attr(queue_ms)}>job queue {queued}</span> (from {since} to its first claim since) · '
+                f'<span data-figure="total"{_ms_attr(total_ms)}>total {total}</span> (from its submission)'
                 f' · <span class="done">{done}/{job.num_partitions or len(parts)} done</span>{due}</p>{error}'
                 f'<p class="links">{" · ".join(links)}</p></div>')
 
 
+def _ms_attr(ms: int | None) -> str:
+    return f' data-ms="{ms}"' if ms is not None else ""
+
+
 # A partition's life as the records time it, and the class each stretch is drawn with.
-PHASES = (("queued", "submitted", "claimed_at"), ("reserving", "claimed_at", "synth_started_at"),
+STRETCHES = (("queued", "submitted", "claimed_at"), ("reserving", "claimed_at", "synth_started_at"),
           ("synthesizing", "synth_started_at", "synth_finished_at"), ("waiting", "synth_finished_at", "gpu_started_at"),
           ("gpu", "gpu_started_at", "gpu_finished_at"), ("finalizing", "gpu_finished_at", "finished_at"))
 ROW_PX = 12
@@ -144,9 +159,9 @@ def _spans(job: ProofJob, part: Partition) -> list[tuple[str, datetime, datetime
     """(phase, start, end) of each stretch the records close: a stretch ends at the next mark
     recorded (a claim may be unrecorded in an old row); the one in progress is not drawn, so the
     drawing changes only when a record does."""
-    marks: list[datetime | None] = [job.submitted_at, *(getattr(part, name) for _, _, name in PHASES)]
+    marks: list[datetime | None] = [part.times.queue_start, *(getattr(part, name) for _, _, name in STRETCHES)]
     out = []
-    for i, (phase, _, _) in enumerate(PHASES):
+    for i, (phase, _, _) in enumerate(STRETCHES):
         start = marks[i]
         end = next((m for m in marks[i + 1:] if m is not None), None)
         if start is not None and end is not None:
@@ -221,7 +236,7 @@ def job_detail_units(fragment: Fragment, context: dict[str, Any], now: datetime)
     head = _head(key, job, parts, now, context.get("expected_s", 0.0))
     keys = _keys(key, job, context.get("residency"))
     timeline = _timeline(key, job, parts)
-    rows = [_row(key, part, now) for part in parts]
+    rows = [_row(key, part, job.state in JOB_ACTIVE, now) for part in parts]
     lines = _log(key, context.get("log", []))
     header = "".join(f'<span role="columnheader">{c}</span>' for c in COLUMNS)
     html = (f'{opening}{head.html}{keys.html}{timeline.html}<div class="partitions" role="table">'

@@ -26,6 +26,7 @@ from engine.console.paths import EVENTS_PATH
 from engine.console.render import clock_html
 from engine.console.render import render as render_pass
 from engine.console.views import _require_viewer
+from engine.figures import TOTAL
 from engine.ledger import submission
 from engine.ledger.jobs import cancel_job
 from engine.models import ApiToken, ProofJob
@@ -53,7 +54,7 @@ def jobs_page(request: HttpRequest) -> HttpResponse:
         "table": rendered.html(name), "clock": clock_html(rendered), "query": query,
         "events_url": f"{EVENTS_PATH}?{urlencode({'jobs': query.encoded()})}",
         "kinds": ProofKind.values, "states": JobState.values, "clients": clients, "deadlines": DEADLINE_FILTERS,
-        "columns": COLUMNS, "default_sort": DEFAULT_SORT,
+        "columns": COLUMNS, "default_sort": DEFAULT_SORT, "figure_legend": (TOTAL,),
     })
 
 

@@ -20,12 +20,10 @@ from urllib.parse import urlencode
 from django.core.paginator import Page, Paginator
 from django.db.models import (
     Case,
-    Count,
     DateTimeField,
     DurationField,
     ExpressionWrapper,
     F,
-    Q,
     QuerySet,
     Value,
     When,
@@ -38,17 +36,16 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date
 
 from engine.console.units import OOB_ATTR, VERSION_TOKEN, Fragment, Unit, content_digest, digest, tick
-from engine.format import fmt_ms, ms_between
+from engine.format import fmt_ms
 from engine.models import ProofJob
-from engine.states import JOB_ACTIVE, JobState, PartitionState, ProofKind
+from engine.states import JOB_ACTIVE, JobState, ProofKind
+from engine.status.job_list import DEADLINE_FILTERS, JobFilter, matching, with_progress
 from engine.status.read_model import Farm
 from engine.status.records import DeadlineRow
 
 PAGE_SIZE = 50
 TEMPLATE = "console/fragments/jobs.html"
 
-# The deadline filter's choices: active jobs at risk or late now, finished ones that missed.
-DEADLINE_FILTERS = ("at-risk", "late", "missed")
 
 # The sortable columns, as the header names them and as ?sort= spells them ("-" first: descending).
 COLUMNS = ("job", "kind", "state", "priority", "partitions", "client", "submitted", "total")
@@ -156,27 +153,13 @@ def _order(query: JobsQuery, now: datetime) -> list[OrderBy]:
 
 
 def filtered(query: JobsQuery, active: Mapping[int, DeadlineRow], now: datetime) -> QuerySet[ProofJob]:
-    """The jobs the query shows, in its order. ``active``: the active jobs with a deadline
-    against it now (the farm's deadlines)."""
-    jobs = ProofJob.objects.select_related("client", "host")
-    if query.kind:
-        jobs = jobs.filter(kind=query.kind)
-    if query.state:
-        jobs = jobs.filter(state=query.state)
-    if query.client:
-        jobs = jobs.filter(client__name=query.client)
+    """The jobs the query shows, in its order: the one job-list filter the API's GET /jobs applies
+    too (engine.status.job_list). ``active``: the active jobs with a deadline against it now (the
+    farm's deadlines)."""
     since = _date(query.since) if query.since else None
-    if since is not None:
-        jobs = jobs.filter(submitted_at__gte=timezone.make_aware(datetime.combine(since, time.min)))
-    if query.q:
-        jobs = jobs.filter(job_id__icontains=query.q)
-    if query.deadline == "missed":
-        jobs = jobs.exclude(state__in=JOB_ACTIVE).filter(deadline__isnull=False, finished_at__gt=F("deadline"))
-    elif query.deadline in ("at-risk", "late"):
-        # The same rule /status and the pipelines apply, over the (few) active jobs with one.
-        flag = "at_risk" if query.deadline == "at-risk" else "late"
-        jobs = jobs.filter(pk__in=[pk for pk, row in active.items() if getattr(row.standing, flag)])
-    jobs = jobs.annotate(n_done=Count("partitions", filter=Q(partitions__state=PartitionState.DONE)))
+    wanted = JobFilter(kind=query.kind, state=query.state, client=query.client, q=query.q, deadline=query.deadline,
+                       since=timezone.make_aware(datetime.combine(since, time.min)) if since is not None else None)
+    jobs = with_progress(matching(wanted, active).select_related("client", "host"))
     return jobs.order_by(*_order(query, now))
 
 
@@ -205,8 +188,8 @@ def _headers(query: JobsQuery) -> list[dict[str, Any]]:
 def _total(job: ProofJob) -> str:
     """A finished job's total; an active job's ticks from its submission (TOTAL_MARK, filled in
     each pass); an ended job without a recorded finish has none."""
-    if job.finished_at is not None:
-        return f'<span class="final">{fmt_ms(ms_between(job.submitted_at, job.finished_at))}</span>'
+    if job.total_ms is not None:  # engine.figures.TOTAL of a job
+        return f'<span class="final">{fmt_ms(job.total_ms)}</span>'
     return TOTAL_MARK if job.state in JOB_ACTIVE else "—"
 
 

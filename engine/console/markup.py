@@ -29,10 +29,10 @@ from engine.console.units import (
     leaf,
     tick,
 )
-from engine.format import epoch_ms, fmt_ms, ms_between
+from engine.figures import ms_between
+from engine.format import epoch_ms, fmt_ms
 from engine.states import PartitionState
-from engine.status.records import DeadlineRow
-from engine.status.utilisation import gpu_span, utilisation
+from engine.status.records import DeadlineRow, OnGpuRow, PartRow
 
 
 def templated(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
@@ -115,11 +115,13 @@ class _Memo:
 _MEMO = _Memo()
 
 
-def _make_cell(job_pk: int, job_id: str, part: tuple[Any, ...], now: datetime) -> _Made:
-    """One partition cell: finished phases with the server's final figures, the running phase
-    with its authoritative start so the browser can tick it."""
-    _, index, state, synth_started, synth_finished, gpu_started, gpu_finished = part[:7]
-    batch = part[10] if len(part) > 10 else ""
+def _make_cell(job_pk: int, job_id: str, part: PartRow, now: datetime) -> _Made:
+    """One partition cell: finished phases with the server's final figures (engine.figures'
+    synthesis, written "synth", and gpu), the running phase with its authoritative start so the
+    browser can tick it."""
+    index, state, batch = part.number, part.state, part.batch
+    synth_started, synth_finished = part.synth_started_at, part.synth_finished_at
+    gpu_started, gpu_finished = part.gpu_started_at, part.gpu_finished_at
     batch_attr = f' data-batch="{_esc(batch)}"' if batch else ""
     lines: list[str] = []
     ticking: tuple[datetime, str, str] | None = None
@@ -160,14 +162,16 @@ def pipelines_units(fragment: Fragment, context: dict[str, Any], now: datetime) 
     rows_html: list[str] = []
     kept, used = _MEMO.pass_()
     deadlines: dict[int, DeadlineRow] = context.get("deadlines", {})
-    for pk, job_id, kind, state, _, started, submitted, total, deadline, _ in context["chosen"]:
+    for job in context["chosen"]:
+        pk, job_id, kind, state, deadline = job.pk, job.job_id, job.kind, job.state, job.deadline
+        started, submitted, total = job.started_at, job.submitted_at, job.num_partitions
         parts = context["parts"].get(pk, [])
         cells = []
         for part in parts:
             memo_key = (job_id, *part)
             made = used[memo_key] = kept.get(memo_key) or _make_cell(pk, job_id, part, now)
             cells.append(made.at(now))
-        done = sum(part[2] == PartitionState.DONE for part in parts)
+        done = sum(part.state == PartitionState.DONE for part in parts)
         standing = deadlines.get(pk)
         # The deadline's standing is part of the head's content: a job turning at risk or late
         # is made again, and sent (the countdown's text ticks, as durations do).
@@ -179,7 +183,7 @@ def pipelines_units(fragment: Fragment, context: dict[str, Any], now: datetime) 
         key = f"pipelines/{pk}"
         html = (f'<div id="job-{pk}" class="pipeline" data-job="{_esc(job_id)}">{head.html}'
                 f'<div class="cells">{"".join(c.html or "" for c in cells)}</div></div>')
-        shape = digest(repr((job_id, kind, [part[1] for part in parts])))
+        shape = digest(repr((job_id, kind, [part.number for part in parts])))
         units.append(Unit(key, html, shape, (head.key, *(c.key for c in cells)), oob_at=len(f'<div id="job-{pk}"')))
         units.append(head)
         units.extend(cells)
@@ -189,31 +193,31 @@ def pipelines_units(fragment: Fragment, context: dict[str, Any], now: datetime) 
     root = Unit(fragment.name,
                 (f'<section id="{fragment.dom_id}" class="panel pipelines"{OOB_ATTR} data-version="{VERSION_TOKEN}">'
                  f"<h2>Active pipelines</h2>{body}</section>") if context["everything"] else None,
-                context["shape"], tuple(f"pipelines/{job[0]}" for job in context["jobs"]))
+                context["shape"], tuple(f"pipelines/{job.pk}" for job in context["jobs"]))
     return [root, *units]
 
 
 # ---- GPU workers: panel → card per worker -----------------------------------------------
 
 
-def _batches(parts: Any) -> list[list[Any]]:
+def _batches(parts: tuple[OnGpuRow, ...]) -> list[list[OnGpuRow]]:
     """A worker's partitions on the GPU, one group per batch (a partition alone is its own)."""
-    groups: dict[Any, list[Any]] = {}
+    groups: dict[Any, list[OnGpuRow]] = {}
     for part in parts:
-        batch = part[5] if len(part) > 5 and part[5] else ("alone", part[2], part[1])
+        batch = part.batch or ("alone", part.job_id, part.number)
         groups.setdefault(batch, []).append(part)
     return list(groups.values())
 
 
-def _doing(group: list[Any], now: datetime) -> str:
+def _doing(group: list[OnGpuRow], now: datetime) -> str:
     """"proving P3 of <job>", or for a batch of one job "proving P3–P6 of <job>" (its indices
     listed when they are not a run)."""
-    jobs = sorted({part[2] for part in group})
-    kinds = " ".join(sorted({part[3] for part in group}))
-    started = min(part[4] for part in group)
+    jobs = sorted({part.job_id for part in group})
+    kinds = " ".join(sorted({part.kind for part in group}))
+    started = min(part.gpu_started_at for part in group)
     what = []
     for job_id in jobs:
-        idx = sorted(part[1] for part in group if part[2] == job_id)
+        idx = sorted(part.number for part in group if part.job_id == job_id)
         run = len(idx) > 1 and idx == list(range(idx[0], idx[-1] + 1))
         label = f"P{idx[0]}\u2013P{idx[-1]}" if run else ", ".join(f"P{i}" for i in idx)
         what.append(f'{label} of <span class="job-id">{_esc(job_id)}</span>')
@@ -223,13 +227,14 @@ def _doing(group: list[Any], now: datetime) -> str:
 
 def workers_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
     cards: list[Unit] = []
-    for pk, ordinal, device, host, backend, _ in context["workers"]:
-        parts = context["proving"].get(pk, [])
+    for worker in context["workers"]:
+        pk, ordinal, device, host, backend = worker.pk, worker.ordinal, worker.device, worker.host, worker.backend
+        parts = context["proving"].get(pk, ())
         state = "proving" if parts else "idle"
         doing = "".join(_doing(group, now) for group in _batches(parts)) or '<div class="doing">idle</div>'
-        attr = _esc(" ".join(f"{part[2]}#{part[1]}" for part in parts))
-        kinds = _esc(" ".join(sorted({part[3] for part in parts})))
-        batches = " ".join(sorted({part[5] for part in parts if len(part) > 5 and part[5]}))
+        attr = _esc(" ".join(f"{part.job_id}#{part.number}" for part in parts))
+        kinds = _esc(" ".join(sorted({part.kind for part in parts})))
+        batches = " ".join(sorted({part.batch for part in parts if part.batch}))
         batch_attr = f' data-batch="{_esc(batches)}"' if batches else ""
         cards.append(leaf(
             f"workers/{pk}", f"worker-{pk}",
@@ -251,21 +256,23 @@ def workers_units(fragment: Fragment, context: dict[str, Any], now: datetime) ->
 
 
 def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
-    """A lane per worker, its bars the GPU phases, its figure utilisation as /status has it."""
+    """A lane per worker, its bars the GPU phases, its figure the worker's utilisation as /status
+    has it (engine.figures.UTILISATION, from the same Farm)."""
     width = 1000.0
     span = float(reads.TASK_STREAM_SECONDS)
     start = now - timedelta(seconds=reads.TASK_STREAM_SECONDS)
     step = int(now.timestamp() // reads.TASK_STREAM_STEP_S)
     lanes: list[Unit] = []
-    for pk, ordinal, device, host, backend, host_started in context["workers"]:
+    for worker in context["workers"]:
+        pk, ordinal, device, host, backend = worker.pk, worker.ordinal, worker.device, worker.host, worker.backend
         bars: list[str] = []
         seen: list[tuple[Any, ...]] = []
-        spans = []
-        for _, index, job_id, kind, gpu_started, gpu_finished, state, finished in context["bars"].get(pk, []):
-            phase = gpu_span(gpu_started, gpu_finished, state, finished, now)
+        for row in context["bars"].get(pk, []):
+            phase = row.span(now)
             if phase is None or phase[1] <= start:
                 continue
-            spans.append(phase)
+            index, job_id, kind, gpu_started, gpu_finished = row.number, row.job_id, row.kind, row.gpu_started_at, \
+                row.gpu_finished_at
             began, ended = max(phase[0], start), phase[1]
             seen.append((job_id, index, epoch_ms(gpu_started), epoch_ms(gpu_finished)))
             x = round(width * (began - start).total_seconds() / span, 2)
@@ -274,7 +281,7 @@ def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime)
             bars.append(f'<rect class="bar{" running" if gpu_finished is None else ""}" x="{x}" y="2" width="{w}" '
                         f'height="16" fill="{kind_colour(kind)}"><title>P{index} of {_esc(job_id)} ({_esc(kind)}) '
                         f"{text} gpu</title></rect>")
-        util = round(100.0 * utilisation(spans, start, now, host_started), 1)
+        util = round(100.0 * context["utilisation"][pk], 1)
         label = _esc(f"{host} {device_slot(device, backend)} W{ordinal}")
         opening = f'<div id="lane-{pk}"'
         html = (f'{opening} class="lane-row" data-worker-lane="{label}" data-version="{VERSION_TOKEN}">'

@@ -22,7 +22,7 @@ from engine.models import JobLogLine, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 from engine.status import utilisation
 from engine.status.farm import stale_after_seconds
-from engine.status.holdings import holder_of
+from engine.status.holdings import holder_of, key_sizes
 from engine.status.host_report import HostFigures, devices_of
 from engine.status.read_model import Farm
 from engine.status.residency import key_residency
@@ -116,8 +116,8 @@ def devices_context(farm: Farm) -> dict[str, Any]:
 
 def counters_context(farm: Farm) -> dict[str, Any]:
     table: dict[str, dict[str, int]] = {}
-    for _, kind, state, n in farm.job_counts:  # summed over the hosts
-        table.setdefault(kind, {})[state] = table.get(kind, {}).get(state, 0) + n
+    for row in farm.job_counts:  # summed over the hosts
+        table.setdefault(row.kind, {})[row.state] = table.get(row.kind, {}).get(row.state, 0) + row.n
     states = [JobState.QUEUED, JobState.RUNNING, JobState.DONE, JobState.FAILED, JobState.CANCELLED]
     rows: list[dict[str, Any]] = [{"kind": kind, "cells": [(str(s), by_state.get(s, 0)) for s in states]}
                                   for kind, by_state in sorted(table.items())]
@@ -141,13 +141,9 @@ def keys_context(farm: Farm) -> dict[str, Any]:
     # A key is in use while a claimed partition of its circuit is on its host, in this snapshot.
     held = farm.held
     loading: dict[int, set[str]] = {}
-    for host_id, _, kind, _, circuit_id, _, _ in farm.claimed:
-        loading.setdefault(host_id, set()).add(circuit_id or kind)
-    sizes: dict[str, int] = {}  # a cold key's size where another host holds it hot
-    for holdings in held.values():
-        for key in holdings.keys:
-            if key.tier == "hot":
-                sizes[key.circuit_id] = max(sizes.get(key.circuit_id, 0), key.bytes)
+    for row in farm.claimed:
+        loading.setdefault(row.host, set()).add(row.circuit_id or row.kind)
+    sizes = key_sizes(farm.live_hosts)  # a cold key's size where another host holds it
     preloadable = _preloadable(farm)
     chips = []
     for host in farm.live_hosts:
@@ -168,15 +164,15 @@ def keys_context(farm: Farm) -> dict[str, Any]:
 def _preloadable(farm: Farm) -> list[str]:
     """Keys an operator can ask a host to preload: shared ones (an uploaded zkey is its job's
     alone) of the active jobs and of the farm's record, by circuit id."""
-    found = {shared_key(kind, circuit_id) for _, _, kind, _, _, _, _, _, _, circuit_id in farm.jobs}
+    found = {shared_key(job.kind, job.circuit_id) for job in farm.jobs}
     found |= {shared_key(circuit_id.split("/", 1)[0], circuit_id) for circuit_id in farm.farm_keys}
     return sorted(found - {""})
 
 
 def failures_context(farm: Farm) -> dict[str, Any]:
-    jobs = [{"job_id": job_id, "kind": kind, "error": error} for job_id, kind, error in farm.failed_jobs]
-    parts = [{"index": index, "job_id": job_id, "attempt": attempt, "error": error}
-             for index, job_id, attempt, error in farm.failed_parts]
+    jobs = [row._asdict() for row in farm.failed_jobs]
+    parts = [{"index": row.number, "job_id": row.job_id, "attempt": row.attempt, "error": row.error}
+             for row in farm.failed_parts]
     return {"jobs": jobs, "parts": parts}
 
 
@@ -187,10 +183,10 @@ def pipelines_context(farm: Farm, jobs_wanted: set[str] | None, known: Mapping[s
     """Which jobs are active (the panel's shape), and the rows of the wanted ones: every row
     when the shape moved since the caller's last pass."""
     jobs = farm.jobs
-    shape = digest(repr([(job[0], job[1]) for job in jobs]))
+    shape = digest(repr([(job.pk, job.job_id) for job in jobs]))
     everything = jobs_wanted is None or known.get("pipelines") != shape
-    chosen = jobs if everything or jobs_wanted is None else tuple(job for job in jobs if job[1] in jobs_wanted)
-    parts = farm.parts_by_job if everything else farm.parts_of([job[0] for job in chosen])
+    chosen = jobs if everything or jobs_wanted is None else tuple(job for job in jobs if job.job_id in jobs_wanted)
+    parts = farm.parts_by_job if everything else farm.parts_of([job.pk for job in chosen])
     # Against their deadlines as /status reads them (one rule: engine.ledger.deadlines).
     return {"jobs": jobs, "shape": shape, "everything": everything, "chosen": chosen, "parts": parts,
             "deadlines": farm.deadlines}
@@ -205,8 +201,9 @@ def workers_context(farm: Farm, jobs_wanted: set[str] | None, known: Mapping[str
 
 def taskstream_context(farm: Farm, jobs_wanted: set[str] | None, known: Mapping[str, str]) -> dict[str, Any]:
     """A lane per GPU worker over the last minutes, a bar per partition's GPU phase, so idle
-    GPU time shows as gaps; the phases are utilisation's, which /status reads too."""
-    return {"workers": farm.workers, "bars": farm.phases}
+    GPU time shows as gaps; the phases and each lane's utilisation are /status's."""
+    return {"workers": farm.workers, "bars": farm.phases,
+            "utilisation": {worker.pk: farm.utilisation_of(worker) for worker in farm.workers}}
 
 
 # ---- why synthesis is not running more ----------------------------------------------------
@@ -239,7 +236,7 @@ def synthesis_reasons_context(farm: Farm) -> dict[str, Any]:
     snapshot. "Active" is counted from the partitions in `synthesizing`, the rows the cells
     show: a host's own counter would lag its partitions and contradict the cells."""
     live, held = farm.live_hosts, farm.held
-    workers = Counter(row[3] for row in farm.workers)  # by host name
+    workers = Counter(row.host for row in farm.workers)  # by host name
     unclaimed = farm.unclaimed
     hosts: list[dict[str, Any]] = []
     for row in live:

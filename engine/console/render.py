@@ -16,10 +16,10 @@ from django.utils import timezone
 from engine.console.fragments import ALL, HOST, JOB, PARTITION, REGISTRY, Want, scope_names
 from engine.console.units import OOB_ATTR, VERSION_TOKEN, Unit
 from engine.format import epoch_ms
-from engine.ledger.clock import Reading, written_after
-from engine.models import EngineHost, Partition, ProofJob
-from engine.status.read import collection_deferred, one_snapshot
-from engine.status.read_model import open_farm
+from engine.ledger.clock import Reading
+from engine.status.changes import changed_since
+from engine.status.read import collection_deferred
+from engine.status.read_model import live_farm
 
 
 @dataclass
@@ -68,24 +68,23 @@ class Rendered:
 
 
 
-def changed_since(want: Want, since: Reading) -> Want:
+def want_changed_since(want: Want, since: Reading) -> Want:
     """``want`` plus every unit whose records were written after ``since`` (the clocks the
-    previous pass read). Hints say what to look at, but one can arrive after the pass that
-    reads its commit: a card re-read for another hint would then show a partition on the GPU
-    while that partition's cell, not hinted yet, still showed it waiting. Reading what the
-    versions say changed puts every unit of the frame at the same snapshot."""
+    previous pass read; engine.status.changes reads what moved). Hints say what to look at, but
+    one can arrive after the pass that reads its commit: a card re-read for another hint would
+    then show a partition on the GPU while that partition's cell, not hinted yet, still showed
+    it waiting. Reading what the versions say changed puts every unit of the frame at the same
+    snapshot."""
+    moved = changed_since(since)
     out = Want(set(want.names), None if want.jobs is None else set(want.jobs))
-    newer = written_after(since)
-    moved_parts = set(Partition.objects.filter(newer).values_list("job__job_id", flat=True))
-    moved_jobs = set(ProofJob.objects.filter(newer).values_list("job_id", flat=True))
-    if moved_parts:
+    if moved.partitions_of:
         out.names |= scope_names(PARTITION)
-    if moved_jobs:
+    if moved.jobs:
         out.names |= scope_names(JOB)
-    if EngineHost.objects.filter(newer).exists():
+    if moved.hosts:
         out.names |= scope_names(HOST)
     if out.jobs is not None:
-        out.jobs |= moved_parts | moved_jobs
+        out.jobs |= moved.partitions_of | moved.jobs
     return out
 
 
@@ -107,17 +106,13 @@ def _render(want: Want | Iterable[str], known: Mapping[str, str] | None, since: 
     if not isinstance(want, Want):
         want = Want(set(want), None)
     known = known or {}
-    with one_snapshot() as snap:
-        farm = open_farm(timezone.now(), exact=snap.exact)
-        try:
-            if since is not None and not want.full:
-                want = changed_since(want, since)
-            wanted = [REGISTRY[n] for n in sorted(want.names)]
-            # The panels are projections of the farm, which reads in this snapshot what they
-            # use and nothing else; a job's page reads its job in it too.
-            contexts = {f.name: f.read(farm, want.jobs, known) for f in wanted}
-        finally:
-            farm.close()
+    with live_farm(timezone.now()) as farm:
+        if since is not None and not want.full:
+            want = want_changed_since(want, since)
+        wanted = [REGISTRY[n] for n in sorted(want.names)]
+        # The panels are projections of the farm, which reads in this snapshot what they
+        # use and nothing else; a job's page reads its job in it too.
+        contexts = {f.name: f.read(farm, want.jobs, known) for f in wanted}
     now = farm.now
     units: dict[str, Unit] = {}
     for f in wanted:

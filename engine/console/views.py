@@ -28,6 +28,7 @@ from engine.console.paths import EVENTS_PATH
 from engine.console.render import clock_html
 from engine.console.render import render as render_pass
 from engine.console.style import legend
+from engine.figures import LEGEND
 from engine.models import ProofJob
 from engine.states import JobState
 from engine.status.read import one_snapshot
@@ -66,7 +67,7 @@ def console(request: HttpRequest) -> HttpResponse:
         "f": {name: rendered.html(name) for name in names},
         "clock": clock_html(rendered),
         "events_url": EVENTS_PATH,
-        "legend": legend(),
+        "legend": legend(), "figure_legend": LEGEND,
     })
 
 
@@ -82,7 +83,7 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
         "job": job, "fragment": rendered.html(name), "clock": clock_html(rendered),
         "events_url": f"{EVENTS_PATH}?{urlencode({'job': job_id})}",
         "admin_url": reverse("admin:engine_proofjob_change", args=[job.pk]) if request.user.is_staff else None,
-        "legend": legend(),
+        "legend": legend(), "figure_legend": LEGEND,
     })
 
 
@@ -104,10 +105,16 @@ def job_snarkjs(request: HttpRequest, job_id: str) -> HttpResponse:
 
 @login_required
 def job_proofs(request: HttpRequest, job_id: str) -> HttpResponse:
-    """The job's proofs as JSON: the assembled proof if there is one, and each partition's."""
+    """A done job's proofs as JSON: the assembled proof and each partition's. One rule with the
+    API's GET /jobs/<id>/proof: a job's proofs are served once it is done, and only then; a
+    cancelled or failed job's partial proofs are not (a 409 naming its state)."""
     _require_viewer(request)
     with one_snapshot():
         job = get_object_or_404(ProofJob, job_id=job_id)
+        if job.state != JobState.DONE:
+            return JsonResponse({"error": "not_done", "field": "job_id",
+                                 "detail": f"job {job.job_id!r} is {job.state}; its proof exists once done"},
+                                status=409)
         body = {
             "job_id": job.job_id, "kind": job.kind, "curve": job.curve, "state": job.state,
             "verified": job.verified, "proof": job.proof, "public_inputs": job.public_inputs,

@@ -94,10 +94,34 @@ def close_gpu_interval(row: Partition, now: Any = None) -> None:
         row.gpu_finished_at = now or timezone.now()
 
 
-def release_claim(row: Partition) -> None:
-    """Back to the queue: no host, no worker, no lease, nothing reserved. The attempt stays:
-    it is the fencing token and only ever grows. The caller saves the row."""
+# The moments of an attempt, kept on the partition when it ends and the next begins.
+ATTEMPT_MOMENTS = ("claimed_at", "synth_started_at", "synth_finished_at", "gpu_started_at", "gpu_finished_at")
+
+
+def release_claim(row: Partition, ended: str | None = None, reason: str = "", now: datetime | None = None) -> None:
+    """No host, no worker, no lease, nothing reserved. The attempt stays: it is the fencing
+    token and only ever grows. The caller saves the row.
+
+    ``ended`` (how the attempt ended: "failed", "lapsed", "handed back", or the state an
+    operator's retry found) when the partition goes back to the queue for another attempt:
+    the ended attempt's moments are kept in ``attempts`` and cleared from the row, whose own
+    are then the next attempt's alone, queued from now (``requeued_at``)."""
+    if ended is not None:
+        now = now or timezone.now()
+        if row.claimed_at is not None:  # it was claimed: an attempt to keep
+            row.attempts = [*row.attempts, {
+                "attempt": row.attempt, "host": row.host.name if row.host is not None else None,
+                "worker": f"W{row.worker.ordinal} {row.worker.device}" if row.worker is not None else None,
+                "queued_at": _iso(row.requeued_at), **{name: _iso(getattr(row, name)) for name in ATTEMPT_MOMENTS},
+                "ended_at": _iso(row.finished_at or now), "ended": ended, "reason": reason}]
+        for name in ATTEMPT_MOMENTS:
+            setattr(row, name, None)
+        row.requeued_at = now
     row.host = None
     row.worker = None
     row.lease_expires_at = None
     row.reserved_bytes = 0
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None

@@ -12,13 +12,13 @@ long its circuit's last jobs took from first claim to done. From it:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
 
+from engine.figures import p95
 from engine.models import ProofJob
 from engine.moments import STORED_EARLIEST
 from engine.states import JOB_ACTIVE, JobState
@@ -30,16 +30,6 @@ def default_deadline(kind: str, now: datetime) -> datetime | None:
     """The deadline a job of ``kind`` sent without one gets (PROVINGSITE_DEADLINES), if any."""
     offset = settings.PROVINGSITE["DEADLINE_OFFSETS"].get(kind)
     return None if offset is None else now + timedelta(seconds=offset)
-
-
-def percentile[N: (int, float)](values: list[N], q: float) -> N:
-    """The q-th percentile by the nearest-rank rule (one of the values, never interpolated)."""
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))]
-
-
-def p95[N: (int, float)](values: list[N]) -> N:
-    return percentile(values, 95)
 
 
 def expected_seconds(circuit_ids: Iterable[str]) -> dict[str, float]:

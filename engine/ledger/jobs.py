@@ -164,12 +164,13 @@ def _retry(job: ProofJob) -> int | None:
         if row.state not in (J.FAILED, J.CANCELLED):
             transaction.set_rollback(True)
             return None
-        marker: dict[str, Any] = {"retry": True, "at": timezone.now().isoformat()}
+        now = timezone.now()
+        marker: dict[str, Any] = {"retry": True, "at": now.isoformat()}
         for part in Partition.objects.select_for_update().filter(job=row, state__in=(P.FAILED, P.CANCELLED)):
             # The attempt is kept: it is the fencing token and must only grow. The marker
             # restarts the MAX_ATTEMPTS count.
+            release_claim(part, str(part.state), part.error, now)
             part.state = P.PENDING
-            release_claim(part)
             part.finished_at = None
             part.error = ""
             part.errors = [*part.errors, marker]
@@ -178,12 +179,14 @@ def _retry(job: ProofJob) -> int | None:
         row.state = J.QUEUED
         row.error = ""
         row.finished_at = None
+        # Queued again from now (engine.figures.JOB_QUEUE); it starts again at its next claim.
+        row.retried_at, row.started_at = now, None
         stamp.put(row)
         row.save()
         announce_new_work()
         if not Partition.objects.filter(job=row).exclude(state=P.DONE).exists():
-            row.state = J.RUNNING  # every proof already made: the job completes now
-            row.save(update_fields=["state"])
+            row.state, row.started_at = J.RUNNING, now  # every proof already made: the job completes now
+            row.save(update_fields=["state", "started_at"])
             settle_job(row, stamp, max_attempts=1)
     return stamp.version
 

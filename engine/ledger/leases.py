@@ -72,7 +72,7 @@ def requeue_lapsed_rows(stamp: Stamp, max_attempts: int, rescuer: str, limit: in
         spent = failures_since_retry(row.errors) >= max_attempts
         close_gpu_interval(row)
         row.state = P.FAILED if spent else P.PENDING
-        release_claim(row)
+        release_claim(row, None if spent else "lapsed", reason)
         if spent:
             row.finished_at = timezone.now()
         stamp.put(row)

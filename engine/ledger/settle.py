@@ -9,12 +9,12 @@ limits (hand-backs on drain are not failures; an operator's retry restarts the c
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from engine.format import fmt_ms
 from engine.ledger.callbacks import owe as owe_callback
 from engine.ledger.claims import close_gpu_interval
 from engine.ledger.clock import Stamp
@@ -111,13 +111,9 @@ def _close_job(job: ProofJob, target: str, stamp: Stamp, host: str, **fields: An
 def _log_summary(job: ProofJob, host: str) -> None:
     """Logged once the outcome is durable: a write that rolls back (or a host killed before its
     commit, whose job another host then finishes) must not leave a "job done" line behind."""
-    queue = _seconds(job.submitted_at, job.started_at)
-    total = _seconds(job.submitted_at, job.finished_at)
-    args = (job.state, job.kind, job.job_id, job.num_partitions, queue, total, f" — {job.error}" if job.error else "")
+    # engine.figures' JOB_QUEUE and TOTAL, written as every page writes durations
+    args = (job.state, job.kind, job.job_id, job.num_partitions, fmt_ms(job.queue_ms), fmt_ms(job.total_ms),
+            f" — {job.error}" if job.error else "")
     fields = about(job.job_id, host=host or None)
-    transaction.on_commit(lambda: log.info("job %s %s %s: %d partition(s), queue %.2fs, total %.2fs%s", *args,
+    transaction.on_commit(lambda: log.info("job %s %s %s: %d partition(s), job queue %s, total %s%s", *args,
                                            extra=fields))
-
-
-def _seconds(start: datetime | None, end: datetime | None) -> float:
-    return (end - start).total_seconds() if start and end else 0.0

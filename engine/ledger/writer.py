@@ -186,7 +186,7 @@ class StatusWriter:
             row.errors = [*row.errors, error_entry(row.attempt, self.host.name, t.reason)]
             row.error = t.reason
         if target == P.PENDING:
-            release_claim(row)
+            release_claim(row, "failed", t.reason)
         if target in PARTITION_TERMINAL:
             row.finished_at = row.finished_at or timezone.now()
             row.lease_expires_at = None
@@ -245,7 +245,7 @@ class StatusWriter:
                 return []
             row.errors = [*row.errors, error_entry(row.attempt, self.host.name, reason, handed_back=True)]
             close_gpu_interval(row)
-            release_claim(row)
+            release_claim(row, "handed back", reason)
             row.state = P.PENDING
             stamp.put(row)
             row.save()

@@ -102,7 +102,7 @@ class Finalizers:
         # Said before it is recorded, so it comes before the "job done" its record may bring; it
         # is true either way (a refused record says so in a line of its own).
         t = item.timings
-        log.info("proved %s: synthesis %s, gpu %s, finishing %s; verified", item.label, _ms(t.get("synth_s")),
+        log.info("proved %s: synthesis run %s, launch %s, finish %s; verified", item.label, _ms(t.get("synth_s")),
                  _ms(t.get("gpu_s")), _ms(t.get("finish_s")), extra=book.about(item))
         if book.record(item, P.DONE, proof=proof_json(proof), public_inputs=list(publics),
                          vk_digest=vk_digest(vk), finished_at=timezone.now()):

@@ -21,18 +21,19 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import Count, Min, Q, QuerySet
 
+from engine import figures
 from engine.circuits.kinds import InputError, parse_circuit_id
-from engine.ledger.deadlines import p95
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JobState, PartitionState
 from engine.status.capacity_sim import Arrival, HostShape, Outcome, Profile, Scenario, Service, simulate
-from engine.status.host_report import keys_of
+from engine.status.holdings import key_sizes
 from engine.status.read import one_snapshot
+from engine.status.records import host_rows
 
 MAX_JOBS = 2000  # the most recent jobs of a range replayed; the answer says when it is capped
 MAX_PARTITIONS = 10000
@@ -87,57 +88,101 @@ def circuit_of(kind: str, circuit_id: str, scale: str) -> str:
 
 
 def _seconds(a: datetime | None, b: datetime | None) -> float | None:
-    return (b - a).total_seconds() if a is not None and b is not None else None
+    return figures.seconds_between(a, b)
 
 
 # ---- reading --------------------------------------------------------------------------------
 
-JOB_FIELDS = ("job_id", "kind", "circuit_id", "scale", "priority", "num_partitions", "submitted_at", "deadline",
-              "latest_start_at", "started_at", "finished_at", "state")
+
+class JobRow(NamedTuple):
+    job_id: str
+    kind: str
+    circuit_id: str
+    scale: str
+    priority: int
+    num_partitions: int
+    submitted_at: datetime
+    deadline: datetime | None
+    latest_start_at: datetime | None
+    retried_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    state: str
+
+    @property
+    def circuit(self) -> str:
+        return circuit_of(self.kind, self.circuit_id, self.scale)
+
+
+class PartRow(NamedTuple):
+    """A partition done: its circuit, its proving attempt's moments, what it reserved, and the
+    device it was proved on."""
+
+    kind: str
+    circuit_id: str
+    scale: str
+    claimed_at: datetime | None
+    synth_started_at: datetime
+    synth_finished_at: datetime | None
+    gpu_started_at: datetime
+    gpu_finished_at: datetime | None
+    finished_at: datetime | None
+    reserved_bytes: int | None
+    host: int | None  # its worker's host (None: the worker's row is gone)
+    device: str | None
+    job_id: str
+    number: int  # its index in the job
+
+    @property
+    def circuit(self) -> str:
+        return circuit_of(self.kind, self.circuit_id, self.scale)
+
+
+JOB_FIELDS = JobRow._fields
 PART_FIELDS = ("job__kind", "job__circuit_id", "job__scale", "claimed_at", "synth_started_at", "synth_finished_at",
                "gpu_started_at", "gpu_finished_at", "finished_at", "reserved_bytes", "worker__host_id",
                "worker__device", "job__job_id", "index")
 
 
-def _jobs(since: datetime, until: datetime) -> tuple[list[tuple[Any, ...]], int]:
+def _jobs(since: datetime, until: datetime) -> tuple[list[JobRow], int]:
     """The range's jobs (cancelled ones asked for nothing to be proved), the latest MAX_JOBS of
     them in submission order, and how many there were."""
     rows = ProofJob.objects.filter(submitted_at__gte=since, submitted_at__lt=until).exclude(state=JobState.CANCELLED)
     total = rows.count()
-    latest = list(rows.order_by("-submitted_at", "-pk").values_list(*JOB_FIELDS)[:MAX_JOBS])
+    latest = [JobRow._make(r) for r in rows.order_by("-submitted_at", "-pk").values_list(*JOB_FIELDS)[:MAX_JOBS]]
     return latest[::-1], total
 
 
-def _partitions(since: datetime, until: datetime, missing: set[str]) -> list[tuple[Any, ...]]:
+def _partitions(since: datetime, until: datetime, missing: set[str]) -> list[PartRow]:
     """Partitions done in the range, and the last ones of each circuit with none there."""
     done = Partition.objects.filter(state=PartitionState.DONE, gpu_started_at__isnull=False,
                                     synth_started_at__isnull=False)
-    rows = list(done.filter(finished_at__gte=since, finished_at__lt=until).values_list(*PART_FIELDS))
-    seen = {circuit_of(r[0], r[1], r[2]) for r in rows}
+    rows = [PartRow._make(r) for r in done.filter(finished_at__gte=since, finished_at__lt=until)
+            .values_list(*PART_FIELDS)]
+    seen = {r.circuit for r in rows}
     for circuit in sorted(missing - seen):
         kind, _, scale = circuit.partition("/")
         match = Q(job__circuit_id=circuit) | Q(job__circuit_id="", job__kind=kind, job__scale=scale)
-        rows += list(done.filter(match).order_by("-finished_at").values_list(*PART_FIELDS)[:FALLBACK_PARTITIONS])
+        rows += [PartRow._make(r) for r in done.filter(match).order_by("-finished_at").values_list(*PART_FIELDS)
+                 [:FALLBACK_PARTITIONS]]
     return rows
 
 
-def _device_times(rows: list[tuple[Any, ...]]) -> list[float]:
-    """Each row's time holding its device's lock (see the module's docstring), in row order."""
+def _device_times(rows: list[PartRow]) -> list[float]:
+    """Each row's DEVICE time (engine.figures: holding its device's lock), in row order."""
     by_device: dict[tuple[Any, Any], list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
-        by_device[(row[10], row[11])].append(i)
+        by_device[(row.host, row.device)].append(i)
     out = [0.0] * len(rows)
     for (host, _), indexes in by_device.items():
         if host is None:  # its worker's row is gone: the device is unknown, its time is taken whole
             for i in indexes:
-                out[i] = max(0.0, (rows[i][7] - rows[i][6]).total_seconds())
+                out[i] = max(0.0, _seconds(rows[i].gpu_started_at, rows[i].gpu_finished_at) or 0.0)
             continue
-        free_at: datetime | None = None
-        for i in sorted(indexes, key=lambda i: rows[i][7]):
-            start, end = rows[i][6], rows[i][7]
-            held_from = start if free_at is None else max(start, free_at)
-            out[i] = max(0.0, (end - held_from).total_seconds())
-            free_at = end
+        held = figures.device_seconds([(rows[i].gpu_started_at, rows[i].gpu_finished_at or rows[i].gpu_started_at)
+                                       for i in indexes])
+        for i, seconds in zip(indexes, held, strict=True):
+            out[i] = seconds
     return out
 
 
@@ -154,17 +199,13 @@ def _memory_shares(circuit: str) -> tuple[int, int]:
 
 
 def _key_sizes() -> dict[str, int]:
-    """The bytes each circuit's key holds on a host that has it loaded now (its key list, as
-    the engine writes it): measured, so preferred to the circuit's estimate."""
-    sizes: dict[str, int] = {}
-    for column in EngineHost.objects.exclude(key_cache=[]).values_list("key_cache", flat=True):
-        for key in keys_of(column):
-            if key.tier == "hot":  # a warm key's bytes leave out its mapped points: not the key's size
-                sizes[key.circuit_id] = max(sizes.get(key.circuit_id, 0), key.bytes)
-    return sizes
+    """The bytes each circuit's key holds on a running host that has it now: the size its key
+    chip shows in the console (engine.status.holdings.key_sizes), measured, so preferred to
+    the circuit's estimate."""
+    return key_sizes(host for host in host_rows() if host.stopped_at is None)
 
 
-def _dispatch_times(rows: list[tuple[Any, ...]], circuits: list[str], abc: dict[str, int], keys: dict[str, int],
+def _dispatch_times(rows: list[PartRow], circuits: list[str], abc: dict[str, int], keys: dict[str, int],
                     budgets: dict[Any, int]) -> dict[str, float]:
     """Each circuit's dispatcher time, claim to synthesis: the median gap of its partitions
     whose memory was free when they were claimed (the gap of one that waited for memory is
@@ -177,45 +218,49 @@ def _dispatch_times(rows: list[tuple[Any, ...]], circuits: list[str], abc: dict[
     every: dict[str, list[float]] = defaultdict(list)
     by_host: dict[Any, list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
-        by_host[row[10]].append(i)
+        by_host[row.host].append(i)
     for host, indexes in by_host.items():
         moments: list[tuple[datetime, int, int]] = []  # (when, 0: bytes change | 1: a claim, bytes | row)
         for i in indexes:
-            need = int(rows[i][9] or 0)
+            r = rows[i]
+            need = int(r.reserved_bytes or 0)
             share = min(abc[circuits[i]], need)
-            moments += [(rows[i][4], 0, need), (rows[i][7], 0, -share), (rows[i][8], 0, share - need)]
-            if rows[i][3] is not None:
-                moments.append((rows[i][3], 1, i))
+            assert r.gpu_finished_at is not None and r.finished_at is not None
+            moments += [(r.synth_started_at, 0, need), (r.gpu_finished_at, 0, -share), (r.finished_at, 0, share - need)]
+            if r.claimed_at is not None:
+                moments.append((r.claimed_at, 1, i))
         held, budget = 0, budgets.get(host, 0)
         for _, what, value in sorted(moments, key=lambda m: (m[0], m[1])):
             if what == 0:
                 held += value
                 continue
             row, circuit = rows[value], circuits[value]
-            gap = max(0.0, (row[4] - row[3]).total_seconds())
+            gap = max(0.0, _seconds(row.claimed_at, row.synth_started_at) or 0.0)
             every[circuit].append(gap)
-            if not budget or held + int(row[9] or 0) + keys[circuit] <= budget:
+            if not budget or held + int(row.reserved_bytes or 0) + keys[circuit] <= budget:
                 free[circuit].append(gap)
     return {c: statistics.median(free[c]) if free[c] else min(gaps) for c, gaps in every.items()}
 
 
-def _profiles(rows: list[tuple[Any, ...]], key_sizes: dict[str, int], budgets: dict[Any, int],
+def _profiles(rows: list[PartRow], key_sizes: dict[str, int], budgets: dict[Any, int],
               own: dict[str, dict[int, Service]]) -> dict[str, Profile]:
-    """Each circuit's profile; ``own`` gets each job's partitions' phases by index."""
-    rows = [r for r in rows if r[7] is not None and r[8] is not None]  # left the device, and done
-    circuits = [circuit_of(r[0], r[1], r[2]) for r in rows]
+    """Each circuit's profile; ``own`` gets each job's partitions' phases by index: their
+    synthesis, device and finalize (engine.figures)."""
+    rows = [r for r in rows if r.gpu_finished_at is not None and r.finished_at is not None]  # left the device, and done
+    circuits = [r.circuit for r in rows]
     memory: dict[str, int] = defaultdict(int)
     for row, circuit in zip(rows, circuits, strict=True):
-        memory[circuit] = max(memory[circuit], int(row[9] or 0))
+        memory[circuit] = max(memory[circuit], int(row.reserved_bytes or 0))
     shares = {c: _memory_shares(c) for c in memory}
     abc = {c: min(shares[c][0], memory[c]) for c in memory}
     keys = {c: key_sizes.get(c) or shares[c][1] for c in memory}
     dispatch = _dispatch_times(rows, circuits, abc, keys, budgets)
     services: dict[str, list[Service]] = defaultdict(list)
     for row, circuit, device_s in zip(rows, circuits, _device_times(rows), strict=True):
-        service = Service(_seconds(row[4], row[5]) or 0.0, device_s, _seconds(row[7], row[8]) or 0.0)
+        service = Service(_seconds(row.synth_started_at, row.synth_finished_at) or 0.0, device_s,
+                          _seconds(row.gpu_finished_at, row.finished_at) or 0.0)
         services[circuit].append(service)
-        own.setdefault(row[12], {})[row[13]] = service
+        own.setdefault(row.job_id, {})[row.number] = service
     return {c: Profile(tuple(recorded), memory_bytes=memory[c], abc_bytes=abc[c], key_bytes=keys[c],
                        dispatch_s=dispatch.get(c, 0.0))
             for c, recorded in services.items()}
@@ -248,21 +293,22 @@ def _host_shape(since: datetime, until: datetime) -> tuple[HostShape | None, int
     return shape, len(ranked), _opens(since, until, claims)
 
 
-def _arrival(row: tuple[Any, ...], since: datetime, own: dict[str, dict[int, Service]]) -> Arrival:
-    job_id, kind, circuit_id, scale, priority, partitions, submitted, deadline, latest = row[:9]
-    n = max(int(partitions), 1)
-    mine = own.get(job_id, {})
-    return Arrival(job_id, (submitted - since).total_seconds(), circuit_of(kind, circuit_id, scale),
-                   partitions=n, priority=int(priority), deadline_s=_seconds(submitted, deadline),
-                   latest_start_s=_seconds(submitted, latest),
+def _arrival(row: JobRow, since: datetime, own: dict[str, dict[int, Service]]) -> Arrival:
+    n = max(int(row.num_partitions), 1)
+    mine = own.get(row.job_id, {})
+    return Arrival(row.job_id, (row.submitted_at - since).total_seconds(), row.circuit,
+                   partitions=n, priority=int(row.priority), deadline_s=_seconds(row.submitted_at, row.deadline),
+                   latest_start_s=_seconds(row.submitted_at, row.latest_start_at),
                    services=tuple(mine[i] for i in range(n)) if set(mine) == set(range(n)) else ())
 
 
-def _measured(row: tuple[Any, ...]) -> Measured:
-    submitted, deadline, started, finished, state = row[6], row[7], row[9], row[10], row[11]
-    done = _seconds(submitted, finished) if state == JobState.DONE else None
-    return Measured(_seconds(submitted, started), done,
-                    missed=deadline is not None and finished is not None and finished > deadline)
+def _measured(row: JobRow) -> Measured:
+    """A job's measured waits: its JOB_QUEUE (submission, or its latest retry, to its first
+    claim since) and its TOTAL when done (engine.figures)."""
+    queue = figures.job_queue_ms(row.submitted_at, row.retried_at, row.started_at)
+    total = figures.job_total_ms(row.submitted_at, row.finished_at) if row.state == JobState.DONE else None
+    return Measured(None if queue is None else queue / 1000, None if total is None else total / 1000,
+                    missed=row.deadline is not None and row.finished_at is not None and row.finished_at > row.deadline)
 
 
 def recorded(since: datetime, until: datetime, key_sizes: dict[str, int] | None = None,
@@ -273,7 +319,7 @@ def recorded(since: datetime, until: datetime, key_sizes: dict[str, int] | None 
     partitions all finished replays their own phases (a trace replay) instead of draws."""
     with one_snapshot():
         jobs, total = _jobs(since, until)
-        circuits = {circuit_of(r[1], r[2], r[3]) for r in jobs}
+        circuits = {r.circuit for r in jobs}
         budgets = dict(EngineHost.objects.values_list("pk", "memory_budget_bytes"))
         own: dict[str, dict[int, Service]] = {}
         profiles = _profiles(_partitions(since, until, circuits), {**_key_sizes(), **(key_sizes or {})}, budgets, own)
@@ -281,16 +327,16 @@ def recorded(since: datetime, until: datetime, key_sizes: dict[str, int] | None 
     out = Recorded(since, until, profiles=profiles, host=host, hosts=hosts, opens_s=opens_s, jobs_in_range=total)
     kept, parts = [], 0
     for row in reversed(jobs):  # the latest first, up to MAX_PARTITIONS
-        if circuit_of(row[1], row[2], row[3]) not in profiles:
+        if row.circuit not in profiles:
             out.unmodelled += 1
             continue
-        parts += max(int(row[5]), 1)
+        parts += max(int(row.num_partitions), 1)
         if parts > MAX_PARTITIONS:
             break
         kept.append(row)
     kept.reverse()
     if kept and len(kept) + out.unmodelled < total:  # capped: the replay starts at its first job
-        out.origin = kept[0][6]
+        out.origin = kept[0].submitted_at
         out.opens_s = max(0.0, opens_s - (out.origin - since).total_seconds())
     out.arrivals = [_arrival(row, out.origin or since, own if own_services else {}) for row in kept]
     out.measured = [_measured(row) for row in kept]
@@ -301,11 +347,11 @@ def recorded(since: datetime, until: datetime, key_sizes: dict[str, int] | None 
 
 
 def waits(values: list[float | None]) -> dict[str, float | None]:
-    """p50 (the median) and p95 (nearest rank, ledger.deadlines.p95) of the waits there are."""
+    """p50 and p95 (nearest rank, engine.figures.percentile, as every page's) of the waits there are."""
     known = [v for v in values if v is not None]
     if not known:
         return {"p50_s": None, "p95_s": None}
-    return {"p50_s": statistics.median(known), "p95_s": float(p95(known))}
+    return {"p50_s": float(figures.p50(known)), "p95_s": float(figures.p95(known))}
 
 
 def farm_row(outcome: Outcome, budget: int) -> dict[str, Any]:
@@ -325,14 +371,13 @@ def default_hosts(current: int) -> list[int]:
 
 
 def _circuit_row(circuit: str, profile: Profile) -> dict[str, Any]:
-    def median(values: list[float]) -> float:
-        return statistics.median(values)
-
+    """A circuit's service times replayed: the p50 of its partitions' synthesis, device and
+    finalize (engine.figures), its reservation, and its key's bytes (the console's key chip)."""
     services = profile.services
     return {"circuit": circuit, "partitions_recorded": len(services),
-            "synthesis_p50_s": median([s.synth_s for s in services]),
-            "device_p50_s": median([s.device_s for s in services]),
-            "finalize_p50_s": median([s.finalize_s for s in services]),
+            "synthesis_p50_s": figures.p50([s.synth_s for s in services]),
+            "device_p50_s": figures.p50([s.device_s for s in services]),
+            "finalize_p50_s": figures.p50([s.finalize_s for s in services]),
             "memory_bytes": profile.memory_bytes, "key_bytes": profile.key_bytes}
 
 

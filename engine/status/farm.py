@@ -20,14 +20,12 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
 
-from engine.format import ms_between
+from engine.figures import ms_between
 from engine.states import JobState, PartitionState
 from engine.status.holdings import Holdings, device_reserved
 from engine.status.host_report import DeviceReport, HostFigures, devices_of
-from engine.status.read import collection_deferred, one_snapshot
-from engine.status.read_model import Farm, read_farm
+from engine.status.read_model import Farm, live_farm
 from engine.status.records import DeadlineRow, HostRow
 
 P = PartitionState
@@ -111,35 +109,36 @@ def _pipelines(farm: Farm) -> list[dict[str, Any]]:
     now = farm.now
     synthesizing, gpu, done = PartitionState.SYNTHESIZING, PartitionState.GPU, PartitionState.DONE
     rows = []
-    for pk, job_id, kind, state, priority, started_at, submitted_at, num_partitions, *_ in farm.jobs:
-        parts = farm.parts_by_job.get(pk, ())
+    for job in farm.jobs:
+        parts = farm.parts_by_job.get(job.pk, ())
         cells = []
-        for _, index, p_state, synth_started, synth_finished, gpu_started, gpu_finished, host, ordinal, attempt, batch \
-                in parts:
-            # A phase under way reports its time so far; a finished one its final figure.
-            synth_end = synth_finished or (now if p_state == synthesizing else None)
-            gpu_end = gpu_finished or (now if p_state == gpu else None)
+        for p in parts:
+            # A phase under way reports its time so far; a finished one its final figure
+            # (engine.figures: synthesis is synth_ms, gpu is gpu_ms).
+            state, worker = p.state, p.worker
+            synth_end = p.synth_finished_at or (now if state == synthesizing else None)
+            gpu_end = p.gpu_finished_at or (now if state == gpu else None)
             cells.append({
-                "index": index,
-                "state": p_state,
-                "synth_ms": ms_between(synth_started, synth_end),
-                "gpu_ms": ms_between(gpu_started, gpu_end),
-                "host": host,
-                "worker": f"W{ordinal}" if ordinal is not None else None,
-                "attempt": attempt,
-                "batch": batch or None,  # the proving batch it went onto the GPU with (its first member's id)
+                "index": p.number,
+                "state": state,
+                "synth_ms": ms_between(p.synth_started_at, synth_end),
+                "gpu_ms": ms_between(p.gpu_started_at, gpu_end),
+                "host": p.host,
+                "worker": f"W{worker}" if worker is not None else None,
+                "attempt": p.attempt,
+                "batch": p.batch or None,  # the proving batch it went onto the GPU with (its first member's id)
             })
         rows.append({
-            "job_id": job_id,
-            "proof_kind": kind,
-            "state": state,
-            "priority": priority,
-            "started_secs_ago": _secs(started_at or submitted_at, now) or 0.0,
-            "total_partitions": num_partitions or len(parts),
-            "partitions_done": sum(p[2] == done for p in parts),
+            "job_id": job.job_id,
+            "proof_kind": job.kind,
+            "state": job.state,
+            "priority": job.priority,
+            "started_secs_ago": _secs(job.started_at or job.submitted_at, now) or 0.0,
+            "total_partitions": job.num_partitions or len(parts),
+            "partitions_done": sum(p.state == done for p in parts),
             "partitions": cells,
-            "hosts": sorted({p[7] for p in parts if p[7]}),
-            **_deadline(farm.deadlines.get(pk)),
+            "hosts": sorted({p.host for p in parts if p.host}),
+            **_deadline(farm.deadlines.get(job.pk)),
         })
     return rows
 
@@ -162,25 +161,24 @@ def _gpu_ordinal(device: str) -> int | None:
 def _workers(farm: Farm) -> list[dict[str, Any]]:
     rows = []
     for worker in farm.workers:
-        pk, ordinal, device, host, _, _ = worker
-        parts = farm.on_gpu_by_worker.get(pk)
+        parts = farm.on_gpu_by_worker.get(worker.pk)
         current = parts[0] if parts else None
-        busy_now = _secs(current[4], farm.now) if current else None
+        busy_now = _secs(current.gpu_started_at, farm.now) if current else None
         share = farm.utilisation_of(worker)
         rows.append({
-            "worker_id": f"{host}/{device}/W{ordinal}",
-            "host": host,
-            "label": f"W{ordinal}",
-            "ordinal": ordinal,
-            "device": device,
-            "gpu_ordinal": _gpu_ordinal(device),
+            "worker_id": f"{worker.host}/{worker.device}/W{worker.ordinal}",
+            "host": worker.host,
+            "label": f"W{worker.ordinal}",
+            "ordinal": worker.ordinal,
+            "device": worker.device,
+            "gpu_ordinal": _gpu_ordinal(worker.device),
             "state": "proving" if current else "idle",
-            "current_job": current[2] if current else None,
-            "current_kind": current[3] if current else None,
-            "current_partition": current[1] if current else None,
+            "current_job": current.job_id if current else None,
+            "current_kind": current.kind if current else None,
+            "current_partition": current.number if current else None,
             # a batch (engine.pipeline.prove) has several partitions on the GPU with this worker
-            "current_partitions": [[p[2], p[1]] for p in parts] if parts else [],
-            "current_batch": (current[5] or None) if current else None,
+            "current_partitions": [[p.job_id, p.number] for p in parts] if parts else [],
+            "current_batch": (current.batch or None) if current else None,
             "busy_secs": busy_now or 0.0,
             "utilisation": round(share, 4),
         })
@@ -208,8 +206,8 @@ def _counters(by_kind_state: dict[str, dict[str, int]], pending: int, reserving:
 def _counts(farm: Farm) -> dict[int | None, dict[str, dict[str, int]]]:
     """Jobs by host, kind and state: one grouped read, split here for the farm and every host."""
     jobs: dict[int | None, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
-    for host_id, kind, state, n in farm.job_counts:
-        jobs[host_id][kind][state] = n
+    for row in farm.job_counts:
+        jobs[row.host][row.kind][row.state] = row.n
     return jobs
 
 
@@ -281,16 +279,11 @@ def status_document(farm: Farm) -> dict[str, Any]:
     }
 
 
-def read_now() -> Farm:
-    """The farm now, read in one snapshot of its own (or the caller's, when inside one)."""
-    with collection_deferred(), one_snapshot() as snap:
-        return read_farm(timezone.now(), exact=snap.exact)
-
-
 def farm_document(farm: Farm) -> dict[str, Any]:
     return {"version": farm.version, "consistent": farm.exact, **status_document(farm)}
 
 
 def farm_snapshot() -> dict[str, Any]:
     """The status of every host, read in one snapshot at one status version."""
-    return farm_document(read_now())
+    with live_farm() as farm:
+        return farm_document(farm)

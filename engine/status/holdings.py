@@ -19,7 +19,7 @@ from typing import Any
 
 from engine.states import PARTITION_HOLDING, PartitionState
 from engine.status.host_report import keys_of
-from engine.status.records import HostRow
+from engine.status.records import ClaimedRow, HostRow
 
 P = PartitionState
 
@@ -137,17 +137,17 @@ def _users(claimed_by_key: dict[str, int], circuit_id: str) -> int:
     return claimed_by_key.get(circuit_id, 0) + (claimed_by_key.get(short, 0) if short != circuit_id else 0)
 
 
-def holdings(hosts: Iterable[HostRow], claimed: Iterable[tuple[Any, ...]]) -> dict[int, Holdings]:
+def holdings(hosts: Iterable[HostRow], claimed: Iterable[ClaimedRow]) -> dict[int, Holdings]:
     """Every host's holdings, from this snapshot's host rows and claimed partitions
     (engine.status.records.CLAIMED)."""
     owners: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     states: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     by_key: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for host_id, state, kind, job_id, circuit_id, n, reserved in claimed:
-        states[host_id][state] += n
-        by_key[host_id][circuit_id or kind] += n
-        if state in PARTITION_HOLDING:
-            owners[host_id][partition_owner(kind, job_id)] += int(reserved or 0)
+    for row in claimed:
+        states[row.host][row.state] += row.n
+        by_key[row.host][row.circuit_id or row.kind] += row.n
+        if row.state in PARTITION_HOLDING:
+            owners[row.host][partition_owner(row.kind, row.job_id)] += int(row.reserved or 0)
     result = {}
     for host in hosts:
         keys = tuple(HeldKey(k.circuit_id, k.bytes, _users(by_key[host.pk], k.circuit_id), k.loaded_at, k.tier,
@@ -159,3 +159,18 @@ def holdings(hosts: Iterable[HostRow], claimed: Iterable[tuple[Any, ...]]) -> di
         result[host.pk] = Holdings(budget=host.memory_budget_bytes or 0, physical=host.memory_total_bytes or 0,
                                    by_owner=by_owner, keys=keys, claimed=dict(states.get(host.pk, {})))
     return result
+
+
+def key_sizes(hosts: Iterable[HostRow]) -> dict[str, int]:
+    """Each proving key's size as the key chips show it, by circuit: the most bytes a host
+    holds it with hot (in its memory budget), else warm (what it charges plus its mapped image,
+    read on demand). The capacity page models a circuit's key with the same figure."""
+    hot: dict[str, int] = {}
+    warm: dict[str, int] = {}
+    for host in hosts:
+        for key in keys_of(host.key_cache):
+            if key.tier == "hot":
+                hot[key.circuit_id] = max(hot.get(key.circuit_id, 0), key.bytes)
+            elif key.tier == "warm":
+                warm[key.circuit_id] = max(warm.get(key.circuit_id, 0), key.bytes + key.mapped_bytes)
+    return {**warm, **hot}

@@ -14,7 +14,7 @@ its checks); every other column gets exactly the ORM's converters.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from functools import reduce
+from functools import partial, reduce
 from typing import Any, cast
 
 from django.conf import settings
@@ -76,27 +76,32 @@ class _Compiled:
         # Columns the SQL needs beyond the asked ones (ordering under DISTINCT) are cut off.
         self.width = compiler.col_count if compiler.has_extra_select else None
 
-    def convert(self, fetched: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    def convert(self, fetched: list[tuple[Any, ...]], make: Callable[[Any], tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """The rows converted as the ORM would, each made by ``make`` (its named row's ``_make``)."""
         if self.width is not None:
             fetched = [row[:self.width] for row in fetched]
         if not self.columns:
-            return fetched
+            return fetched if make is tuple else [make(row) for row in fetched]
         out = []
         for row in fetched:
             values = list(row)
             for pos, convert in self.columns:
                 values[pos] = convert(values[pos])
-            out.append(tuple(values))
+            out.append(make(values))
         return out
 
 
 class Prepared[Row: tuple[Any, ...]]:
-    """`make(*args)` builds a values_list() queryset; rows(*args) returns its tuples (typed as
-    the queryset's rows). Inside one of ``one_snapshot()``'s own snapshots the same query is
-    run once (callers must not change the rows they get)."""
+    """`make(*args)` builds a values_list() queryset; rows(*args) returns its rows, each a
+    ``row`` (a NamedTuple whose fields are the queryset's columns in order), or a plain tuple
+    without one. Inside one of ``one_snapshot()``'s own snapshots the same query is run once
+    (callers must not change the rows they get)."""
 
-    def __init__(self, make: Callable[..., QuerySet[Any, Row]]) -> None:
+    def __init__(self, make: Callable[..., QuerySet[Any, Any]], row: type[Row] | None = None) -> None:
         self.make = make
+        # tuple.__new__ with the row's class: a named row for the price of a tuple (its _make
+        # checks the length too, which the query's own columns make certain)
+        self._make_row: Callable[[Any], tuple[Any, ...]] = partial(tuple.__new__, row) if row is not None else tuple
         self._compiled: dict[tuple[int, tuple[Hashable, ...]], tuple[Any, _Compiled]] = {}
 
     def rows(self, *args: Hashable) -> list[Row]:
@@ -116,7 +121,7 @@ class Prepared[Row: tuple[Any, ...]]:
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, compiled.params)
             fetched = cursor.fetchall()
-        rows = cast(list[Row], compiled.convert(fetched))  # the queryset's own rows, converted as the ORM would
+        rows = cast(list[Row], compiled.convert(fetched, self._make_row))  # converted as the ORM would
         if memo is not None:
             memo[self, args] = rows
         return rows

@@ -1,39 +1,50 @@
 """The read model: the farm, read in one database snapshot into plain frozen data.
 
-``read_farm`` is the only function that reads the live farm. It runs the queries of
-``engine.status.records`` inside the caller's ``one_snapshot()``, each once, and returns a ``Farm``:
-hosts, live workers, active jobs and their cells, what is on the GPU, claimed partitions (from
-which reservations, keys in use and synthesis counts are derived), counters, deadlines, the GPU
-phases utilisation is measured over, and recent failures. ``/status`` and ``/metrics``
-(engine.status.farm) and every console fragment (engine.console.reads) are projections of one
-``Farm``, pure functions of it that touch no database, so no two of them can count a fact
-differently or at two moments.
+``live_farm`` is the one way to read the live farm: a context manager that opens one snapshot
+(or joins the caller's), reads the status clocks in it, and yields a ``Farm`` whose sections
+each run one query of ``engine.status.records`` on first use while the block runs; when it
+ends the farm is closed, and a section first asked for after that raises ``NotRead`` rather
+than read outside the snapshot. ``/status`` and ``/metrics`` (engine.status.farm) and every
+console fragment (engine.console.reads) are projections of one ``Farm``, pure functions of it
+that touch no database, so no two of them can count a fact differently or at two moments;
+a console pass reads only the sections its panels use (a heartbeat's pass reads the hosts,
+not a thousand partitions), which changes what is read, never what it says.
 
 What a ``Farm`` derives (a worker's state, a host's holdings, a job's cells) is computed once
 per instance, on first use, from its own fields.
-
-A console pass projects a few panels, not all: ``open_farm`` gives a Farm whose sections are read
-on first use while its snapshot is open (a host's heartbeat pass reads the hosts and what they
-hold, not a thousand partitions), and ``close`` ends that; a section first asked for after it
-raises ``NotRead`` rather than read outside the snapshot. Every section a pass uses is still read
-in that one snapshot, so laziness changes what is read, never what it says.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
+from django.utils import timezone
+
+from engine import figures
 from engine.ledger.clock import Reading
 from engine.status import records, utilisation
 from engine.status.holdings import Holdings, holdings
-from engine.status.records import DeadlineRow, HostRow
-
-Row = tuple[Any, ...]
+from engine.status.read import collection_deferred, one_snapshot
+from engine.status.records import (
+    ActiveJobRow,
+    ClaimedRow,
+    DeadlineRow,
+    FailedJobRow,
+    FailedPartRow,
+    HostRow,
+    JobCountRow,
+    OnGpuRow,
+    PartRow,
+    WorkerRow,
+)
+from engine.status.utilisation import PhaseRow
 
 
 class NotRead(RuntimeError):
@@ -53,7 +64,7 @@ def _section[T](read: Callable[[Farm], T]) -> cached_property[T]:
 
 @dataclass(frozen=True, eq=False)
 class Farm:
-    """One moment of the farm. Row layouts are those of the queries in engine.status.records."""
+    """One moment of the farm: the named rows of the queries in engine.status.records."""
 
     now: datetime
     reading: Reading  # every writer's clock in this snapshot; its sum is the farm's version
@@ -70,23 +81,23 @@ class Farm:
         return tuple(records.host_rows())
 
     @_section
-    def workers(self) -> tuple[Row, ...]:  # records.LIVE_WORKERS
+    def workers(self) -> tuple[WorkerRow, ...]:  # records.LIVE_WORKERS
         return tuple(records.LIVE_WORKERS.rows())
 
     @_section
-    def on_gpu(self) -> tuple[Row, ...]:  # records.ON_GPU
+    def on_gpu(self) -> tuple[OnGpuRow, ...]:  # records.ON_GPU
         return tuple(records.ON_GPU.rows())
 
     @_section
-    def jobs(self) -> tuple[Row, ...]:  # records.ACTIVE_JOBS, in the order they are served
+    def jobs(self) -> tuple[ActiveJobRow, ...]:  # records.ACTIVE_JOBS, in the order they are served
         return tuple(records.ACTIVE_JOBS.rows())
 
     @_section
-    def parts(self) -> tuple[Row, ...]:  # records.ACTIVE_PARTS
+    def parts(self) -> tuple[PartRow, ...]:  # records.ACTIVE_PARTS
         return tuple(records.ACTIVE_PARTS.rows())
 
     @_section
-    def job_counts(self) -> tuple[Row, ...]:  # records.JOB_COUNTS: (host pk, kind, state, n)
+    def job_counts(self) -> tuple[JobCountRow, ...]:  # records.JOB_COUNTS
         return tuple(records.JOB_COUNTS.rows())
 
     @_section
@@ -95,7 +106,7 @@ class Farm:
         return MappingProxyType(dict(records.PENDING.rows()))
 
     @_section
-    def claimed(self) -> tuple[Row, ...]:  # records.CLAIMED
+    def claimed(self) -> tuple[ClaimedRow, ...]:  # records.CLAIMED
         return tuple(records.CLAIMED.rows())
 
     @_section
@@ -109,16 +120,16 @@ class Farm:
         return MappingProxyType(records.missed_deadlines())
 
     @_section
-    def phases(self) -> Mapping[int, tuple[Row, ...]]:
+    def phases(self) -> Mapping[int, tuple[PhaseRow, ...]]:
         """utilisation.GPU_PHASES of the window, by worker pk."""
         return MappingProxyType({pk: tuple(rows) for pk, rows in utilisation.phases_by_worker(self.now).items()})
 
     @_section
-    def failed_jobs(self) -> tuple[Row, ...]:  # records.FAILED_JOBS
+    def failed_jobs(self) -> tuple[FailedJobRow, ...]:  # records.FAILED_JOBS
         return tuple(records.FAILED_JOBS.rows())
 
     @_section
-    def failed_parts(self) -> tuple[Row, ...]:  # records.FAILED_PARTS
+    def failed_parts(self) -> tuple[FailedPartRow, ...]:  # records.FAILED_PARTS
         return tuple(records.FAILED_PARTS.rows())
 
     @_section
@@ -141,40 +152,46 @@ class Farm:
         return MappingProxyType(holdings(self.hosts, self.claimed))
 
     @cached_property
-    def parts_by_job(self) -> Mapping[int, tuple[Row, ...]]:
-        return _by_first_column(self.parts)
+    def parts_by_job(self) -> Mapping[int, tuple[PartRow, ...]]:
+        return _grouped(self.parts, attrgetter("job"))
 
-    def parts_of(self, job_pks: Collection[int]) -> Mapping[int, tuple[Row, ...]]:
+    def parts_of(self, job_pks: Collection[int]) -> Mapping[int, tuple[PartRow, ...]]:
         """The partitions of these active jobs, by job: from the whole read where one was made,
         else only theirs (a pass re-drawing two jobs' rows need not read a thousand cells)."""
         if "parts" in self.__dict__ or self._closed[0]:
             return self.parts_by_job
         if not job_pks:
             return MappingProxyType({})
-        return _by_first_column(tuple(records.ACTIVE_PARTS_OF.rows(tuple(sorted(job_pks)))))
+        return _grouped(tuple(records.ACTIVE_PARTS_OF.rows(tuple(sorted(job_pks)))), attrgetter("job"))
 
     @cached_property
-    def on_gpu_by_worker(self) -> Mapping[int, tuple[Row, ...]]:
+    def on_gpu_by_worker(self) -> Mapping[int, tuple[OnGpuRow, ...]]:
         """A worker is proving exactly when a partition in ``gpu`` names it."""
-        return _by_first_column(self.on_gpu)
+        return _grouped(self.on_gpu, attrgetter("worker"))
 
     @cached_property
     def unclaimed(self) -> int:
         """Partitions of active jobs that no host has claimed: "pending", and only that."""
         return sum(self.pending_by_host.values())
 
-    def utilisation_of(self, worker: Row) -> float:
-        """A LIVE_WORKERS row's busy share of the window (engine.status.utilisation, the one
-        definition /status, /metrics, the task stream and /history/ share)."""
-        pk, host_started = worker[0], worker[5]
-        spans = utilisation.spans_of(self.phases.get(pk, ()), self.now)
-        return utilisation.utilisation(spans, utilisation.window_start(self.now), self.now, host_started)
+    def utilisation_of(self, worker: WorkerRow) -> float:
+        """A worker's UTILISATION over the live window (engine.figures: the one definition
+        /status, /metrics, the task stream and /history/ share), observed from its host's start."""
+        spans = utilisation.spans_of(self.phases.get(worker.pk, ()), self.now)
+        return figures.utilisation(spans, utilisation.window_start(self.now), self.now, worker.host_started_at)
+
+    def read_all(self) -> Farm:
+        """Every section read now (inside the snapshot), so the farm can be kept after it."""
+        for name in SECTIONS:
+            getattr(self, name)
+        return self
 
 
-def _by_first_column(rows: tuple[Row, ...]) -> Mapping[int, tuple[Row, ...]]:
-    grouped: dict[int, list[Row]] = {}
+def _grouped[R: tuple[Any, ...]](rows: tuple[R, ...], key: Callable[[R], int]) -> Mapping[int, tuple[R, ...]]:
+    """The rows by ``key`` (a job's pk, a worker's), each group in the rows' order."""
+    grouped: dict[int, list[R]] = {}
     for row in rows:
-        grouped.setdefault(row[0], []).append(row)
+        grouped.setdefault(key(row), []).append(row)
     return MappingProxyType({key: tuple(group) for key, group in grouped.items()})
 
 
@@ -182,18 +199,15 @@ SECTIONS = ("hosts", "workers", "on_gpu", "jobs", "parts", "job_counts", "pendin
             "missed_deadlines", "phases", "failed_jobs", "failed_parts", "farm_keys")
 
 
-def open_farm(now: datetime, *, exact: bool = True) -> Farm:
-    """The farm at ``now`` inside the caller's ``one_snapshot()`` (whose ``exact`` it carries):
-    the status clocks now, so ``version`` names the snapshot, and each section on first use.
-    The caller closes it before its snapshot ends."""
-    return Farm(now=now, reading=records.clocks(), exact=exact)
-
-
-def read_farm(now: datetime, *, exact: bool = True) -> Farm:
-    """The whole farm at ``now``, read inside the caller's ``one_snapshot()``: every query once,
-    the status clocks first, then closed, so it can leave the snapshot."""
-    farm = open_farm(now, exact=exact)
-    for name in SECTIONS:
-        getattr(farm, name)
-    farm.close()
-    return farm
+@contextmanager
+def live_farm(now: datetime | None = None, *, whole: bool = False) -> Iterator[Farm]:
+    """The farm at ``now`` (default: the clock's now), read in one snapshot: its own, or the
+    caller's when inside one (whose ``exact`` it carries). The status clocks are read first, so
+    ``version`` names the snapshot; each section on first use, or all of them at once with
+    ``whole`` (a farm kept after the block). Closed when the block ends."""
+    with collection_deferred(), one_snapshot() as snap:
+        farm = Farm(now=now or timezone.now(), reading=records.clocks(), exact=snap.exact)
+        try:
+            yield farm.read_all() if whole else farm
+        finally:
+            farm.close()

@@ -18,76 +18,178 @@ from engine.models import EngineHost, FarmKey, Partition, ProofJob, StatusClock,
 from engine.states import JOB_ACTIVE, PARTITION_LIVE, JobState, PartitionState
 from engine.status.prepared import Prepared
 
-CLOCKS = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("pk", "value"))
+CLOCKS: Prepared[tuple[int, int]] = Prepared(lambda: StatusClock.objects.order_by("pk").values_list("pk", "value"))
 
-_HOSTS = Prepared(lambda: EngineHost.objects.order_by("name").values_list(
-    "pk", "name", "backend", "started_at", "heartbeat_at", "stopped_at", "memory_budget_bytes", "memory_total_bytes",
-    "synthesis_max", "devices", "key_cache", "draining", "refused_keys", "figures", "reserved_by_engine",
-    "device_reserved"))
 
-# Workers of running hosts: (pk, ordinal, device, host name, host backend, host started).
+class HostRow(NamedTuple):
+    """A host's row as the readers show it: plain values, not a model instance (the console's
+    templates read ``name`` and ``backend`` as they would a model's)."""
+
+    pk: int
+    name: str
+    backend: str
+    started_at: datetime | None
+    heartbeat_at: datetime | None
+    stopped_at: datetime | None
+    memory_budget_bytes: int
+    memory_total_bytes: int
+    synthesis_max: int
+    devices: list[Any]  # JSON, read through host_report.devices_of
+    key_cache: list[Any]  # JSON, read through host_report.keys_of
+    draining: bool
+    refused_keys: dict[str, str]  # JSON: circuit -> why
+    figures: dict[str, Any]  # JSON, read through host_report.HostFigures.from_json
+    reserved_by_engine: dict[str, Any]  # JSON: owner -> bytes (engine.status.holdings.engine_held)
+    device_reserved: dict[str, Any]  # JSON: device -> {budget, by_owner} (engine.status.holdings.device_reserved)
+
+
+_HOSTS = Prepared(lambda: EngineHost.objects.order_by("name").values_list(*HostRow._fields), HostRow)
+
+
+class WorkerRow(NamedTuple):
+    """A worker of a running host."""
+
+    pk: int
+    ordinal: int
+    device: str
+    host: str  # its host's name
+    backend: str
+    host_started_at: datetime | None
+
+
 LIVE_WORKERS = Prepared(lambda: Worker.objects.filter(host__stopped_at__isnull=True)
                         .order_by("host__name", "device", "ordinal")
-                        .values_list("pk", "ordinal", "device", "host__name", "host__backend", "host__started_at"))
+                        .values_list("pk", "ordinal", "device", "host__name", "host__backend", "host__started_at"),
+                        WorkerRow)
 
-# A worker is proving exactly when a partition in `gpu` names it: (worker, index, job id, kind,
-# gpu started), for the workers of running hosts.
+
+class OnGpuRow(NamedTuple):
+    """A partition in ``gpu``: a worker is proving exactly when one names it."""
+
+    worker: int  # the worker's pk
+    number: int  # the partition's index in its job (P3: 3)
+    job_id: str
+    kind: str
+    gpu_started_at: datetime
+    batch: str  # its batch's marker ('' alone)
+
+
 ON_GPU = Prepared(lambda: Partition.objects.filter(state=PartitionState.GPU, worker__host__stopped_at__isnull=True)
                   .order_by("gpu_started_at", "pk")
-                  .values_list("worker_id", "index", "job__job_id", "job__kind", "gpu_started_at", "batch"))
+                  .values_list("worker_id", "index", "job__job_id", "job__kind", "gpu_started_at", "batch"), OnGpuRow)
 
-# Active jobs in the order they are served: (pk, job id, kind, state, priority, started,
-# submitted, partitions, deadline, circuit id).
+
+class ActiveJobRow(NamedTuple):
+    """An active job, in the order jobs are served."""
+
+    pk: int
+    job_id: str
+    kind: str
+    state: str
+    priority: int
+    started_at: datetime | None
+    submitted_at: datetime
+    num_partitions: int
+    deadline: datetime | None
+    circuit_id: str
+
+
 ACTIVE_JOBS = Prepared(lambda: ProofJob.objects.filter(state__in=JOB_ACTIVE)
                        .order_by("priority", F("latest_start_at").asc(nulls_last=True), "submitted_at", "pk")
-                       .values_list("pk", "job_id", "kind", "state", "priority", "started_at", "submitted_at",
-                                    "num_partitions", "deadline", "circuit_id"))
+                       .values_list(*ActiveJobRow._fields), ActiveJobRow)
 
-# Every partition of the active jobs, as plain rows (model instances were most of a read's
-# cost): (job pk, index, state, synth started, synth finished, gpu started, gpu finished, host
-# name, worker ordinal, attempt).
+
+class PartRow(NamedTuple):
+    """A partition of an active job, as plain values (model instances were most of a read's
+    cost)."""
+
+    job: int  # its job's pk
+    number: int  # its index in the job (P3: 3)
+    state: str
+    synth_started_at: datetime | None
+    synth_finished_at: datetime | None
+    gpu_started_at: datetime | None
+    gpu_finished_at: datetime | None
+    host: str | None  # its host's name
+    worker: int | None  # its worker's ordinal
+    attempt: int
+    batch: str
+
+
 _PART_COLUMNS = ("job_id", "index", "state", "synth_started_at", "synth_finished_at", "gpu_started_at",
                  "gpu_finished_at", "host__name", "worker__ordinal", "attempt", "batch")
 ACTIVE_PARTS = Prepared(lambda: Partition.objects.filter(job__state__in=JOB_ACTIVE).order_by("job_id", "index")
-                        .values_list(*_PART_COLUMNS))
+                        .values_list(*_PART_COLUMNS), PartRow)
 # The same rows for some of those jobs only (by pk): a pass re-drawing a few jobs' cells.
 ACTIVE_PARTS_OF = Prepared(lambda pks: Partition.objects.filter(job__state__in=JOB_ACTIVE, job_id__in=pks)
-                           .order_by("job_id", "index").values_list(*_PART_COLUMNS))
+                           .order_by("job_id", "index").values_list(*_PART_COLUMNS), PartRow)
 
-# Jobs by host, kind and state: (host pk, kind, state, n).
+
+class JobCountRow(NamedTuple):
+    host: int | None  # the host's pk (None: never claimed)
+    kind: str
+    state: str
+    n: int
+
+
 JOB_COUNTS = Prepared(lambda: ProofJob.objects.values("host_id", "kind", "state").annotate(n=Count("pk"))
-                      .values_list("host_id", "kind", "state", "n").order_by())
+                      .values_list("host_id", "kind", "state", "n").order_by(), JobCountRow)
 
 # Finished jobs that finished after their deadline, by kind: (kind, n). Kept history only grows.
-DEADLINES_MISSED = Prepared(lambda: ProofJob.objects.exclude(state__in=JOB_ACTIVE)
+DEADLINES_MISSED: Prepared[tuple[str, int]] = Prepared(lambda: ProofJob.objects.exclude(state__in=JOB_ACTIVE)
                             .filter(deadline__isnull=False, finished_at__gt=F("deadline"))
                             .values("kind").annotate(n=Count("pk")).values_list("kind", "n").order_by("kind"))
 
 # Pending partitions of active jobs, by their job's host: pending means unclaimed, and only
-# that (a claimed one is `reserving`).
-PENDING = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
+# that (a claimed one is `reserving`). (host pk, n)
+PENDING: Prepared[tuple[int | None, int]] = Prepared(lambda: Partition.objects.filter(state=PartitionState.PENDING, job__state__in=JOB_ACTIVE)
                    .values("job__host_id").annotate(n=Count("pk")).values_list("job__host_id", "n").order_by())
 
-# Claimed partitions by host, state and job (its kind and circuit name its key), with the bytes
-# they reserved: one grouped read gives the counts, the key users and the memory owners
-# (engine.status.holdings).
+
+class ClaimedRow(NamedTuple):
+    """Claimed partitions of one host, state and job (its kind and circuit name its key), with
+    the bytes they reserved: one grouped read gives the counts, the key users and the memory
+    owners (engine.status.holdings)."""
+
+    host: int
+    state: str
+    kind: str
+    job_id: str
+    circuit_id: str
+    n: int
+    reserved: int | None
+
+
 CLAIMED = Prepared(lambda: Partition.objects.filter(state__in=PARTITION_LIVE, host__isnull=False)
                    .values("host_id", "state", "job__kind", "job__job_id", "job__circuit_id")
                    .annotate(n=Count("pk"), reserved=Sum("reserved_bytes"))
                    .values_list("host_id", "state", "job__kind", "job__job_id", "job__circuit_id", "n", "reserved")
-                   .order_by())
+                   .order_by(), ClaimedRow)
 
 # The circuits the farm has a proving key for (FarmKey: the first host to load one records it),
 # by circuit id: (circuit id,). A host holding one cold can be asked to preload it.
-FARM_KEYS = Prepared(lambda: FarmKey.objects.order_by("circuit_id").values_list("circuit_id"))
+FARM_KEYS: Prepared[tuple[str]] = Prepared(lambda: FarmKey.objects.order_by("circuit_id").values_list("circuit_id"))
 
-# The latest failures, newest first: jobs (job id, kind, error) and partitions (index, job id,
-# attempt, error).
+
+class FailedJobRow(NamedTuple):
+    job_id: str
+    kind: str
+    error: str
+
+
+class FailedPartRow(NamedTuple):
+    number: int  # the partition's index in its job
+    job_id: str
+    attempt: int
+    error: str
+
+
+# The latest failures, newest first.
 RECENT_FAILURES = 8
 FAILED_JOBS = Prepared(lambda: ProofJob.objects.filter(state=JobState.FAILED).order_by("-finished_at", "-pk")
-                       .values_list("job_id", "kind", "error")[:RECENT_FAILURES])
+                       .values_list("job_id", "kind", "error")[:RECENT_FAILURES], FailedJobRow)
 FAILED_PARTS = Prepared(lambda: Partition.objects.filter(state=PartitionState.FAILED).order_by("-finished_at", "-pk")
-                        .values_list("index", "job__job_id", "attempt", "error")[:RECENT_FAILURES])
+                        .values_list("index", "job__job_id", "attempt", "error")[:RECENT_FAILURES], FailedPartRow)
 
 
 def clocks() -> Reading:
@@ -108,20 +210,20 @@ class DeadlineRow(NamedTuple):
     at_risk_from: datetime | None
 
 
-def active_deadlines(now: datetime, active_jobs: Iterable[tuple[Any, ...]]) -> dict[int, DeadlineRow]:
+def active_deadlines(now: datetime, active_jobs: Iterable[ActiveJobRow]) -> dict[int, DeadlineRow]:
     """Every active job with a deadline, by pk, against it at ``now``, from ACTIVE_JOBS rows:
     its circuit's expected duration is read once per call for the circuits of those jobs (they
     are few)."""
-    jobs = [(pk, state, started, deadline, circuit_id)
-            for pk, _, _, state, _, started, _, _, deadline, circuit_id in active_jobs if deadline is not None]
+    jobs = [job for job in active_jobs if job.deadline is not None]
     if not jobs:
         return {}
-    expected = expected_seconds(job[4] for job in jobs)
+    expected = expected_seconds(job.circuit_id for job in jobs)
     out = {}
-    for pk, state, started, deadline, circuit_id in jobs:
-        seconds = expected[circuit_id]
-        out[pk] = DeadlineRow(standing_of(deadline, state, started, None, seconds, now),
-                              at_risk_from(deadline, started, seconds))
+    for job in jobs:
+        assert job.deadline is not None
+        seconds = expected[job.circuit_id]
+        out[job.pk] = DeadlineRow(standing_of(job.deadline, job.state, job.started_at, None, seconds, now),
+                                  at_risk_from(job.deadline, job.started_at, seconds))
     return out
 
 
@@ -130,28 +232,6 @@ def missed_deadlines() -> dict[str, int]:
     return dict(DEADLINES_MISSED.rows())
 
 
-class HostRow(NamedTuple):
-    """A host's row as the readers show it: plain values, not a model instance (the console's
-    templates read ``name`` and ``backend`` as they would a model's). Fields in _HOSTS' order."""
-
-    pk: int
-    name: str
-    backend: str
-    started_at: datetime | None
-    heartbeat_at: datetime | None
-    stopped_at: datetime | None
-    memory_budget_bytes: int
-    memory_total_bytes: int
-    synthesis_max: int
-    devices: list[Any]  # JSON, read through host_report.devices_of
-    key_cache: list[Any]  # JSON, read through host_report.keys_of
-    draining: bool
-    refused_keys: dict[str, str]  # JSON: circuit -> why
-    figures: dict[str, Any]  # JSON, read through host_report.HostFigures.from_json
-    reserved_by_engine: dict[str, Any]  # JSON: owner -> bytes (engine.status.holdings.engine_held)
-    device_reserved: dict[str, Any]  # JSON: device -> {budget, by_owner} (engine.status.holdings.device_reserved)
-
-
 def host_rows() -> list[HostRow]:
     """Every host, by name."""
-    return [HostRow(*row) for row in _HOSTS.rows()]
+    return _HOSTS.rows()

@@ -152,7 +152,8 @@ def test_a_key_whose_circuit_is_on_the_gpu_is_in_use(host: EngineHost, job_circu
     (key,) = farm_snapshot()["allocations"]["srs"]
     assert key["in_use"] == 1 and key["evictable"] is False
     from engine.console.reads import keys_context
-    from engine.status.farm import read_now
+    from engine.status.read_model import live_farm
 
-    (chip,) = keys_context(read_now())["chips"]
+    with live_farm() as farm:
+        (chip,) = keys_context(farm)["chips"]
     assert chip["state"] == "in use"

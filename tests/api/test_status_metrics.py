@@ -136,7 +136,7 @@ def test_the_committed_status_schema_is_itself_a_valid_json_schema() -> None:
 
 
 def test_metrics_histogram_buckets_count_every_span_up_to_each_bound(anonymous: Client) -> None:
-    from engine.api.metrics import PHASE_BUCKETS
+    from engine.status.histograms import PHASE_BUCKETS
 
     spans = [0.004, 0.01, 0.3, 2.5, 400.0, -1.0]  # bounds count as "le"; a negative span (skewed clocks) as 0
     job, _ = submit_job(kind="porep-c2", job_id="spans", inputs={}, num_partitions=len(spans))

@@ -11,10 +11,10 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from engine.console.history import read_history
 from engine.ledger.jobs import cancel_job, submit_job
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import PartitionState
+from engine.status.history import Series, read_history
 from tests.console.conftest import Farm
 
 pytestmark = pytest.mark.django_db
@@ -35,6 +35,13 @@ def gauge(series: dict[str, dict[tuple[tuple[str, str], ...], float]], name: str
 def lane_percent(html: str, worker: str) -> float:
     (figure,) = re.findall(rf'lane-label">gpu-host-a cuda:0 {worker} <b>([\d.]+)%', html)
     return float(figure)
+
+
+def utilisation_of_the_hour() -> Series:
+    """The worker's utilisation chart of the last hour, a bucket a minute."""
+    now = timezone.now()
+    (history,) = [s for s in read_history(now - timedelta(hours=1), now, 60).series if s.name.endswith("utilisation")]
+    return history
 
 
 def one_worker_up_an_hour(now: datetime) -> tuple[EngineHost, Worker]:
@@ -110,7 +117,7 @@ def test_a_partition_cancelled_on_the_gpu_counts_as_busy_until_then_and_no_longe
     assert gauge(metrics(staff), "provingsite_worker_utilisation_ratio", **labels) == pytest.approx(share, abs=0.01)
     assert lane_percent(staff.get("/").content.decode(), "W0") / 100 == pytest.approx(share, abs=0.01)
     # the hour's last five minute-buckets are the same five minutes
-    (history,) = [s for s in read_history("hour", timezone.now())[1] if s.title.endswith("utilisation")]
+    history = utilisation_of_the_hour()
     assert sum(history.values[-5:]) / 5 / 100 == pytest.approx(share, abs=0.01)
     assert Partition.objects.get(job=job).gpu_finished_at is not None
 
@@ -125,7 +132,7 @@ def test_a_legacy_row_cancelled_on_the_gpu_without_its_end_is_not_busy_for_ever(
                                              finished_at=now - timedelta(seconds=90))
     (share,) = [w["utilisation"] for w in staff.get("/status").json()["gpu_workers"]]
     assert share == pytest.approx(30 / 300, abs=0.01)
-    (history,) = [s for s in read_history("hour", timezone.now())[1] if s.title.endswith("utilisation")]
+    history = utilisation_of_the_hour()
     assert history.values[-1] == 0.0 and sum(history.values[-5:]) / 5 / 100 == pytest.approx(share, abs=0.01)
 
 

@@ -11,11 +11,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from engine.console import fragments
 from engine.console.style import level
 from engine.format import fmt_ms
-from engine.models import ProofJob
+from engine.ledger.tokens import issue_token
+from engine.models import ProofJob, TokenScope
 from engine.states import JobState
 from tests.console.conftest import SNAP_ID, Farm
 
@@ -125,12 +127,27 @@ def test_the_job_page_lists_partitions_with_phases_and_links(staff: Client, farm
     assert "587ms" in html and "5.2s" in html
 
 
-def test_the_job_page_offers_the_proofs_as_json(staff: Client, farm: Farm) -> None:
+def test_the_job_page_offers_a_done_jobs_proofs_as_json(staff: Client, farm: Farm) -> None:
     farm.snap.partitions.filter(index=0).update(proof={"a": [1, 2]}, public_inputs=["7"])
+    ProofJob.objects.filter(pk=farm.snap.pk).update(state=JobState.DONE, finished_at=timezone.now())
     assert "download proofs (JSON)" in staff.get(f"/jobs/{SNAP_ID}").content.decode()
     body = json.loads(staff.get(f"/jobs/{SNAP_ID}/proofs.json").content)
     assert body["job_id"] == SNAP_ID
     assert body["partitions"][0]["proof"] == {"a": [1, 2]}
+
+
+@pytest.mark.parametrize("state", [JobState.RUNNING, JobState.CANCELLED, JobState.FAILED])
+def test_a_job_not_done_offers_no_proofs_on_the_page_as_the_api_does(staff: Client, farm: Farm, state: str) -> None:
+    # One rule for a job's proofs: served once it is done, and only then (a cancelled job's
+    # partial proofs once downloaded from its page while the API answered 409).
+    farm.snap.partitions.filter(index=0).update(proof={"a": [1, 2]}, public_inputs=["7"])
+    ProofJob.objects.filter(pk=farm.snap.pk).update(state=state)
+    assert "download proofs (JSON)" not in staff.get(f"/jobs/{SNAP_ID}").content.decode()
+    _, raw = issue_token("ops", scope=TokenScope.OPERATOR)
+    api = Client(headers={"Authorization": f"Bearer {raw}"}).get(f"/api/v1/jobs/{SNAP_ID}/proof")
+    page = staff.get(f"/jobs/{SNAP_ID}/proofs.json")
+    assert page.status_code == api.status_code == 409
+    assert page.json() == api.json()
 
 
 def test_an_unknown_job_is_not_found(staff: Client) -> None:
@@ -206,4 +223,7 @@ def test_an_unknown_job_gets_the_console_s_own_not_found_page(staff: Client, far
 
 def test_the_job_page_says_which_wait_each_queue_figure_is(staff: Client, farm: Farm) -> None:
     html = staff.get(f"/jobs/{SNAP_ID}").content.decode()
-    assert "until its first claim" in html and ">to synth<" in html
+    assert "(from its submission to its first claim since)" in html
+    assert ">queue</span>" in html and ">reserve</span>" in html  # the partitions' own, each a column
+    legend = html[html.index('id="figures-legend"'):]
+    assert '<dt data-figure="queue">' in legend and '<dt data-figure="job queue">' in legend

@@ -12,12 +12,17 @@ from django.utils import timezone
 
 from engine.console import reads
 from engine.console.fragments import ALL, REGISTRY
-from engine.status.farm import farm_document, read_now
-from engine.status.read import one_snapshot
-from engine.status.read_model import read_farm
+from engine.status.farm import farm_document
+from engine.status.read_model import Farm as ReadFarm
+from engine.status.read_model import live_farm
 from tests.console.conftest import SNAP_ID, Farm, move
 
 pytestmark = pytest.mark.django_db
+
+
+def read_now() -> ReadFarm:
+    with live_farm(whole=True) as state:
+        return state
 
 
 def test_the_farm_is_read_once_and_then_cannot_change(farm: Farm) -> None:
@@ -31,8 +36,7 @@ def test_the_farm_is_read_once_and_then_cannot_change(farm: Farm) -> None:
 
 
 def test_status_and_every_console_panel_are_projections_that_read_no_database(farm: Farm) -> None:
-    with one_snapshot():
-        state = read_farm(timezone.now())
+    state = read_now()
     with CaptureQueriesContext(connection) as queries:
         document = farm_document(state)
         contexts = {name: REGISTRY[name].read(state, None, {}) for name in sorted(ALL)}
@@ -51,8 +55,7 @@ def test_the_panels_and_status_project_one_farm_to_the_same_figures(farm: Farm) 
     assert memory["hosts"][0]["used_bytes"] == document["memory"]["used_bytes"]
     proving = {w["worker_id"] for w in document["gpu_workers"] if w["state"] == "proving"}
     cards = reads.workers_context(state, None, {})
-    assert {f"{host}/{device}/W{ordinal}" for pk, ordinal, device, host, *_ in cards["workers"]
-            if pk in cards["proving"]} == proving
+    assert {f"{w.host}/{w.device}/W{w.ordinal}" for w in cards["workers"] if w.pk in cards["proving"]} == proving
 
 
 def _partition_reads(queries: CaptureQueriesContext) -> list[str]:
@@ -82,12 +85,10 @@ def test_a_pass_redrawing_one_jobs_row_reads_only_that_jobs_cells(farm: Farm) ->
 
 
 def test_a_farm_read_in_part_refuses_what_it_did_not_read_once_its_snapshot_ended(farm: Farm) -> None:
-    from engine.status.read_model import NotRead, open_farm
+    from engine.status.read_model import NotRead
 
-    with one_snapshot():
-        state = open_farm(timezone.now())
+    with live_farm() as state:
         hosts = state.hosts
-        state.close()
     assert state.hosts is hosts  # what was read stays readable
     with pytest.raises(NotRead, match="parts"):
         _ = state.parts

@@ -62,9 +62,10 @@ def test_a_host_whose_key_is_not_the_farms_refuses_the_kind_and_proves_the_rest(
     handed_back = [e["reason"] for p in parts for e in p.errors]
     assert len(handed_back) == 1 and f"refuses {POREP}" in handed_back[0]  # claimed once, then never again
     from engine.console.reads import synthesis_reasons_context
-    from engine.status.farm import read_now
+    from engine.status.read_model import live_farm
 
-    assert f"refuses {POREP}" in synthesis_reasons_context(read_now())["reason"]
+    with live_farm() as farm:
+        assert f"refuses {POREP}" in synthesis_reasons_context(farm)["reason"]
     engine.stop(drain_seconds=5)
 
 

@@ -1,7 +1,8 @@
 """A partition's GPU interval ends whenever it leaves ``gpu``, whichever way: readers that
 count a worker busy between ``gpu_started_at`` and ``gpu_finished_at`` never count it busy
 after it left (a cancel in ``gpu`` once left the interval open, and the worker 100 % busy on
-/history/ for ever after)."""
+/history/ for ever after). An attempt that ends and goes back to the queue is kept, closed, in
+the partition's ``attempts``; the row's own moments are then the next attempt's."""
 
 from __future__ import annotations
 
@@ -33,6 +34,15 @@ def interval(claim) -> tuple:
     return row.gpu_started_at, row.gpu_finished_at
 
 
+def kept(claim) -> tuple:
+    """The GPU interval of the attempt the partition kept when it went back to the queue."""
+    row = Partition.objects.get(pk=claim.partition_id)
+    assert interval(claim) == (None, None)  # the next attempt's, not begun
+    (attempt,) = row.attempts
+    assert attempt["attempt"] == claim.attempt
+    return attempt["gpu_started_at"], attempt["gpu_finished_at"]
+
+
 def test_a_cancel_while_on_the_gpu_ends_the_interval(make_writer, make_job) -> None:
     job, claim = on_the_gpu(make_writer(), make_job)
     cancel_job(job)
@@ -44,7 +54,7 @@ def test_a_failure_on_the_gpu_ends_the_interval(make_writer, make_job) -> None:
     writer = make_writer()
     _, claim = on_the_gpu(writer, make_job)
     writer.apply(Transition(claim, P.FAILED, reason="device lost", retryable=True))
-    started, finished = interval(claim)
+    started, finished = kept(claim)
     assert Partition.objects.get(pk=claim.partition_id).state == P.PENDING
     assert finished is not None and finished >= started
 
@@ -76,11 +86,13 @@ def test_a_lapsed_lease_on_the_gpu_ends_the_interval(make_writer, make_job) -> N
     _, claim = on_the_gpu(writer, make_job)
     Partition.objects.filter(pk=claim.partition_id).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     assert make_writer("host-b").requeue_lapsed() == 1
-    assert interval(claim)[1] is not None
+    started, finished = kept(claim)
+    assert finished is not None and finished >= started
 
 
 def test_a_hand_back_from_the_gpu_ends_the_interval(make_writer, make_job) -> None:
     writer = make_writer()
     _, claim = on_the_gpu(writer, make_job)
     assert writer.hand_back(claim, "engine stopping")
-    assert interval(claim)[1] is not None
+    started, finished = kept(claim)
+    assert finished is not None and finished >= started

@@ -4,6 +4,7 @@ late writes are refused."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
@@ -66,7 +67,7 @@ def test_lapses_past_max_attempts_fail_the_job_saying_the_reason_once(make_write
 
 
 def test_a_failure_names_each_other_reason_since_the_last_retry_once() -> None:
-    errors = [{"attempt": 1, "reason": "old"}, {"retry": True}, {"attempt": 2, "reason": "out of memory"},
+    errors: list[dict[str, Any]] = [{"attempt": 1, "reason": "old"}, {"retry": True}, {"attempt": 2, "reason": "out of memory"},
               {"attempt": 3, "reason": "drained", "handed_back": True}, {"attempt": 3, "reason": "bad witness"},
               {"attempt": 4, "reason": "bad witness"}]
     assert failure_text(5, "bad witness", errors) == ("partition 5 failed after 3 attempts: bad witness "

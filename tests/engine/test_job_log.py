@@ -55,7 +55,7 @@ def test_a_real_run_records_the_jobs_lines_and_its_page_shows_them(start_engine)
     mine = lines(job.pk)
     said = [m for *_, m in mine]
     assert said[0].startswith(f"claimed P0 of {job.job_id} on {host} (attempt 1)"), said
-    assert any(m.startswith(f"proved P0 of winning-post {job.job_id}: synthesis ") and m.endswith("verified")
+    assert any(m.startswith(f"proved P0 of winning-post {job.job_id}: synthesis run ") and m.endswith("verified")
                for m in said), said
     assert said[-1].startswith(f"job done winning-post {job.job_id}: 1 partition(s)"), said
     assert {h for _, h, _, _ in mine} == {host}

@@ -60,7 +60,8 @@ def test_the_engine_reserves_its_processes_at_rest_when_it_starts(start_engine, 
 def test_status_and_the_memory_panel_show_what_the_engine_holds_beside_keys_and_partitions(start_engine,
                                                                                           settings) -> None:
     from engine.console.reads import memory_context
-    from engine.status.farm import farm_snapshot, read_now
+    from engine.status.farm import farm_snapshot
+    from engine.status.read_model import live_farm
 
     settings.PROVINGSITE = {**settings.PROVINGSITE, "CHARGE_PROCESSES": True}
     engine = start_engine(synthesis=1, workers_per_device=1)
@@ -73,7 +74,8 @@ def test_status_and_the_memory_panel_show_what_the_engine_holds_beside_keys_and_
     [host] = [h for h in farm_snapshot()["hosts"] if h["name"] == engine.host.name]
     assert wanted.items() <= host["memory"]["by_owner"].items()
     assert host["memory"]["by_owner"] == engine.memory.snapshot()["by_owner"]  # the same total as the engine's
-    [panel] = [h for h in memory_context(read_now())["hosts"] if h["host"].name == engine.host.name]
+    with live_farm() as farm:
+        [panel] = [h for h in memory_context(farm)["hosts"] if h["host"].name == engine.host.name]
     assert wanted.keys() <= {segment["owner"] for segment in panel["segments"]}
 
 

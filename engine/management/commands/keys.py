@@ -13,14 +13,12 @@ import time
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
-from django.utils import timezone
 
 from engine.format import fmt_bytes
 from engine.ledger.key_requests import DoesNotFit, KeyRequestInvalid, ask
 from engine.management.commands._common import RecordsCommand
 from engine.models import KeyRequest
-from engine.status.read import one_snapshot
-from engine.status.read_model import read_farm
+from engine.status.read_model import live_farm
 
 
 class Command(RecordsCommand):
@@ -83,8 +81,8 @@ class Command(RecordsCommand):
         return f", holding {fmt_bytes(held[0])}" if held else ""
 
     def _list(self) -> None:
-        with one_snapshot():
-            farm = read_farm(timezone.now())
+        with live_farm(whole=True) as farm:
+            pass
         rows = [("HOST", "CIRCUIT", "TIER", "HOLDS", "MAPPED", "IN USE BY", "LAST USED", "LOADED IN")]
         for host in farm.live_hosts:
             for key in farm.held[host.pk].keys:
