@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 
+from engine.ledger.claims import Claim
 from engine.ledger.writer import StatusWriter
 from engine.pipeline.inflight import InFlight, Signals
 from engine.pipeline.prove import ProofQueue
@@ -35,34 +36,57 @@ class Dispatcher:
         self.scale = scale
         self.pace_target = pace_target
         self.idle_poll = 0.1
+        self.unloaded: list[Claim] = []  # claimed, not yet loaded into work items
 
-    def run(self) -> None:
+    def step(self) -> bool:
+        """One turn of the claim loop; False once the engine stops. A database error leaves
+        here for the thread's supervisor (engine.pipeline.supervise) to back off: the wake
+        event is no part of that wait, so a wake set during an outage cannot make it spin."""
         signals = self.signals
-        while not signals.stopping.is_set():
-            if signals.draining.is_set():  # drained from the console: finish what is held, claim nothing
-                signals.queue_empty.set()
-                signals.stopping.wait(self.idle_poll)
-                continue
-            if not self.synthesis.has_room(len(self.proof_queue), self.pace_target):
-                continue
-            # Room for more than this claim: the host is free, and says so for placement by key.
-            free = self.synthesis.spare(len(self.proof_queue), self.pace_target) > 1
+        if signals.stopping.is_set():
+            return False
+        if self.unloaded:  # claimed before the database failed: load them before claiming more
+            self.load_claimed()
+            return True
+        if signals.draining.is_set():  # drained from the console: finish what is held, claim nothing
+            signals.queue_empty.set()
+            signals.stopping.wait(self.idle_poll)
+            return True
+        if not self.synthesis.has_room(len(self.proof_queue), self.pace_target):
+            return True
+        # Room for more than this claim: the host is free, and says so for placement by key.
+        free = self.synthesis.spare(len(self.proof_queue), self.pace_target) > 1
+        claims = self.writer.claim(1, refused=self.book.keycache.refused())
+        for claim in claims:
+            self.book.hold(claim)  # its lease renewed from now on, whatever fails next
+        self.unloaded.extend(claims)
+        if free or not claims:
+            self.writer.mark_free()
+        if not claims:
+            signals.queue_empty.set()
+            signals.wake.wait(self.idle_poll)
+            signals.wake.clear()
+            return True
+        signals.queue_empty.clear()
+        self.load_claimed()
+        return True
+
+    def load_claimed(self) -> None:
+        """Load and start each claim taken; a claim whose job cannot be read into a work item
+        (not the database's fault) fails with the reason instead of ending the thread."""
+        while self.unloaded:
+            claim = self.unloaded[0]
             try:
-                claims = self.writer.claim(1, refused=self.book.keycache.refused())
-                if free or not claims:
-                    self.writer.mark_free()
-            except DatabaseError as exc:  # the database went away: try again shortly
-                log.error("claiming failed: %s", exc)
-                connection.close()
-                signals.wake.wait(0.5)
+                item = load_item(claim, self.scale)
+            except DatabaseError:
+                raise  # the supervisor backs off; the claim is loaded at the next turn
+            except Exception as exc:
+                log.exception("cannot load claimed partition %d", claim.partition_id)
+                self.unloaded.pop(0)
+                self.book.fail_claim(claim, f"reading the job failed: {type(exc).__name__}: {exc}")
                 continue
-            if not claims:
-                signals.queue_empty.set()
-                signals.wake.wait(self.idle_poll)
-                signals.wake.clear()
-                continue
-            signals.queue_empty.clear()
-            self.start(self.book.add(load_item(claims[0], self.scale)))
+            self.unloaded.pop(0)
+            self.start(self.book.add(item))
 
     def start(self, item: WorkItem) -> None:
         """Reserve what the item needs (its synthesis process's compiled matrices first), then

@@ -24,6 +24,7 @@ from engine.format import fmt_ms
 from engine.pipeline.device_memory import DeviceMemory
 from engine.pipeline.inflight import InFlight
 from engine.pipeline.memory import release_freed_memory
+from engine.pipeline.supervise import Health
 from engine.pipeline.work import WorkItem
 from engine.prover import ProofAborted
 from engine.prover.formats.snarkjs_json import vk_digest
@@ -46,8 +47,10 @@ def proof_json(proof: Any) -> Any:
 
 
 class Finalizers:
-    def __init__(self, book: InFlight, params_dir: Path, threads: int, device_memory: DeviceMemory | None = None) -> None:
+    def __init__(self, book: InFlight, params_dir: Path, threads: int, device_memory: DeviceMemory | None = None,
+                 health: Health | None = None) -> None:
         self.book = book
+        self.health = health  # a finalizer's bug ends the process, as any engine thread's does
         self.device_memory = device_memory  # a launch's device memory is given back once finished
         self.params_dir = params_dir
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="finalize")
@@ -64,6 +67,10 @@ class Finalizers:
     def _run(self, item: WorkItem) -> None:
         try:
             self.finish(item)
+        except Exception as exc:  # a pool's task would keep it in a future no one reads
+            log.exception("engine thread finalize died finishing %s", item.label, extra=self.book.about(item))
+            if self.health is not None:
+                self.health.died("finalize", exc)
         finally:
             with self._count:
                 self.active -= 1

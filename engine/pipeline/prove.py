@@ -141,17 +141,16 @@ class ProvingWorker:
     def name(self) -> str:
         return f"{self.device} W{self.row.ordinal}"
 
-    def run(self) -> None:
-        while True:
-            item = self.inbox.take()
-            if item is None:
-                if self.inbox.closed:
-                    return
-                continue
-            if self.batch_max > 1 and item.key is not None and not item.dropped:
-                self.prove_batch(self.inbox.take_batch(item, self.batch_max, self.batch_wait_s))
-            else:
-                self.prove(item)
+    def step(self) -> bool:
+        """The worker thread's step: the next partition (or batch) proved; False once closed."""
+        item = self.inbox.take()
+        if item is None:
+            return not self.inbox.closed
+        if self.batch_max > 1 and item.key is not None and not item.dropped:
+            self.prove_batch(self.inbox.take_batch(item, self.batch_max, self.batch_wait_s))
+        else:
+            self.prove(item)
+        return True
 
     def prove(self, item: WorkItem) -> None:
         """Occupy, launch, hand over: in split mode returns as soon as the kernels are launched."""

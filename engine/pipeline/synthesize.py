@@ -218,22 +218,23 @@ class Synthesis:
 
     # -- collector -------------------------------------------------------------------------
 
-    def collect_forever(self) -> None:
-        while True:
-            entry = self._done.get()
-            if entry is None:
-                return
-            item, future, process = entry
+    def collect_one(self) -> bool:
+        """The collector thread's step: one finished synthesis recorded; False once stopped."""
+        entry = self._done.get()
+        if entry is None:
+            return False
+        item, future, process = entry
+        try:
             self._renew_if_dead(process)
-            try:
-                self.collect(item, future)
-            finally:
-                # The slot is free only once the partition is recorded out of synthesizing:
-                # freed before, a third partition was claimed and recorded synthesizing first,
-                # and the records said "3/2 active" for a moment.
-                with self._slots:
-                    self.active -= 1
-                    self._slots.notify_all()
+            self.collect(item, future)
+        finally:
+            # The slot is free only once the partition is recorded out of synthesizing: freed
+            # before, a third partition was claimed and recorded synthesizing first, and the
+            # records said "3/2 active" for a moment.
+            with self._slots:
+                self.active -= 1
+                self._slots.notify_all()
+        return True
 
     def collect(self, item: WorkItem, future: Future[Any]) -> None:
         book = self.book
