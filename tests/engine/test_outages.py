@@ -167,17 +167,24 @@ def test_the_backoff_is_bounded_and_jittered() -> None:
 
 @pytest.mark.skipif("connection.vendor != 'postgresql'",
                     reason="ending one session under a live connection is PostgreSQL's (pg_terminate_backend)")
-def test_the_drain_after_a_database_restart_opens_a_fresh_connection_and_marks_the_host_stopped(
-        engine_params) -> None:
+def test_the_drain_after_a_database_restart_hands_back_the_work_and_marks_the_host_stopped(engine_params) -> None:
     from engine.pipeline.host import EngineConfig
 
     engine = Engine(EngineConfig.from_settings(devices="cpu", scale="tiny", budget="2GiB", synthesis=1,
                                                workers_per_device=1, host_name="drained-after-restart")).start()
     try:
+        inputs, n = validate_inputs("porep-c2", demo_inputs("porep-c2"))
+        job, _ = submit_job(kind="porep-c2", job_id="held-at-the-restart", inputs=inputs, num_partitions=n,
+                            circuit_id="porep-c2/tiny", scale="tiny")
+        wait_until(lambda: len(engine.inflight) > 0)
         end_own_session()  # this (main) thread's session dies, as in a restart
     finally:
-        engine.stop(drain_seconds=2)
+        engine.stop(drain_seconds=0)  # what is held is handed back through a fresh connection
     assert EngineHost.objects.get(name="drained-after-restart").stopped_at is not None
+    parts = Partition.objects.filter(job=job)
+    assert all(p.state in (P.DONE, P.PENDING) for p in parts), [p.state for p in parts]
+    handed = [p for p in parts if p.state == P.PENDING and p.attempt > 0]
+    assert handed and all(p.host is None and p.errors[-1].get("handed_back") for p in handed)
 
 
 def test_a_finished_proof_survives_a_database_blip_in_its_write(start_engine, monkeypatch, settings) -> None:
