@@ -37,6 +37,7 @@ class Dispatcher:
         self.pace_target = pace_target
         self.idle_poll = 0.1
         self.unloaded: list[Claim] = []  # claimed, not yet loaded into work items
+        self.unstarted: list[WorkItem] = []  # loaded, their reservation cut short by the database
 
     def step(self) -> bool:
         """One turn of the claim loop; False once the engine stops. A database error leaves
@@ -45,7 +46,7 @@ class Dispatcher:
         signals = self.signals
         if signals.stopping.is_set():
             return False
-        if self.unloaded:  # claimed before the database failed: load them before claiming more
+        if self.unloaded or self.unstarted:  # held when the database failed: these first
             self.load_claimed()
             return True
         if signals.draining.is_set():  # drained from the console: finish what is held, claim nothing
@@ -74,6 +75,8 @@ class Dispatcher:
     def load_claimed(self) -> None:
         """Load and start each claim taken; a claim whose job cannot be read into a work item
         (not the database's fault) fails with the reason instead of ending the thread."""
+        while self.unstarted:
+            self.start(self.unstarted.pop(0))
         while self.unloaded:
             claim = self.unloaded[0]
             try:
@@ -91,6 +94,10 @@ class Dispatcher:
     def start(self, item: WorkItem) -> None:
         """Reserve what the item needs (its synthesis process's compiled matrices first), then
         synthesize it."""
-        process = self.synthesis.prepare(item)
-        if process is not None and self.reserve(item):
-            self.synthesis.start(item, process)
+        try:
+            process = self.synthesis.prepare(item)
+            if process is not None and self.reserve(item):
+                self.synthesis.start(item, process)
+        except DatabaseError:
+            self.unstarted.append(item)  # nothing held: reserved again at the next turn
+            raise

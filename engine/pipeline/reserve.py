@@ -12,6 +12,8 @@ import logging
 import threading
 import time
 
+from django.db import DatabaseError
+
 from engine.format import fmt_bytes
 from engine.pipeline.inflight import InFlight
 from engine.pipeline.keycache import KeyCache
@@ -37,6 +39,14 @@ def _check_fits_with_key(item: WorkItem, key_bytes: int, memory: MemoryManager) 
             f"their tables")
 
 
+def _give_back(item: WorkItem, keycache: KeyCache) -> None:
+    if item.reservation is not None:
+        item.reservation.release()
+    if item.key is not None and item.source.shares_key:
+        keycache.check_in(item.circuit_id)
+    item.key = item.vk = item.reservation = None
+
+
 def reserve(item: WorkItem, book: InFlight, keycache: KeyCache, memory: MemoryManager,
             stopping: threading.Event) -> bool:
     """Hold the item's key and memory; False (the item failed or dropped, freed) if not."""
@@ -54,6 +64,11 @@ def reserve(item: WorkItem, book: InFlight, keycache: KeyCache, memory: MemoryMa
 
             item.key = read_zkey(item.zkey_path)
             item.vk = item.key.vk
+    except DatabaseError:
+        # The database went away (the key's farm check reads it): nothing is the partition's
+        # fault. What was held is given back, and the dispatcher reserves it again once back.
+        _give_back(item, keycache)
+        raise
     except MemoryBudgetError as exc:
         book.fail(item, str(exc), retryable=False)
         return False
