@@ -41,7 +41,7 @@ from engine.ledger.new_work import CHANNEL, KEY_CHANNEL, listen, on_key_requests
 from engine.ledger.writer import StatusWriter
 from engine.models import EngineHost, Partition
 from engine.pipeline import devices as devices_mod
-from engine.pipeline import job_log
+from engine.pipeline import handover, job_log, lifecycle
 from engine.pipeline.claim import Dispatcher
 from engine.pipeline.device_memory import DeviceMemory, device_budget_bytes
 from engine.pipeline.finalize import Finalizers
@@ -53,11 +53,13 @@ from engine.pipeline.keymap import map_key
 from engine.pipeline.keys import farm_checked, held_nbytes, load_proving_key, load_transient_bytes
 from engine.pipeline.memory import MemoryBudgetError, MemoryManager, Reservation, budget_bytes, gpu_memory, total_ram
 from engine.pipeline.notify import notify_forever
-from engine.pipeline.prove import ProofQueue, ProvingWorker
-from engine.pipeline.reserve import reserve
+from engine.pipeline.plan import plan
+from engine.pipeline.prove import ProofQueue, Proving, ProvingWorker
+from engine.pipeline.reserve import Reservations
 from engine.pipeline.supervise import Health, retry_while_down, supervise
 from engine.pipeline.synthesize import Synthesis
 from engine.pipeline.work import WorkItem, load_item
+from engine.prover.backends.cpu.native_build import default_threads
 from engine.states import PartitionState
 from engine.status.holdings import PROCESSES_OWNER, engine_held
 from engine.status.host_report import ThreadDown
@@ -104,7 +106,7 @@ class EngineConfig:
     # Each CUDA device's budget (engine.pipeline.device_memory): "auto" = its total less the margin.
     device_budget: str = "auto"
     device_margin: str = "1GiB"
-    synthesis: int = 2
+    synthesis: int = 0  # 0: from the cores and the devices (engine.pipeline.plan)
     workers_per_device: int = 2
     devices: str = "auto"
     scale: str = "tiny"
@@ -115,10 +117,15 @@ class EngineConfig:
     # New work wakes the claim loop at once (engine.ledger.new_work); off, it is found by the
     # loop's idle poll alone (bench/engine.py's reference for the submission-to-claim latency).
     wake_on_new_work: bool = True
-    # Batched proving: up to batch_max partitions of one key per launch (1: off), waiting at
-    # most batch_wait_ms for more once a worker holds one.
-    batch_max: int = 1
+    # Batched proving: up to batch_max partitions of one key per launch (1: off; 0: 4 on CUDA,
+    # off on the CPU), waiting at most batch_wait_ms for more once a worker holds one.
+    batch_max: int = 0
     batch_wait_ms: float = 20.0
+    # The pacer: synthesized partitions kept waiting per device (0: the batch size, at least 2).
+    pace_ahead: int = 0
+    # On a GPU host, circuits of at most this many domain rows are proved on the CPU (0: never).
+    cpu_max_domain: int = 2048
+    synthesis_nice: int = 5
     # Reserve the engine's processes at rest (the engine and its synthesis pool, measured once
     # they are up) under "engine processes", so the budget bounds the whole process tree.
     charge_processes: bool = True
@@ -131,7 +138,9 @@ class EngineConfig:
                    synthesis=int(s["SYNTHESIS_CONCURRENCY"]), workers_per_device=int(s["WORKERS_PER_DEVICE"]),
                    devices=str(s["DEVICES"]), scale=str(s["SCALE"]), host_name=str(s["HOST_NAME"]),
                    heartbeat_seconds=float(s["HEARTBEAT_SECONDS"]), batch_max=int(s["BATCH_MAX"]),
-                   batch_wait_ms=float(s["BATCH_WAIT_MS"]), charge_processes=bool(s["CHARGE_PROCESSES"]))
+                   batch_wait_ms=float(s["BATCH_WAIT_MS"]), charge_processes=bool(s["CHARGE_PROCESSES"]),
+                   pace_ahead=int(s["PACE_AHEAD"]), cpu_max_domain=int(s["CPU_MAX_DOMAIN"]),
+                   synthesis_nice=int(s["SYNTHESIS_NICE"]))
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -157,9 +166,14 @@ def _key_image_root() -> Path:
 
 class Engine:
     def __init__(self, config: EngineConfig | None = None, key_loader: Callable[[str], Any] = load_proving_key) -> None:
-        self.config = config or EngineConfig.from_settings()
-        self.devices = devices_mod.discover(self.config.devices)
+        config = config or EngineConfig.from_settings()
+        self.devices = devices_mod.discover(config.devices)
         self.backend = devices_mod.backend_of(self.devices)
+        gpus = sum(1 for d in self.devices if d.is_gpu)
+        self.plan = plan(default_threads(), gpus, config.synthesis, config.pace_ahead, config.batch_max,
+                         config.cpu_max_domain)
+        self.config = replace(config, synthesis=self.plan.synthesis, batch_max=self.plan.batch_max,
+                              pace_ahead=self.plan.pace_ahead)
         self.memory = MemoryManager(budget_bytes(self.config.budget, self.config.margin))
         self._held_lock = threading.Lock()
         self.memory.watch(engine_held, self._report_engine_held)
@@ -189,7 +203,7 @@ class Engine:
         # Set when an operator's key request for this host commits (engine.ledger.new_work);
         # the key-control thread also looks every heartbeat, should a wake be lost.
         self._key_wake = threading.Event()
-        self.n_workers = len(self.devices) * self.config.workers_per_device
+        self.n_workers = len(self.devices) * self.config.workers_per_device + (1 if self.plan.cpu_lane else 0)
         self.figures = HostSampler(self.devices)
         self.host: EngineHost | None = None
         self.writer: StatusWriter
@@ -304,26 +318,62 @@ class Engine:
         if connection.connection is not None:
             bound_idle_transactions(None, connection)
         self.host = self._register_host()
+        orphans = handover.remove_orphans()
+        if orphans:
+            log.warning("removed %d shared block(s) left by engines that died", orphans)
         self.writer = StatusWriter(self.host)
-        self.inflight = InFlight(self.writer, self.keycache, retry_seconds=write_retry_seconds(), halt=self._stopped)
-        self.synthesis = Synthesis(self.inflight, self.proof_queue, self.config.synthesis,
+        self.inflight = InFlight(self.writer, retry_seconds=write_retry_seconds(), halt=self._stopped)
+        self.synthesis = Synthesis(self.inflight, self.config.synthesis,
                                    float(settings.PROVINGSITE["WITNESS_SECONDS"]), memory=self.memory,
-                                   charge_processes=self.config.charge_processes)
-        self.dispatcher = Dispatcher(
-            self.writer, self.inflight, self.signals, self.synthesis, self.proof_queue,
-            reserve=lambda item: reserve(item, self.inflight, self.keycache, self.memory, self.signals.stopping),
-            scale=self.config.scale, pace_target=self.config.synthesis + 2 * self.n_workers)
+                                   charge_processes=self.config.charge_processes, nice=self.config.synthesis_nice)
+        self.reservations = Reservations(self.inflight, self.keycache, self.memory, self.signals.stopping,
+                                         prepare=self.synthesis.prepare)
+        self.dispatcher = Dispatcher(self.writer, self.inflight, self.signals, self.synthesis, self.proof_queue,
+                                     scale=self.config.scale,
+                                     pace_target=self.plan.pace_target(len(self.devices) + self.plan.cpu_lane),
+                                     refused=self.keycache.refused)
         self.finalizers = Finalizers(self.inflight, Path(settings.PROVINGSITE["PARAMS_DIR"]),
                                      threads=max(2, self.n_workers), device_memory=self.device_memory,
-                                     health=self.health)
-        locks = {d.name: threading.Lock() for d in self.devices}
-        for row in worker_rows(self.host, [d.name for d in self.devices], self.config.workers_per_device):
-            self.workers.append(ProvingWorker(self.inflight, self.proof_queue, self.finalizers, row,
-                                              locks[row.device], self.config.split,
-                                              batch=(self.config.batch_max, self.config.batch_wait_ms / 1000),
-                                              device_memory=self.device_memory))
+                                     health=self.health, inline=not self.config.split)
+        self.proving = Proving(self.inflight, self.device_memory)
+        names = [d.name for d in self.devices]
+        self.locks = {name: threading.Lock() for name in [*names, "cpu"]}
+        lane = {"cpu": 1} if self.plan.cpu_lane else None
+        small = self.plan.cpu_max_domain
+
+        def on_cpu(item: WorkItem) -> bool:  # a circuit the device would prove slower than the CPU
+            return item.sizes.domain_rows <= small
+
+        for row in worker_rows(self.host, names, self.config.workers_per_device, extra=lane):
+            accepts = None if not self.plan.cpu_lane else (on_cpu if row.device == "cpu" else
+                                                           lambda item: not on_cpu(item))
+            batch = 1 if self.plan.cpu_lane and row.device == "cpu" else self.config.batch_max
+            self.workers.append(ProvingWorker(self.inflight, self.proof_queue, self.proving, row,
+                                              self.locks[row.device], self.config.split,
+                                              batch=(batch, self.config.batch_wait_ms / 1000), accepts=accepts))
+        self._wire()
         self._report_device_held()  # each device's budget, nothing reserved yet
         return self
+
+    def _wire(self) -> None:
+        """Who carries out each of the lifecycle's instructions (engine.pipeline.lifecycle): the
+        stage that owns it."""
+        lc_ = lifecycle
+        self.inflight.executors.update({
+            (lc_.Reserve, None): self.reservations.reserve,
+            (lc_.Release, None): self.reservations.release,
+            (lc_.Record, P.SYNTHESIZING): self.synthesis.record_started,
+            (lc_.Synthesize, None): self.synthesis.synthesize,
+            (lc_.Record, P.SYNTH_DONE): self.synthesis.record_done,
+            (lc_.Enqueue, None): self.proof_queue.enqueue,
+            (lc_.Dequeue, None): self.proof_queue.dequeue,
+            (lc_.Record, P.GPU): self.proving.record_gpu,
+            (lc_.Launch, None): self.proving.launch,
+            (lc_.Record, P.FINALIZING): self.proving.record_finalizing,
+            (lc_.Release, lc_.Hold.LAUNCH): self.proving.release_launch,
+            (lc_.Finish, None): self.finalizers.take,
+            (lc_.Record, P.DONE): self.finalizers.record_done,
+        })
 
     def _name(self) -> str:
         return self.config.host_name or socket.gethostname()
@@ -366,15 +416,18 @@ class Engine:
         self._forget_wake()
         self._forget_key_wake()
         deadline = time.monotonic() + drain_seconds
+        # The claim under way, if any, is in the book before the drain looks: a claim taken as
+        # the stop came (or a key the dispatcher was loading) is then drained or handed back.
+        for thread in self.threads:
+            if thread.name == "dispatch":
+                thread.join(timeout=max(drain_seconds, 5.0))
         while self.inflight and time.monotonic() < deadline:
             time.sleep(0.05)
         left = list(self.inflight.items().values())
-        for item in left:
-            item.dropped = True
-        for claim in [item.claim for item in left] + self.inflight.held_claims():
-            self._hand_back(claim)
-        for item in self.proof_queue.drain():
-            self.inflight.release(item)
+        for item in left:  # handed back now; each ends once the stage holding it lets it go
+            self.inflight.run(item, lifecycle.Stopping())
+        for claim in self.inflight.held_claims():
+            self.inflight.hand_back(claim, lifecycle.STOPPING_REASON, seconds=STOP_WRITE_SECONDS)
         if left:
             log.warning("handed back %d partition(s) not finished within %.0fs", len(left), drain_seconds)
         self.proof_queue.close()
@@ -518,8 +571,8 @@ class Engine:
         return True
 
     def sweep(self) -> None:
-        """Drop in-flight work whose record moved on (cancelled, requeued, failed elsewhere)."""
-        items = {pk: item for pk, item in self.inflight.items().items() if not item.dropped}
+        """Tell in-flight work whose record moved on (cancelled, requeued, failed elsewhere)."""
+        items = {pk: item for pk, item in self.inflight.items().items() if not item.abandoned()}
         if not items:
             return
         rows = Partition.objects.filter(pk__in=list(items)).values_list("pk", "state", "attempt", "host_id")
@@ -527,10 +580,7 @@ class Engine:
             item = items[pk]
             # Done and failed are this host's own writes; anything else means the record moved on.
             if state == P.CANCELLED or attempt != item.claim.attempt or host_id != item.claim.host_id:
-                item.dropped = True
-                queued = self.proof_queue.remove(pk)
-                if queued is not None:
-                    self.inflight.drop(queued)
+                self.inflight.run(item, lifecycle.Cancelled())
                 log.info("dropped %s: its record is %s (attempt %d)", item.label, state, attempt,
                          extra=self.inflight.about(item))
 
@@ -539,13 +589,6 @@ class Engine:
             return False
         self.sweep()
         return True
-
-    def _hand_back(self, claim: Claim) -> None:
-        try:
-            retry_while_down(lambda: self.writer.hand_back(claim, "handed back: engine stopping"), STOP_WRITE_SECONDS,
-                             f"handing back partition {claim.partition_id}")
-        except DatabaseError as exc:
-            log.error("could not hand back partition %d (%s): its lease will lapse", claim.partition_id, exc)
 
     def abort(self) -> None:
         """A thread died: the heartbeat has stopped (Health.death); hand back what this host holds
@@ -556,7 +599,7 @@ class Engine:
         self._quiet.set()
         connection.close()
         for claim in self.inflight.claims():
-            self._hand_back(claim)
+            self.inflight.hand_back(claim, lifecycle.STOPPING_REASON, seconds=STOP_WRITE_SECONDS)
         try:
             retry_while_down(self.writer.record_stopped, STOP_WRITE_SECONDS, "marking the host stopped")
         except DatabaseError as exc:

@@ -99,6 +99,7 @@ class Reserved:
 class NotReserved:
     reason: str
     outcome: Outcome
+    retryable: bool = False  # for FAIL: whether another attempt may get it (a compile's process died)
 
 
 @dataclass(frozen=True)
@@ -286,9 +287,9 @@ def step(state: State, event: Event) -> tuple[State, list[Instruction]]:
             if state.cancelled:
                 return _drop(held)
             return replace(held, phase=Phase.STARTING), [Record(P.SYNTHESIZING)]
-        case NotReserved(reason=reason, outcome=outcome) if phase is Phase.RESERVING:
+        case NotReserved(reason=reason, outcome=outcome, retryable=retryable) if phase is Phase.RESERVING:
             if outcome is Outcome.FAIL:
-                return _end(state, Phase.FAILED, Fail(reason, retryable=False))
+                return _end(state, Phase.FAILED, Fail(reason, retryable))
             if outcome is Outcome.HAND_BACK and not state.handed_back:
                 dropped, released = _drop(state)
                 return replace(dropped, handed_back=True), [HandBack(reason), *released]

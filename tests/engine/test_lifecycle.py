@@ -134,7 +134,7 @@ class Model:
 
 RECORDING_PHASES = (Phase.STARTING, Phase.SYNTHESIZED, Phase.OCCUPYING, Phase.LAUNCHED, Phase.RECORDING)
 # The events each stage posts after the instruction it was given, in the normal life.
-NORMAL = [Start(), Reserved(), Recorded(), Synthesized(), Recorded(), Taken(), Recorded(), Launched(), Recorded(),
+NORMAL: list[Event] = [Start(), Reserved(), Recorded(), Synthesized(), Recorded(), Taken(), Recorded(), Launched(), Recorded(),
           Proved(), Recorded()]
 
 
@@ -164,7 +164,8 @@ def test_the_normal_life_records_each_phase_once_and_releases_everything_once() 
 
 def phases_of_the_normal_life() -> list[tuple[Phase, list[Event]]]:
     """Each phase the normal life passes through, with the events that lead to it."""
-    out, model = [], Model()
+    out: list[tuple[Phase, list[Event]]] = []
+    model = Model()
     for n, event in enumerate(NORMAL):
         out.append((model.state.phase, NORMAL[:n]))
         live(model, [event])

@@ -62,6 +62,7 @@ def end_own_session() -> None:
 
 
 def heartbeat_at(engine: Engine) -> Any:
+    assert engine.host is not None
     return EngineHost.objects.get(pk=engine.host.pk).heartbeat_at
 
 
