@@ -38,6 +38,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provingsite.settings")
 os.environ["PROVINGSITE_DATA_DIR"] = tempfile.mkdtemp(prefix="bench-engine-")
 os.environ.setdefault("PROVINGSITE_PARAMS_DIR", str(REPO / ".cache" / "engine-test-params"))
 os.environ.setdefault("LOG_LEVEL", "warning")
+os.environ.setdefault("PROVINGSITE_DEV_KEYS", "1")  # keys for a scale are made once on first use
 
 import django  # noqa: E402
 
@@ -53,6 +54,7 @@ from engine.models import Partition, ProofJob  # noqa: E402
 from engine.pipeline.host import Engine, EngineConfig  # noqa: E402
 
 PARTITIONS = 10  # a porep-c2 job's
+JOB_TIMEOUT_S = 900.0  # a first job at a scale makes its keys
 
 
 def backlog(scale: str, jobs: int, tag: str) -> None:
@@ -178,7 +180,10 @@ def job_for(engine: Engine, scale: str, tag: str) -> ProofJob:
     inputs, n = validate_inputs("porep-c2", demo_inputs("porep-c2"))
     job, _ = submit_job(kind="porep-c2", job_id=f"bench-efficiency-{scale}-{tag}", inputs=inputs, num_partitions=n,
                         circuit_id=f"porep-c2/{scale}", scale=scale)
+    deadline = time.monotonic() + JOB_TIMEOUT_S
     while not ProofJob.objects.filter(pk=job.pk, state__in=("done", "failed", "cancelled")).exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{job.job_id} not finished within {JOB_TIMEOUT_S:.0f} s: see the engine's log")
         time.sleep(0.01)
     job.refresh_from_db()
     return job

@@ -261,6 +261,21 @@ class Synthesis:
         self._done.put(None)
         for pool in self.pools:
             pool.shutdown(wait=True, cancel_futures=True)
+        # What finished after the collector left (the engine stopping) is still posted: each such
+        # partition ends and gives its memory and blocks back.
+        collector_told = False
+        while True:
+            try:
+                entry = self._done.get_nowait()
+            except queue.Empty:
+                break
+            if entry is None:  # the collector has not got there yet: it still must
+                collector_told = True
+                continue
+            item, future, _ = entry
+            self.collect(item, future)
+        if collector_told:
+            self._done.put(None)
         for held in self.compiled:
             if held is not None:
                 held[1].release()
