@@ -184,8 +184,8 @@ PROVINGSITE: Knobs = {
     # Synthesis processes; 0: from the cores and the devices (engine.pipeline.plan: on a GPU host
     # every core but one per device and one for the engine's own threads, on a CPU host half).
     "SYNTHESIS_CONCURRENCY": env_int("PROVINGSITE_SYNTHESIS_CONCURRENCY", 0, minimum=0, maximum=1024),
-    # How much lower the synthesis processes run (nice): the engine's own threads (launching,
-    # recording, finishing) always get a core before another partition's synthesis does.
+    # On a GPU host, how much lower the synthesis processes run (nice): the engine's own threads
+    # (launching, recording, finishing) always get a core before another partition's synthesis does.
     "SYNTHESIS_NICE": env_int("PROVINGSITE_SYNTHESIS_NICE", 5, minimum=0, maximum=19),
     # The pacer: synthesized partitions kept waiting per device; 0: the batch size, at least 2.
     "PACE_AHEAD": env_int("PROVINGSITE_PACE_AHEAD", 0, minimum=0, maximum=1024),

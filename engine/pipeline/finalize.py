@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from django.db import close_old_connections, connection
+from django.db import connection
 from django.utils import timezone
 
 from engine import prover
@@ -85,7 +85,9 @@ class Finalizers:
         finally:
             with self._count:
                 self.active -= 1
-            close_old_connections()
+            # The thread keeps its connection for the next partition (closed after each one, a
+            # connection was opened per partition: with CONN_MAX_AGE 0 every close is final); a
+            # database error closes it where it is met (engine.pipeline.supervise).
             release_freed_memory()  # a finished partition's arrays, not kept by the heap for the next
 
     def finish(self, item: WorkItem) -> None:

@@ -171,7 +171,7 @@ class Engine:
         self.backend = devices_mod.backend_of(self.devices)
         gpus = sum(1 for d in self.devices if d.is_gpu)
         self.plan = plan(default_threads(), gpus, config.synthesis, config.pace_ahead, config.batch_max,
-                         config.cpu_max_domain)
+                         config.cpu_max_domain, config.synthesis_nice)
         self.config = replace(config, synthesis=self.plan.synthesis, batch_max=self.plan.batch_max,
                               pace_ahead=self.plan.pace_ahead)
         self.memory = MemoryManager(budget_bytes(self.config.budget, self.config.margin))
@@ -325,7 +325,7 @@ class Engine:
         self.inflight = InFlight(self.writer, retry_seconds=write_retry_seconds(), halt=self._stopped)
         self.synthesis = Synthesis(self.inflight, self.config.synthesis,
                                    float(settings.PROVINGSITE["WITNESS_SECONDS"]), memory=self.memory,
-                                   charge_processes=self.config.charge_processes, nice=self.config.synthesis_nice)
+                                   charge_processes=self.config.charge_processes, nice=self.plan.nice)
         self.reservations = Reservations(self.inflight, self.keycache, self.memory, self.signals.stopping,
                                          prepare=self.synthesis.prepare)
         self.dispatcher = Dispatcher(self.writer, self.inflight, self.signals, self.synthesis, self.proof_queue,

@@ -94,10 +94,14 @@ def test_an_engine_s_partition_comes_back_from_its_synthesis_process_as_a_few_nu
 
     results: list[Any] = []
     views: list[bool] = []
+    inside: list[bool] = []
     real = Synthesis.collect
 
     def collect(self: Synthesis, item: Any, future: Any) -> None:
         results.append(future.result())
+        spec = item.held.blocks.spec  # the blocks are inside what the partition reserved
+        inside.append(os.path.getsize(spec.witness_path) + os.path.getsize(spec.abc_path)
+                      <= item.held.reservation.nbytes)
         real(self, item, future)
         if item.synthesized is not None:
             views.append(all(mapped(getattr(item.synthesized.assignment, n)) for n in ("witness", "a", "b", "c")))
@@ -108,7 +112,7 @@ def test_an_engine_s_partition_comes_back_from_its_synthesis_process_as_a_few_nu
     assert engine.run_until_idle(timeout=120)
     job.refresh_from_db()
     assert job.state == "done" and job.verified, job.error
-    assert [type(r) for r in results] == [Written] and views == [True]
+    assert [type(r) for r in results] == [Written] and views == [True] and inside == [True]
     assert len(pickle.dumps(results[0])) < 300
     # every block given back with the partition
     assert not list(handover.root().glob(f"{handover.PREFIX}{os.getpid()}-*"))

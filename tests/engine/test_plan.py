@@ -12,15 +12,16 @@ GiB = 1 << 30
 
 
 def test_a_gpu_host_leaves_a_core_per_device_and_one_for_the_engine_and_batches_by_four() -> None:
-    p = plan(cores=16, gpus=1, cpu_max_domain=2048)
-    assert (p.synthesis, p.batch_max, p.pace_ahead, p.cpu_lane) == (14, 4, 4, True)
+    p = plan(cores=16, gpus=1, cpu_max_domain=2048, nice=5)
+    assert (p.synthesis, p.batch_max, p.pace_ahead, p.cpu_lane, p.nice) == (14, 4, 4, True, 5)
     assert p.pace_target(lanes=2) == 14 + 4 * 2
     assert plan(cores=64, gpus=4).synthesis == 59
 
 
 def test_a_cpu_host_synthesizes_on_half_its_cores_and_proves_one_at_a_time() -> None:
-    p = plan(cores=2, gpus=0, cpu_max_domain=2048)
-    assert (p.synthesis, p.batch_max, p.pace_ahead, p.cpu_lane, p.cpu_max_domain) == (1, 1, 2, False, 0)
+    p = plan(cores=2, gpus=0, cpu_max_domain=2048, nice=5)
+    # the provers are the cores: a niced synthesis would lose to every other process and starve them
+    assert (p.synthesis, p.batch_max, p.pace_ahead, p.cpu_lane, p.cpu_max_domain, p.nice) == (1, 1, 2, False, 0, 0)
     assert plan(cores=1, gpus=0).synthesis == 1
 
 
