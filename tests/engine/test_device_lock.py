@@ -61,7 +61,7 @@ def test_a_launch_holds_the_devices_lock_for_the_devices_work_alone(start_engine
     monkeypatch.setattr(cuda, "get_device", lambda index=0: grid)
     monkeypatch.setattr(devices, "cuda_devices", lambda: [devices.Device("cuda:0", "an emulated GPU")])
     monkeypatch.setattr(host, "gpu_memory", lambda name: {"total": 8 * GiB, "free": 8 * GiB, "pool_used": 0})
-    lock, steps = RecordingLock(), []
+    lock, steps = RecordingLock(), list[tuple[str, bool]]()
     for name, module, attr in (("check the witness", statement, "validate"),
                                ("spread a, b, c over the domain", statement, "domain_evals"),
                                ("stage for the upload", grid, "stage"),
