@@ -31,6 +31,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provingsite.settings")
+os.environ.setdefault("PROVINGSITE_PARAMS_DIR", str(REPO / ".cache" / "engine-test-params"))
+os.environ.setdefault("PROVINGSITE_DEV_KEYS", "1")  # keys for a scale are made once on first use
 
 
 class Clock:
