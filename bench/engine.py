@@ -1,23 +1,25 @@
-"""Engine benchmark: a backlog through the whole pipeline, split proving on vs off.
+"""Engine benchmark: how much of a bare loop's speed the engine keeps, and more.
 
-    .venv/bin/python bench/engine.py                          # tiny and small, CPU or GPU as found
-    .venv/bin/python bench/engine.py --scales tiny --jobs 6 --devices cpu
-    DATABASE_URL=postgres://… REDIS_URL=redis://… .venv/bin/python bench/engine.py --latency-only
+    .venv/bin/python bench/engine.py                                # efficiency at tiny, small, medium
+    .venv/bin/python bench/engine.py --scales medium --synthesis 1 --prover-cores 1
+    .venv/bin/python bench/engine.py --split --scales tiny,small    # split proving on against off
+    .venv/bin/python bench/engine.py --latency                      # submission → claim, woken or polling
+    .venv/bin/python bench/engine.py --batch 1 4                    # batched proving against one by one
 
-First, submission → claim latency: warm winning-post jobs one at a time to an idle engine,
-with the claim loop woken by new work (engine.ledger.new_work) and, as the reference in the
-same run, polling alone.
+Efficiency (the default; issue 46), per scale, in one run: a porep-c2 job of 10 partitions
+timed from its submission to its done on one engine with the engine's defaults (the keys and
+the synthesis processes warm: a first job is proved untimed), against a bare loop that
+synthesizes (``synthesize_partition``) and proves (``prove``) the same ten partitions one after
+another in this process, on the same cores, warm too; the best of ``--repeat`` of each. Efficiency is the engine's partitions per
+second over the loop's: above 1 where the engine overlaps synthesis with proving. Beside it:
+the synthesis the engine records per partition (synth_started_at to synth_finished_at) over
+the loop's own synthesis of a partition (issue 45: at most 1.25, measured with one synthesis
+process and the prover on one core: ``--synthesis 1 --prover-cores 1``), and the machine's load
+average, which on a shared machine moves every figure.
 
-Then per (scale, split) run, on a fresh SQLite database: a backlog of porep-c2 jobs (10
-partitions each) is submitted first, then one engine proves it all. Reported:
-
-* proofs/min — partitions proved per minute of wall time (first claim → last done);
-* engine overhead per partition — time the engine spends on its own work (claiming,
-  recording transitions, fencing, hints: the status writer's busy time) per partition;
-* device busy — fraction of the proving window (first gpu start → last gpu end) in which
-  the device was inside the prover; and each worker's own fraction. Split proving should
-  keep the device ≥ 0.95 busy while synthesized work waits; without it the device also
-  waits for the CPU-side finishing work.
+--split: a backlog of porep-c2 jobs through one engine, split proving on against off:
+proofs/min, the engine's own overhead per partition (the status writer's busy time), and
+device busy (the workers' time inside the device's lock over the proving window).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "provingsite.settings")
 os.environ["PROVINGSITE_DATA_DIR"] = tempfile.mkdtemp(prefix="bench-engine-")
 os.environ.setdefault("PROVINGSITE_PARAMS_DIR", str(REPO / ".cache" / "engine-test-params"))
 os.environ.setdefault("LOG_LEVEL", "warning")
+os.environ.setdefault("PROVINGSITE_DEV_KEYS", "1")  # keys for a scale are made once on first use
 
 import django  # noqa: E402
 
@@ -49,6 +52,9 @@ from engine.ledger.demo import demo_inputs  # noqa: E402
 from engine.ledger.jobs import submit_job  # noqa: E402
 from engine.models import Partition, ProofJob  # noqa: E402
 from engine.pipeline.host import Engine, EngineConfig  # noqa: E402
+
+PARTITIONS = 10  # a porep-c2 job's
+JOB_TIMEOUT_S = 900.0  # a first job at a scale makes its keys
 
 
 def backlog(scale: str, jobs: int, tag: str) -> None:
@@ -72,14 +78,15 @@ class RunResult(TypedDict):
     gpu_window: tuple[str, str] | None
 
 
-def run(scale: str, split: bool, jobs: int, args: argparse.Namespace, batch: int = 1) -> RunResult:
-    tag = f"{scale}-{'split' if split else 'nosplit'}" + (f"-batch{batch}" if batch > 1 else "")
+def run(scale: str, split: bool, jobs: int, args: argparse.Namespace, batch: int = 0) -> RunResult:
+    tag = (f"{scale}-{'split' if split else 'nosplit'}" + (f"-batch{batch}" if batch > 1 else "")
+           + (f"-s{args.synthesis}-p{args.pace}" if args.synthesis or args.pace else ""))
     ProofJob.objects.all().delete()
     backlog(scale, jobs, tag)
     config = EngineConfig.from_settings(scale=scale, split=split, devices=args.devices, budget=args.budget,
                                         synthesis=args.synthesis, workers_per_device=args.workers,
-                                        host_name=f"bench-{tag}", batch_max=batch,
-                                        batch_wait_ms=args.batch_wait_ms)
+                                        host_name=f"bench-{tag}", batch_max=batch or args.batch_max,
+                                        batch_wait_ms=args.batch_wait_ms, pace_ahead=args.pace)
     engine = Engine(config)
     # Keys loaded before the clock starts: a one-time cost, not the steady state measured.
     from engine.circuits.kinds import circuit_for
@@ -110,6 +117,133 @@ def run(scale: str, split: bool, jobs: int, args: argparse.Namespace, batch: int
     }
 
 
+class Efficiency(TypedDict):
+    bare_s: float
+    engine_s: float
+    efficiency: float
+    bare_synth_ms: float
+    recorded_synth_ms: float
+    in_process_synth_ms: float
+    synthesis: int
+    failed: int
+
+
+def bare_loop(scale: str, partitions: int, device: str) -> tuple[float, float]:
+    """Seconds for ``partitions`` porep-c2 partitions synthesized and proved one after another
+    in this process (warm), and the mean synthesis of one, in seconds."""
+    from engine.circuits.synthesis import synthesize_partition
+    from engine.pipeline.keys import load_proving_key
+    from engine.prover import gpu_prove_finish, gpu_prove_start
+
+    circuit_id = f"porep-c2/{scale}"
+    inputs, _ = validate_inputs("porep-c2", demo_inputs("porep-c2"))
+    key = load_proving_key(circuit_id)
+    gpu_prove_finish(gpu_prove_start(key, synthesize_partition(circuit_id, inputs, 0), device))  # warm
+    synth = 0.0
+    started = time.perf_counter()
+    for index in range(partitions):
+        t0 = time.perf_counter()
+        assignment = synthesize_partition(circuit_id, inputs, index)
+        synth += time.perf_counter() - t0
+        gpu_prove_finish(gpu_prove_start(key, assignment, device))
+        del assignment
+    return time.perf_counter() - started, synth / partitions
+
+
+def engine_job(scale: str, args: argparse.Namespace) -> tuple[float, float, int, int, float]:
+    """Seconds from a porep-c2 job's submission to its done on a warm engine with its defaults
+    (what the command line overrides aside), the mean synthesis it recorded per partition (s),
+    its synthesis processes, the partitions that failed, and the mean of what its synthesis
+    processes measured of synthesize_partition itself (ms, warm-up job included)."""
+    ProofJob.objects.all().delete()
+    config = EngineConfig.from_settings(scale=scale, devices=args.devices, budget=args.budget,
+                                        synthesis=args.synthesis, workers_per_device=args.workers,
+                                        batch_max=args.batch_max, pace_ahead=args.pace,
+                                        host_name=f"bench-efficiency-{scale}")
+    engine = Engine(config).start()
+    try:
+        if args.prover_cores:
+            pin(engine, args.prover_cores)
+        job_for(engine, scale, "warm")  # keys loaded, every synthesis process holding the circuit
+        best, synth, failed = float("inf"), [], 0
+        for n in range(args.repeat):
+            job = job_for(engine, scale, f"timed-{n}")
+            assert job.finished_at is not None
+            best = min(best, (job.finished_at - job.submitted_at).total_seconds())
+            parts = list(Partition.objects.filter(job=job))
+            synth += [(p.synth_finished_at - p.synth_started_at).total_seconds() for p in parts
+                      if p.synth_finished_at and p.synth_started_at]
+            failed += sum(p.state != "done" for p in parts)
+        return best, sum(synth) / max(len(synth), 1), engine.config.synthesis, failed, engine.stats.mean_ms("synth_s")
+    finally:
+        engine.stop(drain_seconds=10)
+
+
+def job_for(engine: Engine, scale: str, tag: str) -> ProofJob:
+    """A porep-c2 job (10 partitions) submitted and waited for."""
+    inputs, n = validate_inputs("porep-c2", demo_inputs("porep-c2"))
+    job, _ = submit_job(kind="porep-c2", job_id=f"bench-efficiency-{scale}-{tag}", inputs=inputs, num_partitions=n,
+                        circuit_id=f"porep-c2/{scale}", scale=scale)
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while not ProofJob.objects.filter(pk=job.pk, state__in=("done", "failed", "cancelled")).exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{job.job_id} not finished within {JOB_TIMEOUT_S:.0f} s: see the engine's log")
+        time.sleep(0.01)
+    job.refresh_from_db()
+    return job
+
+
+def pin(engine: Engine, prover_cores: int) -> None:
+    """The engine's process (its proving threads) on the first ``prover_cores`` cores, its
+    synthesis processes on the others (issue 45's comparison: the prover on one core)."""
+    cores = sorted(os.sched_getaffinity(0))
+    mine, rest = set(cores[:prover_cores]), set(cores[prover_cores:]) or set(cores)
+    os.sched_setaffinity(0, mine)
+    for pid in engine.synthesis.pids():
+        os.sched_setaffinity(pid, rest)
+
+
+def efficiency(scale: str, args: argparse.Namespace) -> Efficiency:
+    device = "cpu" if args.devices in ("auto", "cpu") else args.devices.split(",")[0]
+    if args.devices == "auto":
+        from engine.pipeline.devices import discover
+
+        device = discover("auto")[0].name
+    all_cores = os.sched_getaffinity(0)
+    try:
+        engine_s, recorded, synthesis, failed, in_process = engine_job(scale, args)
+    finally:
+        os.sched_setaffinity(0, all_cores)
+    runs = [bare_loop(scale, PARTITIONS, device) for _ in range(args.repeat)]
+    bare_s, bare_synth = min(r[0] for r in runs), sum(r[1] for r in runs) / len(runs)
+    return {"bare_s": bare_s, "engine_s": engine_s, "efficiency": bare_s / engine_s if engine_s else 0.0,
+            "bare_synth_ms": 1000 * bare_synth, "recorded_synth_ms": 1000 * recorded, "synthesis": synthesis,
+            "failed": failed, "in_process_synth_ms": in_process}
+
+
+def efficiency_table(args: argparse.Namespace) -> None:
+    print(f"porep-c2, {PARTITIONS} partitions, engine ({args.devices}) with its defaults"
+          f"{' but ' + overrides(args) if overrides(args) else ''} against a bare loop in one process; "
+          f"{len(os.sched_getaffinity(0))} cores")
+    print(f"{'scale':7} {'bare s':>7} {'engine s':>8} {'efficiency':>10} {'synth procs':>11} {'bare synth ms':>13} "
+          f"{'recorded synth ms':>17} {'ratio':>6} {'in process ms':>13} {'load avg (1 min)':>16}")
+    for scale in args.scales.split(","):
+        load = os.getloadavg()[0]
+        r = efficiency(scale, args)
+        print(f"{scale:7} {r['bare_s']:>7.2f} {r['engine_s']:>8.2f} {r['efficiency']:>10.2f} {r['synthesis']:>11} "
+              f"{r['bare_synth_ms']:>13.0f} {r['recorded_synth_ms']:>17.0f} "
+              f"{r['recorded_synth_ms'] / max(r['bare_synth_ms'], 1e-9):>6.2f} {r['in_process_synth_ms']:>13.0f} "
+              f"{load:>7.2f} → {os.getloadavg()[0]:<6.2f}{'  FAILED ' + str(r['failed']) if r['failed'] else ''}",
+              flush=True)
+
+
+def overrides(args: argparse.Namespace) -> str:
+    said = [f"--{name.replace('_', '-')} {value}" for name, value in (
+        ("synthesis", args.synthesis), ("workers", args.workers), ("batch_max", args.batch_max),
+        ("pace", args.pace), ("prover_cores", args.prover_cores)) if value]
+    return ", ".join(said)
+
+
 def latency(wake: bool, jobs: int, args: argparse.Namespace) -> dict[str, float]:
     """Submission → claim and → done (ms, p50 and p95) of winning-post jobs sent one at a time to
     an idle, warm engine at scale tiny; ``wake`` off is the claim loop's idle poll alone."""
@@ -117,7 +251,7 @@ def latency(wake: bool, jobs: int, args: argparse.Namespace) -> dict[str, float]
 
     ProofJob.objects.all().delete()
     config = EngineConfig.from_settings(scale="tiny", devices=args.devices, budget=args.budget, synthesis=1,
-                                        workers_per_device=1, host_name=f"bench-latency-{wake}",
+                                        workers_per_device=1, host_name=f"bench-latency-{wake}", cpu_max_domain=0,
                                         wake_on_new_work=wake)
     engine = Engine(config).start()
     claim_ms, done_ms = [], []
@@ -147,22 +281,38 @@ def latency(wake: bool, jobs: int, args: argparse.Namespace) -> dict[str, float]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scales", default="tiny,small")
-    parser.add_argument("--jobs", type=int, default=3, help="porep-c2 jobs (10 partitions each) per run")
+    parser.add_argument("--scales", default="tiny,small,medium")
+    parser.add_argument("--jobs", type=int, default=3, help="--split and --batch: porep-c2 jobs (10 partitions each) per run")
     parser.add_argument("--devices", default="auto")
-    parser.add_argument("--budget", default="4GiB")
-    parser.add_argument("--synthesis", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=2, help="workers per device")
-    parser.add_argument("--latency-jobs", type=int, default=20,
-                        help="winning-post jobs for the submission-to-claim latency (0: skip)")
-    parser.add_argument("--latency-only", action="store_true", help="only the latency comparison")
+    parser.add_argument("--budget", default="8GiB")
+    parser.add_argument("--synthesis", type=int, default=0, help="synthesis processes (0: the engine's default)")
+    parser.add_argument("--workers", type=int, default=0, help="workers per device (0: the engine's default)")
+    parser.add_argument("--batch-max", type=int, default=0, help="partitions per launch (0: the engine's default)")
+    parser.add_argument("--pace", type=int, default=0, help="synthesized partitions kept waiting per device "
+                                                            "(0: the engine's default)")
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="timed jobs through the engine and rounds of the bare loop; the best of each is compared "
+                             "(a shared machine's load comes and goes)")
+    parser.add_argument("--prover-cores", type=int, default=0,
+                        help="the engine's process on this many cores, its synthesis processes on the rest")
+    parser.add_argument("--split", action="store_true", help="split proving on against off instead")
+    parser.add_argument("--latency", action="store_true", help="submission → claim latency instead")
+    parser.add_argument("--latency-jobs", type=int, default=20, help="winning-post jobs for --latency")
     parser.add_argument("--batch", type=int, nargs="+", default=None, metavar="K",
                         help="batched proving instead: one split run per batch size (1 = off, the reference), "
                              "proofs/min and the ratio against off, e.g. --batch 1 2 4 8")
     parser.add_argument("--batch-wait-ms", type=float, default=50.0, help="PROVINGSITE_BATCH_WAIT_MS for --batch")
+    parser.add_argument("--sweep", action="store_true",
+                        help="a backlog through the engine for every combination of --sweep-synthesis, --sweep-pace "
+                             "and --sweep-batch (split on): proofs/min, and each run's proving window for "
+                             "bench/gpu_util.py")
+    parser.add_argument("--sweep-synthesis", default="0", help="synthesis processes to sweep (0: the default)")
+    parser.add_argument("--sweep-pace", default="0", help="synthesized partitions waiting per device to sweep")
+    parser.add_argument("--sweep-batch", default="0", help="batch sizes to sweep")
     args = parser.parse_args()
+    args.workers = args.workers or None  # the engine's default
     call_command("migrate", verbosity=0)
-    if args.latency_jobs:
+    if args.latency:
         from django.db import connection
 
         print(f"submission → claim, one warm winning-post/tiny at a time ({connection.vendor}, "
@@ -172,10 +322,15 @@ def main() -> None:
             print(f"  {name:9} claim p50 {ms['claim_p50']:6.1f} ms  p95 {ms['claim_p95']:6.1f} ms   "
                   f"done p50 {ms['done_p50']:6.1f} ms  p95 {ms['done_p95']:6.1f} ms")
         print(f"  claim p50 ratio poll/woken: {off['claim_p50'] / max(on['claim_p50'], 1e-3):.1f}x", flush=True)
-    if args.latency_only:
         return
     if args.batch:
         batch_runs(args)
+        return
+    if args.sweep:
+        sweep(args)
+        return
+    if not args.split:
+        efficiency_table(args)
         return
     print(f"{'scale':6} {'split':5} {'parts':>5} {'wall s':>7} {'proofs/min':>10} {'overhead ms':>11} "
           f"{'synth ms':>8} {'gpu ms':>7} {'finish ms':>9} {'device busy':>11}  worker busy")
@@ -190,6 +345,28 @@ def main() -> None:
                   flush=True)
             if r["gpu_window"]:  # for lining up with an outside sampler of the device (gpu_check.sh)
                 print(f"  gpu window {scale} split {'on' if split else 'off'}: {r['gpu_window'][0]} {r['gpu_window'][1]}")
+
+
+def sweep(args: argparse.Namespace) -> None:
+    """Synthesis processes × pacing × batching, split proving on: proofs/min per combination, and
+    its proving window ("gpu window <label> split on: start end") for the device's own busy
+    figure (bench/gpu_util.py over nvidia-smi's samples)."""
+    import itertools
+
+    numbers = lambda text: [int(v) for v in text.split(",")]  # noqa: E731
+    print(f"{'scale':6} {'synthesis':>9} {'pace':>4} {'batch':>5} {'parts':>5} {'wall s':>7} {'proofs/min':>10} "
+          f"{'synth ms':>8} {'gpu ms':>7} {'workers in lock':>15}")
+    for scale in args.scales.split(","):
+        for synthesis, pace, batch in itertools.product(numbers(args.sweep_synthesis), numbers(args.sweep_pace),
+                                                        numbers(args.sweep_batch)):
+            args.synthesis, args.pace = synthesis, pace
+            r = run(scale, True, args.jobs, args, batch=batch)
+            label = f"{scale}/s{synthesis or 'auto'}/p{pace or 'auto'}/b{batch or 'auto'}"
+            print(f"{scale:6} {synthesis or 'auto':>9} {pace or 'auto':>4} {batch or 'auto':>5} {r['partitions']:>5} "
+                  f"{r['wall_s']:>7.1f} {r['proofs_per_min']:>10.1f} {r['synth_ms']:>8.0f} {r['gpu_ms']:>7.0f} "
+                  f"{r['device_busy']:>15.3f}{'  FAILED ' + str(r['failed']) if r['failed'] else ''}", flush=True)
+            if r["gpu_window"]:
+                print(f"  gpu window {label} split on: {r['gpu_window'][0]} {r['gpu_window'][1]}", flush=True)
 
 
 def batch_runs(args: argparse.Namespace) -> None:

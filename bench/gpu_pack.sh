@@ -7,6 +7,7 @@
 #
 #   bench/gpu_pack.sh            then, through the device tool:
 #   run  command: bash .devpack/check.sh     carry: [".devpack", ".cache"]
+#   (or bash .devpack/sweep.sh: the engine's sweep of synthesis, pacing and batching)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || { echo "gpu_pack: run bin/setup --test first" >&2; exit 2; }
@@ -56,4 +57,12 @@ mkdir -p /tmp/ds && tar -C /tmp/ds -xJf .devpack/site.tar.xz
 export PYTHONPATH=$PWD:/tmp/ds/site LD_LIBRARY_PATH=/tmp/ds/lib:${LD_LIBRARY_PATH:-} PYTHON=python3 PYTHONUNBUFFERED=1
 GPU_CHECK_OUT=${OUT:-bench/results} bash bench/gpu_check.sh "$@"
 EOF
+cat > .devpack/sweep.sh <<'EOF2'
+#!/usr/bin/env bash
+# On the lent machine: the same packages, then the engine's sweep (bench/gpu_sweep.sh).
+cd "$(dirname "$0")/.."
+mkdir -p /tmp/ds && tar -C /tmp/ds -xJf .devpack/site.tar.xz
+export PYTHONPATH=$PWD:/tmp/ds/site LD_LIBRARY_PATH=/tmp/ds/lib:${LD_LIBRARY_PATH:-} PYTHON=python3 PYTHONUNBUFFERED=1
+GPU_CHECK_OUT=${OUT:-bench/results} bash bench/gpu_sweep.sh "$@"
+EOF2
 echo "==> ready: $(du -sh .devpack | cut -f1) in .devpack, $(du -sh .cache | cut -f1) in .cache (64 MiB may travel)"

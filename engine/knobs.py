@@ -17,6 +17,9 @@ class Knobs(TypedDict):
     FIXED_BASE: bool
     DEV_KEYS: bool
     SYNTHESIS_CONCURRENCY: int
+    SYNTHESIS_NICE: int
+    PACE_AHEAD: int
+    CPU_MAX_DOMAIN: int
     WORKERS_PER_DEVICE: int
     DEVICES: str
     PARAMS_DIR: Path

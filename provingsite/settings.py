@@ -183,7 +183,18 @@ PROVINGSITE: Knobs = {
     # A host without a kind's keys makes development keys on first use only when asked; otherwise
     # it refuses the kind (and says so) and leaves its jobs to hosts that have the farm's keys.
     "DEV_KEYS": env_bool("PROVINGSITE_DEV_KEYS", False),
-    "SYNTHESIS_CONCURRENCY": env_int("PROVINGSITE_SYNTHESIS_CONCURRENCY", 2, minimum=1, maximum=1024),
+    # Synthesis processes; 0: from the cores and the devices (engine.pipeline.plan: on a GPU host
+    # every core but one per device and one for the engine's own threads, on a CPU host half).
+    "SYNTHESIS_CONCURRENCY": env_int("PROVINGSITE_SYNTHESIS_CONCURRENCY", 0, minimum=0, maximum=1024),
+    # On a GPU host, how much lower the synthesis processes run (nice): the engine's own threads
+    # (launching, recording, finishing) always get a core before another partition's synthesis does.
+    "SYNTHESIS_NICE": env_int("PROVINGSITE_SYNTHESIS_NICE", 5, minimum=0, maximum=19),
+    # The pacer: synthesized partitions kept waiting per device; 0: the batch size, at least 2.
+    "PACE_AHEAD": env_int("PROVINGSITE_PACE_AHEAD", 0, minimum=0, maximum=1024),
+    # On a GPU host, circuits whose domain has at most this many rows are proved on the CPU (a
+    # lane of one worker beside the devices): at 845 constraints an H200 took 26 ms, the CPU
+    # 17 (bench/results/gpu.md). 0: every partition on the devices.
+    "CPU_MAX_DOMAIN": env_int("PROVINGSITE_CPU_MAX_DOMAIN", 2048, minimum=0, maximum=1 << 30),
     "WORKERS_PER_DEVICE": env_int("PROVINGSITE_WORKERS_PER_DEVICE", 2, minimum=1, maximum=64),
     # "auto" (every CUDA device, else one CPU slot), or a list such as "cuda:0,cuda:1" or "cpu".
     "DEVICES": env_str("PROVINGSITE_DEVICES", "auto"),
@@ -202,7 +213,9 @@ PROVINGSITE: Knobs = {
     # partitions of one key together (one pass over the key's bases per MSM window), waiting at
     # most BATCH_WAIT_MS for more once it holds one. 1 = off: on the CPU backend a batch does not
     # beat one proof at a time (bench/batch.py: 1.00-1.08 per proof at tiny to medium scale).
-    "BATCH_MAX": env_int("PROVINGSITE_BATCH_MAX", 1, minimum=1, maximum=64),
+    # 0: 4 on CUDA devices (one launch sequence per MSM for the four: bench/engine.py --batch),
+    # off on the CPU.
+    "BATCH_MAX": env_int("PROVINGSITE_BATCH_MAX", 0, minimum=0, maximum=64),
     "BATCH_WAIT_MS": env_float("PROVINGSITE_BATCH_WAIT_MS", 20.0, minimum=0.0),
     "MAX_ATTEMPTS": env_int("PROVINGSITE_MAX_ATTEMPTS", 3, minimum=1, maximum=100),
     "DRAIN_SECONDS": env_float("PROVINGSITE_DRAIN_SECONDS", 30.0, minimum=0.0),

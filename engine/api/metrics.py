@@ -117,6 +117,8 @@ class RecordsCollector:
              ["host", "device"]),
             ("device_memory_total_bytes", "Device memory (NVML, sampled every heartbeat)", ["host", "device"]),
             ("device_power_watts", "The device's power draw (NVML, sampled every heartbeat)", ["host", "device"]),
+            ("engine_thread_down", "1 for each engine thread backing off after a database error at the host's "
+             "last heartbeat", ["host", "thread"]),
         ]}
         for host in snap["hosts"]:
             name = host["name"]
@@ -158,6 +160,8 @@ class RecordsCollector:
                                 ("device_memory_total_bytes", "memory_total_bytes"), ("device_power_watts", "power_watts")):
                 if device[key] is not None:
                     g[metric].add_metric([name, device["device"]], device[key])
+        for down in figures["threads_down"]:
+            g["engine_thread_down"].add_metric([name, down["thread"]], 1)
 
     def _workers(self, snap: dict[str, Any]) -> Iterable[Metric]:
         labels = ["host", "device", "worker"]

@@ -22,6 +22,14 @@ def set_event_loop(loop: asyncio.AbstractEventLoop | None) -> None:
     _loop = loop
 
 
+def _nobody_listens(layer: Any) -> bool:
+    """The in-memory layer (one process) with no console in the group: a send would reach no
+    one, and costs the writer an event loop's start (async_to_sync) per transition."""
+    from channels.layers import InMemoryChannelLayer
+
+    return isinstance(layer, InMemoryChannelLayer) and not layer.groups.get(GROUP)
+
+
 def publish_hint(**fields: Any) -> None:
     """Send {"type": "status.changed", host, job, partition, version} to GROUP. Never raises.
 
@@ -35,7 +43,7 @@ def publish_hint(**fields: Any) -> None:
         from channels.layers import get_channel_layer
 
         layer = get_channel_layer()
-        if layer is None:
+        if layer is None or _nobody_listens(layer):
             return
         loop = _loop
         if loop is not None and loop.is_running():

@@ -48,11 +48,14 @@ def set_cost_per_hour(host: EngineHost, cost_per_hour: float | None) -> None:
     EngineHost.objects.filter(pk=host.pk).update(cost_per_hour=cost_per_hour)
 
 
-def worker_rows(host: EngineHost, devices: list[str], per_device: int) -> list[Worker]:
-    """One row per worker slot this run starts, ``per_device`` on each device."""
+def worker_rows(host: EngineHost, devices: list[str], per_device: int,
+                extra: dict[str, int] | None = None) -> list[Worker]:
+    """One row per worker slot this run starts, ``per_device`` on each device, and ``extra``'s
+    count on each of its devices (a GPU host's CPU lane for small circuits)."""
     rows = []
-    for device in devices:
-        for ordinal in range(per_device):
+    slots = [(device, per_device) for device in devices] + list((extra or {}).items())
+    for device, count in slots:
+        for ordinal in range(count):
             row, _ = Worker.objects.get_or_create(host=host, device=device, ordinal=ordinal)
             rows.append(row)
     # Slots from an earlier run with more workers are removed, so the console shows what runs.

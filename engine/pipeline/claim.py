@@ -3,18 +3,22 @@
 It claims only while the synthesis pool has a free slot and not too much synthesized work
 already waits for a proving worker (the pacer), so a host never hoards partitions another
 host could be proving. Asking with room to spare marks the host free, which placement by key
-reads (engine.ledger.placement): a host holding a key keeps its partitions while it is free. Each claim is loaded with its circuit's memory needs, reserved, and
-handed to synthesis.
+reads (engine.ledger.placement): a host holding a key keeps its partitions while it is free.
+Each claim is loaded with its circuit's memory needs into a work item, which the dispatcher
+starts (``Start``: its lifecycle reserves it, records it ``synthesizing`` and hands it to a
+synthesis process, engine.pipeline.lifecycle).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 
+from engine.ledger.claims import Claim
 from engine.ledger.writer import StatusWriter
+from engine.pipeline import lifecycle as lc
 from engine.pipeline.inflight import InFlight, Signals
 from engine.pipeline.prove import ProofQueue
 from engine.pipeline.synthesize import Synthesis
@@ -25,48 +29,83 @@ log = logging.getLogger("engine.claim")
 
 class Dispatcher:
     def __init__(self, writer: StatusWriter, book: InFlight, signals: Signals, synthesis: Synthesis,
-                 proof_queue: ProofQueue, reserve: Callable[[WorkItem], bool], scale: str, pace_target: int) -> None:
+                 proof_queue: ProofQueue, scale: str, pace_target: int,
+                 refused: Callable[[], Collection[str]] = tuple) -> None:
         self.writer = writer
+        self.refused = refused  # circuits this host will not prove (engine.pipeline.keycache.KeyCache.refused)
         self.book = book
         self.signals = signals
         self.synthesis = synthesis
         self.proof_queue = proof_queue
-        self.reserve = reserve
         self.scale = scale
         self.pace_target = pace_target
         self.idle_poll = 0.1
+        self.unloaded: list[Claim] = []  # claimed, not yet loaded into work items
+        self.unstarted: list[WorkItem] = []  # loaded, their reservation cut short by the database
 
-    def run(self) -> None:
+    def step(self) -> bool:
+        """One turn of the claim loop; False once the engine stops. A database error leaves
+        here for the thread's supervisor (engine.pipeline.supervise) to back off: the wake
+        event is no part of that wait, so a wake set during an outage cannot make it spin."""
         signals = self.signals
-        while not signals.stopping.is_set():
-            if signals.draining.is_set():  # drained from the console: finish what is held, claim nothing
-                signals.queue_empty.set()
-                signals.stopping.wait(self.idle_poll)
-                continue
-            if not self.synthesis.has_room(len(self.proof_queue), self.pace_target):
-                continue
-            # Room for more than this claim: the host is free, and says so for placement by key.
-            free = self.synthesis.spare(len(self.proof_queue), self.pace_target) > 1
-            try:
-                claims = self.writer.claim(1, refused=self.book.keycache.refused())
-                if free or not claims:
-                    self.writer.mark_free()
-            except DatabaseError as exc:  # the database went away: try again shortly
-                log.error("claiming failed: %s", exc)
-                connection.close()
-                signals.wake.wait(0.5)
-                continue
-            if not claims:
-                signals.queue_empty.set()
-                signals.wake.wait(self.idle_poll)
-                signals.wake.clear()
-                continue
-            signals.queue_empty.clear()
-            self.start(self.book.add(load_item(claims[0], self.scale)))
+        if signals.stopping.is_set():
+            return False
+        if self.unloaded or self.unstarted:  # held when the database failed: these first
+            self.load_claimed()
+            return True
+        if signals.draining.is_set():  # drained from the console: finish what is held, claim nothing
+            signals.queue_empty.set()
+            signals.stopping.wait(self.idle_poll)
+            return True
+        if not self.synthesis.has_room(len(self.proof_queue), self.pace_target) or signals.stopping.is_set():
+            return True
+        # Room for more than this claim: the host is free, and says so for placement by key.
+        free = self.synthesis.spare(len(self.proof_queue), self.pace_target) > 1
+        claims = self.writer.claim(1, refused=self.refused())
+        for claim in claims:
+            self.book.hold(claim)  # its lease renewed from now on, whatever fails next
+        self.unloaded.extend(claims)
+        if free or not claims:
+            self.writer.mark_free()
+        if not claims:
+            signals.queue_empty.set()
+            signals.wake.wait(self.idle_poll)
+            signals.wake.clear()
+            return True
+        signals.queue_empty.clear()
+        self.load_claimed()
+        return True
 
-    def start(self, item: WorkItem) -> None:
-        """Reserve what the item needs (its synthesis process's compiled matrices first), then
-        synthesize it."""
-        process = self.synthesis.prepare(item)
-        if process is not None and self.reserve(item):
-            self.synthesis.start(item, process)
+    def load_claimed(self) -> None:
+        """Load and start each claim taken; a claim whose job cannot be read into a work item
+        (not the database's fault) fails with the reason instead of ending the thread."""
+        while self.unstarted:
+            item = self.unstarted[0]
+            self.start(item, again=True)
+            self.unstarted.pop(0)
+        while self.unloaded:
+            claim = self.unloaded[0]
+            try:
+                item = load_item(claim, self.scale)
+            except DatabaseError:
+                raise  # the supervisor backs off; the claim is loaded at the next turn
+            except Exception as exc:
+                log.exception("cannot load claimed partition %d", claim.partition_id)
+                self.unloaded.pop(0)
+                self.book.fail_claim(claim, f"reading the job failed: {type(exc).__name__}: {exc}")
+                continue
+            self.unloaded.pop(0)
+            self.start(self.book.add(item))
+
+    def start(self, item: WorkItem, again: bool = False) -> None:
+        """Start the item's life (its reservation first); ``again``: its reservation, cut short
+        by the database, is made again."""
+        try:
+            if again:
+                self.book.carry(item, [lc.Reserve()])
+            else:
+                self.book.run(item, lc.Start())
+        except DatabaseError:
+            if not again:
+                self.unstarted.append(item)  # nothing held: reserved again at the next turn
+            raise

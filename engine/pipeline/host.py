@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, connection
 from django.db.backends.signals import connection_created
 from django.utils import timezone
 
@@ -41,7 +41,7 @@ from engine.ledger.new_work import CHANNEL, KEY_CHANNEL, listen, on_key_requests
 from engine.ledger.writer import StatusWriter
 from engine.models import EngineHost, Partition
 from engine.pipeline import devices as devices_mod
-from engine.pipeline import job_log
+from engine.pipeline import handover, job_log, lifecycle
 from engine.pipeline.claim import Dispatcher
 from engine.pipeline.device_memory import DeviceMemory, device_budget_bytes
 from engine.pipeline.finalize import Finalizers
@@ -53,18 +53,37 @@ from engine.pipeline.keymap import map_key
 from engine.pipeline.keys import farm_checked, held_nbytes, load_proving_key, load_transient_bytes
 from engine.pipeline.memory import MemoryBudgetError, MemoryManager, Reservation, budget_bytes, gpu_memory, total_ram
 from engine.pipeline.notify import notify_forever
-from engine.pipeline.prove import ProofQueue, ProvingWorker
-from engine.pipeline.reserve import reserve
+from engine.pipeline.plan import plan
+from engine.pipeline.prove import ProofQueue, Proving, ProvingWorker
+from engine.pipeline.reserve import Reservations
+from engine.pipeline.supervise import Health, retry_while_down, supervise
 from engine.pipeline.synthesize import Synthesis
 from engine.pipeline.work import WorkItem, load_item
+from engine.prover.backends.cpu.native_build import default_threads
 from engine.states import PartitionState
 from engine.status.holdings import PROCESSES_OWNER, engine_held
+from engine.status.host_report import ThreadDown
 
 log = logging.getLogger("engine")
 P = PartitionState
 # Growth of the processes at rest reserved when idle: smaller steps would rewrite the host row
 # for the allocator's noise.
 RECHARGE_STEP = 16 << 20
+# How long the stop's own writes (hand-backs, the host marked stopped) wait for a database
+# that went away: a restart takes seconds; an engine told to stop must not hang for ever.
+STOP_WRITE_SECONDS = 10.0
+
+
+def write_retry_seconds() -> float:
+    """How long a partition's transition is tried again while the database is away before the
+    partition is given up to its lease: long enough for a restart, a few leases at least."""
+    return max(30.0, 4 * float(settings.PROVINGSITE["LEASE_SECONDS"]))
+
+
+def once[**A](loop: Callable[A, None], *args: A.args, **kwargs: A.kwargs) -> bool:
+    """A loop that handles its own errors, as a supervised step that runs once."""
+    loop(*args, **kwargs)
+    return False
 
 
 def tree_rss(pids: list[int]) -> int:
@@ -87,7 +106,7 @@ class EngineConfig:
     # Each CUDA device's budget (engine.pipeline.device_memory): "auto" = its total less the margin.
     device_budget: str = "auto"
     device_margin: str = "1GiB"
-    synthesis: int = 2
+    synthesis: int = 0  # 0: from the cores and the devices (engine.pipeline.plan)
     workers_per_device: int = 2
     devices: str = "auto"
     scale: str = "tiny"
@@ -98,10 +117,15 @@ class EngineConfig:
     # New work wakes the claim loop at once (engine.ledger.new_work); off, it is found by the
     # loop's idle poll alone (bench/engine.py's reference for the submission-to-claim latency).
     wake_on_new_work: bool = True
-    # Batched proving: up to batch_max partitions of one key per launch (1: off), waiting at
-    # most batch_wait_ms for more once a worker holds one.
-    batch_max: int = 1
+    # Batched proving: up to batch_max partitions of one key per launch (1: off; 0: 4 on CUDA,
+    # off on the CPU), waiting at most batch_wait_ms for more once a worker holds one.
+    batch_max: int = 0
     batch_wait_ms: float = 20.0
+    # The pacer: synthesized partitions kept waiting per device (0: the batch size, at least 2).
+    pace_ahead: int = 0
+    # On a GPU host, circuits of at most this many domain rows are proved on the CPU (0: never).
+    cpu_max_domain: int = 2048
+    synthesis_nice: int = 5
     # Reserve the engine's processes at rest (the engine and its synthesis pool, measured once
     # they are up) under "engine processes", so the budget bounds the whole process tree.
     charge_processes: bool = True
@@ -114,7 +138,9 @@ class EngineConfig:
                    synthesis=int(s["SYNTHESIS_CONCURRENCY"]), workers_per_device=int(s["WORKERS_PER_DEVICE"]),
                    devices=str(s["DEVICES"]), scale=str(s["SCALE"]), host_name=str(s["HOST_NAME"]),
                    heartbeat_seconds=float(s["HEARTBEAT_SECONDS"]), batch_max=int(s["BATCH_MAX"]),
-                   batch_wait_ms=float(s["BATCH_WAIT_MS"]), charge_processes=bool(s["CHARGE_PROCESSES"]))
+                   batch_wait_ms=float(s["BATCH_WAIT_MS"]), charge_processes=bool(s["CHARGE_PROCESSES"]),
+                   pace_ahead=int(s["PACE_AHEAD"]), cpu_max_domain=int(s["CPU_MAX_DOMAIN"]),
+                   synthesis_nice=int(s["SYNTHESIS_NICE"]))
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -140,9 +166,14 @@ def _key_image_root() -> Path:
 
 class Engine:
     def __init__(self, config: EngineConfig | None = None, key_loader: Callable[[str], Any] = load_proving_key) -> None:
-        self.config = config or EngineConfig.from_settings()
-        self.devices = devices_mod.discover(self.config.devices)
+        config = config or EngineConfig.from_settings()
+        self.devices = devices_mod.discover(config.devices)
         self.backend = devices_mod.backend_of(self.devices)
+        gpus = sum(1 for d in self.devices if d.is_gpu)
+        self.plan = plan(default_threads(), gpus, config.synthesis, config.pace_ahead, config.batch_max,
+                         config.cpu_max_domain, config.synthesis_nice)
+        self.config = replace(config, synthesis=self.plan.synthesis, batch_max=self.plan.batch_max,
+                              pace_ahead=self.plan.pace_ahead)
         self.memory = MemoryManager(budget_bytes(self.config.budget, self.config.margin))
         self._held_lock = threading.Lock()
         self.memory.watch(engine_held, self._report_engine_held)
@@ -160,6 +191,11 @@ class Engine:
         self.threads: list[threading.Thread] = []
         self.workers: list[ProvingWorker] = []
         self._stopped = threading.Event()
+        # Set when the engine stops or a thread dies: the heartbeat ends then, and its leases lapse.
+        self._quiet = threading.Event()
+        self.health = Health(on_death=self._quiet.set)
+        self._rescue_after = float("-inf")  # no lease rescue before this (monotonic): see beat
+        self._host_row_stale = False  # a host-row report failed while the database was away
         self.processes: Reservation | None = None  # the engine's processes at rest, once started
         self._idle_since: float | None = None  # since when nothing was in flight (recharge_processes)
         self._forget_wake: Callable[[], None] = lambda: None
@@ -167,7 +203,7 @@ class Engine:
         # Set when an operator's key request for this host commits (engine.ledger.new_work);
         # the key-control thread also looks every heartbeat, should a wake be lost.
         self._key_wake = threading.Event()
-        self.n_workers = len(self.devices) * self.config.workers_per_device
+        self.n_workers = len(self.devices) * self.config.workers_per_device + (1 if self.plan.cpu_lane else 0)
         self.figures = HostSampler(self.devices)
         self.host: EngineHost | None = None
         self.writer: StatusWriter
@@ -202,20 +238,20 @@ class Engine:
         self.synthesis.warm_up()
         self._charge_processes()
         self.beat()
-        self._spawn("heartbeat", self._heartbeat_forever)
-        self._spawn("sweep", self._sweep_forever)
-        self._spawn("synth-collect", self.synthesis.collect_forever)
+        self._spawn("heartbeat", self._heartbeat_step)
+        self._spawn("sweep", self._sweep_step)
+        self._spawn("synth-collect", self.synthesis.collect_one)
         for w in self.workers:
-            self._spawn(f"gpu-{w.device.replace(':', '')}-W{w.row.ordinal}", w.run)
-        self._spawn("dispatch", self.dispatcher.run)
-        self._spawn("notify", lambda: notify_forever(self.signals.stopping))
+            self._spawn(f"gpu-{w.device.replace(':', '')}-W{w.row.ordinal}", w.step)
+        self._spawn("dispatch", self.dispatcher.step, halt=self.signals.stopping)
+        self._spawn("notify", lambda: once(notify_forever, self.signals.stopping))
         self._forget_key_wake = on_key_requests(self._key_requested)
-        self._spawn("key-control", self._key_control_forever)
+        self._spawn("key-control", self._key_control_step)
         channels: dict[str, Callable[[str], None]] = {KEY_CHANNEL: lambda pk: self._key_requested(int(pk))}
         if self.config.wake_on_new_work:
             self._forget_wake = on_new_work(self.signals.wake.set)
             channels[CHANNEL] = lambda _: self.signals.wake.set()
-        self._spawn("new-work", lambda: listen(channels, self.signals.stopping))
+        self._spawn("new-work", lambda: once(listen, channels, self.signals.stopping))
         assert self.host is not None
         log.info("engine %s started: backend %s, devices %s, %d worker(s) per device, split proving %s, "
                  "memory budget %s, synthesis %d, scale %s", self.host.name, self.backend,
@@ -282,25 +318,62 @@ class Engine:
         if connection.connection is not None:
             bound_idle_transactions(None, connection)
         self.host = self._register_host()
+        orphans = handover.remove_orphans()
+        if orphans:
+            log.warning("removed %d shared block(s) left by engines that died", orphans)
         self.writer = StatusWriter(self.host)
-        self.inflight = InFlight(self.writer, self.keycache)
-        self.synthesis = Synthesis(self.inflight, self.proof_queue, self.config.synthesis,
+        self.inflight = InFlight(self.writer, retry_seconds=write_retry_seconds(), halt=self._stopped)
+        self.synthesis = Synthesis(self.inflight, self.config.synthesis,
                                    float(settings.PROVINGSITE["WITNESS_SECONDS"]), memory=self.memory,
-                                   charge_processes=self.config.charge_processes)
-        self.dispatcher = Dispatcher(
-            self.writer, self.inflight, self.signals, self.synthesis, self.proof_queue,
-            reserve=lambda item: reserve(item, self.inflight, self.keycache, self.memory, self.signals.stopping),
-            scale=self.config.scale, pace_target=self.config.synthesis + 2 * self.n_workers)
+                                   charge_processes=self.config.charge_processes, nice=self.plan.nice)
+        self.reservations = Reservations(self.inflight, self.keycache, self.memory, self.signals.stopping,
+                                         prepare=self.synthesis.prepare)
+        self.dispatcher = Dispatcher(self.writer, self.inflight, self.signals, self.synthesis, self.proof_queue,
+                                     scale=self.config.scale,
+                                     pace_target=self.plan.pace_target(len(self.devices) + self.plan.cpu_lane),
+                                     refused=self.keycache.refused)
         self.finalizers = Finalizers(self.inflight, Path(settings.PROVINGSITE["PARAMS_DIR"]),
-                                     threads=max(2, self.n_workers), device_memory=self.device_memory)
-        locks = {d.name: threading.Lock() for d in self.devices}
-        for row in worker_rows(self.host, [d.name for d in self.devices], self.config.workers_per_device):
-            self.workers.append(ProvingWorker(self.inflight, self.proof_queue, self.finalizers, row,
-                                              locks[row.device], self.config.split,
-                                              batch=(self.config.batch_max, self.config.batch_wait_ms / 1000),
-                                              device_memory=self.device_memory))
+                                     threads=max(2, self.n_workers), device_memory=self.device_memory,
+                                     health=self.health, inline=not self.config.split)
+        self.proving = Proving(self.inflight, self.device_memory)
+        names = [d.name for d in self.devices]
+        self.locks = {name: threading.Lock() for name in [*names, "cpu"]}
+        lane = {"cpu": 1} if self.plan.cpu_lane else None
+        small = self.plan.cpu_max_domain
+
+        def on_cpu(item: WorkItem) -> bool:  # a circuit the device would prove slower than the CPU
+            return item.sizes.domain_rows <= small
+
+        for row in worker_rows(self.host, names, self.config.workers_per_device, extra=lane):
+            accepts = None if not self.plan.cpu_lane else (on_cpu if row.device == "cpu" else
+                                                           lambda item: not on_cpu(item))
+            batch = 1 if self.plan.cpu_lane and row.device == "cpu" else self.config.batch_max
+            self.workers.append(ProvingWorker(self.inflight, self.proof_queue, self.proving, row,
+                                              self.locks[row.device], self.config.split,
+                                              batch=(batch, self.config.batch_wait_ms / 1000), accepts=accepts))
+        self._wire()
         self._report_device_held()  # each device's budget, nothing reserved yet
         return self
+
+    def _wire(self) -> None:
+        """Who carries out each of the lifecycle's instructions (engine.pipeline.lifecycle): the
+        stage that owns it."""
+        lc_ = lifecycle
+        self.inflight.executors.update({
+            (lc_.Reserve, None): self.reservations.reserve,
+            (lc_.Release, None): self.reservations.release,
+            (lc_.Record, P.SYNTHESIZING): self.synthesis.record_started,
+            (lc_.Synthesize, None): self.synthesis.synthesize,
+            (lc_.Record, P.SYNTH_DONE): self.synthesis.record_done,
+            (lc_.Enqueue, None): self.proof_queue.enqueue,
+            (lc_.Dequeue, None): self.proof_queue.dequeue,
+            (lc_.Record, P.GPU): self.proving.record_gpu,
+            (lc_.Launch, None): self.proving.launch,
+            (lc_.Record, P.FINALIZING): self.proving.record_finalizing,
+            (lc_.Release, lc_.Hold.LAUNCH): self.proving.release_launch,
+            (lc_.Finish, None): self.finalizers.take,
+            (lc_.Record, P.DONE): self.finalizers.record_done,
+        })
 
     def _name(self) -> str:
         return self.config.host_name or socket.gethostname()
@@ -316,12 +389,13 @@ class Engine:
             log.warning("%d partition(s) held by an earlier run of %s will be requeued", stale, name)
         return host
 
-    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+    def _spawn(self, name: str, step: Callable[[], bool], halt: threading.Event | None = None) -> None:
+        """A thread running ``step`` under supervision (engine.pipeline.supervise): a database
+        error backs off and tries again (cut short by ``halt``, by default the engine's end),
+        any other ends the process."""
         def run() -> None:
             try:
-                target()
-            except Exception:
-                log.exception("engine thread %s died", name)
+                supervise(name, step, halt or self._stopped, self.health)
             finally:
                 connection.close()
 
@@ -333,24 +407,32 @@ class Engine:
         """No new claims; in-flight work finishes within ``drain_seconds`` or is handed back."""
         if self._stopped.is_set():
             return
+        # This (main) thread's session may have died with a database restart since the start:
+        # every write below opens a fresh one.
+        connection.close()
         self.signals.stopping.set()
         self.signals.wake.set()
         self._key_wake.set()
         self._forget_wake()
         self._forget_key_wake()
         deadline = time.monotonic() + drain_seconds
+        # The claim under way, if any, is in the book before the drain looks: a claim taken as
+        # the stop came (or a key the dispatcher was loading) is then drained or handed back.
+        for thread in self.threads:
+            if thread.name == "dispatch":
+                thread.join(timeout=max(drain_seconds, 5.0))
         while self.inflight and time.monotonic() < deadline:
             time.sleep(0.05)
         left = list(self.inflight.items().values())
-        for item in left:
-            item.dropped = True
-            self.writer.hand_back(item.claim, "handed back: engine stopping")
-        for item in self.proof_queue.drain():
-            self.inflight.release(item)
+        for item in left:  # handed back now; each ends once the stage holding it lets it go
+            self.inflight.run(item, lifecycle.Stopping())
+        for claim in self.inflight.held_claims():
+            self.inflight.hand_back(claim, lifecycle.STOPPING_REASON, seconds=STOP_WRITE_SECONDS)
         if left:
             log.warning("handed back %d partition(s) not finished within %.0fs", len(left), drain_seconds)
         self.proof_queue.close()
         self._stopped.set()
+        self._quiet.set()
         for thread in self.threads:
             if thread.name != "synth-collect":
                 thread.join(timeout=max(deadline - time.monotonic(), 0) + 10)
@@ -361,7 +443,11 @@ class Engine:
             self.device_memory.clear()
         shutil.rmtree(self.key_images, ignore_errors=True)
         self.figures.close()
-        self.writer.record_stopped()
+        try:
+            retry_while_down(self.writer.record_stopped, STOP_WRITE_SECONDS, "marking the host stopped")
+        except DatabaseError as exc:
+            log.error("could not mark %s stopped (%s): its heartbeat ends, so it reads as stale",
+                      self.host.name if self.host else "?", exc)
         log.info("engine %s stopped: %d partitions proved, %d failed", self.host.name if self.host else "?",
                  self.stats.completed, self.stats.failed)
         job_log.let_go()  # after every thread that logs about a job has ended: its last lines go too
@@ -384,8 +470,9 @@ class Engine:
         """What a heartbeat writes: that the host lives, its devices' measured memory and the
         machine's measured figures (engine.pipeline.host_figures). Reservations, keys and
         synthesis are facts of the transitions (engine.status.holdings)."""
+        down = tuple(ThreadDown(d.thread, d.since, d.error) for d in self.health.down())
         return {"heartbeat_at": timezone.now(), "devices": devices_mod.device_report(self.devices),
-                "figures": self.figures.sample().to_json()}
+                "figures": replace(self.figures.sample(), threads_down=down).to_json()}
 
     def engine_held(self) -> dict[str, int]:
         """The engine's own reservations (engine.status.holdings.engine_held), by owner."""
@@ -396,60 +483,96 @@ class Engine:
         and the console's memory panel show them with the transitions, not a heartbeat later."""
         if self.host is not None and hasattr(self, "writer"):
             with self._held_lock:  # one writer at a time, each writing what the manager holds then
-                self.writer.update_host(reserved_by_engine=self.engine_held())
+                self._report(reserved_by_engine=self.engine_held())
 
     def _report_device_held(self) -> None:
         """Each device's reservations by owner, written when one changes (as reserved_by_engine)."""
         if self.device_memory is not None and self.host is not None and hasattr(self, "writer"):
             with self._held_lock:
-                self.writer.update_host(device_reserved=self.device_memory.snapshot())
+                self._report(device_reserved=self.device_memory.snapshot())
 
     def _report_keys(self) -> None:
         if self.host is not None and hasattr(self, "writer"):
-            self.writer.update_host(key_cache=self.keycache.snapshot(), refused_keys=self.keycache.refused())
+            self._report(key_cache=self.keycache.snapshot(), refused_keys=self.keycache.refused())
+
+    def _report(self, **fields: Any) -> None:
+        """A host-row fact written as it changes. Whichever thread changed it (one releasing a
+        partition's memory, a key's load) must not fail for a database that went away: the
+        heartbeat writes every such fact again once it is back."""
+        try:
+            self.writer.update_host(**fields)
+        except DatabaseError as exc:
+            log.warning("could not write %s to the host row (%s); the heartbeat writes it again",
+                        ", ".join(fields), str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            connection.close()
+            self._host_row_stale = True
+
+    def _report_all(self) -> None:
+        self._host_row_stale = False
+        with self._held_lock:
+            fields: dict[str, Any] = {"reserved_by_engine": self.engine_held(), "key_cache": self.keycache.snapshot(),
+                                      "refused_keys": self.keycache.refused()}
+            if self.device_memory is not None:
+                fields["device_reserved"] = self.device_memory.snapshot()
+            self._report(**fields)
 
     def _key_requested(self, host_pk: int) -> None:
         if self.host is not None and host_pk == self.host.pk:
             self._key_wake.set()
 
-    def _key_control_forever(self) -> None:
+    def _key_control_step(self) -> bool:
         """Operators' preloads and evicts (engine.ledger.key_requests) as soon as they are asked,
         on a thread of their own: a key's load may take longer than a beat, and the beat renews
         the leases. Without a wake it looks every heartbeat."""
         assert self.host is not None
-        while not self.signals.stopping.is_set():
-            self._key_wake.clear()  # before reading: a request committed after the read wakes the next wait
-            try:
-                carry_out(self.host.pk, self.keycache)
-            except Exception:  # a database hiccup must not end key control for good
-                log.exception("carrying out key requests failed")
-                close_old_connections()
-            self._key_wake.wait(self.config.heartbeat_seconds)
+        if self.signals.stopping.is_set():
+            return False
+        self._key_wake.clear()  # before reading: a request committed after the read wakes the next wait
+        carry_out(self.host.pk, self.keycache)
+        self._key_wake.wait(self.config.heartbeat_seconds)
+        return True
 
     def beat(self) -> None:
         assert self.host is not None
-        claims = self.inflight.claims()
-        with self.writer.lock:
-            renew_leases(self.host.pk, claims)
-        self.writer.beat(**self.host_fields())
-        draining = self.signals.draining
-        if EngineHost.objects.filter(pk=self.host.pk, draining=True).exists() != draining.is_set():
-            (draining.clear if draining.is_set() else draining.set)()
-            log.info("engine %s %s", self.host.name, "draining: claims nothing new" if draining.is_set() else "resumed")
-        self.writer.requeue_lapsed()
+        try:
+            claims = self.inflight.claims()
+            with self.writer.lock:
+                renew_leases(self.host.pk, claims)
+            self.writer.beat(**self.host_fields())
+            if self._host_row_stale:
+                self._report_all()
+            draining = self.signals.draining
+            if EngineHost.objects.filter(pk=self.host.pk, draining=True).exists() != draining.is_set():
+                (draining.clear if draining.is_set() else draining.set)()
+                log.info("engine %s %s", self.host.name,
+                         "draining: claims nothing new" if draining.is_set() else "resumed")
+        except DatabaseError:
+            self._cut_off()
+            raise
+        # Rescue no lease that lapsed while this host was cut off from the database too: every
+        # host an outage cut off renews its leases as it comes back, and one that rescued at
+        # once would count each of them an attempt lost (a job failed for good after a few
+        # restarts). A host that really died is rescued a lease later.
+        if time.monotonic() >= max(self._rescue_after, self.health.troubled_at + self._lease_seconds()):
+            self.writer.requeue_lapsed()
 
-    def _heartbeat_forever(self) -> None:
-        while not self._stopped.wait(self.config.heartbeat_seconds):
-            try:
-                self.beat()
-                self.recharge_processes()
-            except Exception:  # a database hiccup must not stop the heartbeat for good
-                log.exception("heartbeat failed")
-                close_old_connections()
+    def _cut_off(self) -> None:
+        self._rescue_after = time.monotonic() + self._lease_seconds()
+
+    @staticmethod
+    def _lease_seconds() -> float:
+        return float(settings.PROVINGSITE["LEASE_SECONDS"])
+
+    def _heartbeat_step(self) -> bool:
+        if self._quiet.wait(self.config.heartbeat_seconds):
+            return False
+        self.beat()
+        self.recharge_processes()
+        return True
 
     def sweep(self) -> None:
-        """Drop in-flight work whose record moved on (cancelled, requeued, failed elsewhere)."""
-        items = {pk: item for pk, item in self.inflight.items().items() if not item.dropped}
+        """Tell in-flight work whose record moved on (cancelled, requeued, failed elsewhere)."""
+        items = {pk: item for pk, item in self.inflight.items().items() if not item.abandoned()}
         if not items:
             return
         rows = Partition.objects.filter(pk__in=list(items)).values_list("pk", "state", "attempt", "host_id")
@@ -457,17 +580,30 @@ class Engine:
             item = items[pk]
             # Done and failed are this host's own writes; anything else means the record moved on.
             if state == P.CANCELLED or attempt != item.claim.attempt or host_id != item.claim.host_id:
-                item.dropped = True
-                queued = self.proof_queue.remove(pk)
-                if queued is not None:
-                    self.inflight.drop(queued)
+                self.inflight.run(item, lifecycle.Cancelled())
                 log.info("dropped %s: its record is %s (attempt %d)", item.label, state, attempt,
                          extra=self.inflight.about(item))
 
-    def _sweep_forever(self) -> None:
-        while not self._stopped.wait(self.config.sweep_seconds):
-            try:
-                self.sweep()
-            except Exception:
-                log.exception("sweep failed")
-                close_old_connections()
+    def _sweep_step(self) -> bool:
+        if self._stopped.wait(self.config.sweep_seconds):
+            return False
+        self.sweep()
+        return True
+
+    def abort(self) -> None:
+        """A thread died: the heartbeat has stopped (Health.death); hand back what this host holds
+        so other hosts take it at once rather than a lease later, and mark the host stopped,
+        each for a few seconds at most. The process then exits non-zero (runengine)."""
+        self.signals.stopping.set()
+        self.signals.wake.set()
+        self._quiet.set()
+        connection.close()
+        for claim in self.inflight.claims():
+            self.inflight.hand_back(claim, lifecycle.STOPPING_REASON, seconds=STOP_WRITE_SECONDS)
+        try:
+            retry_while_down(self.writer.record_stopped, STOP_WRITE_SECONDS, "marking the host stopped")
+        except DatabaseError as exc:
+            log.error("could not mark the host stopped (%s)", exc)
+        log.error("engine %s stopped: thread %s died (%s)", self.host.name if self.host else "?", self.health.dead,
+                  self.health.cause)
+        job_log.let_go()

@@ -17,13 +17,19 @@ PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 ORPHAN_POLL_SECONDS = 0.5
 
 
-def init_worker(engine_pid: int, kernel_tied: bool) -> None:
+def init_worker(engine_pid: int, kernel_tied: bool, nice: int = 0) -> None:
     """Pool processes are spawned (never forked from a threaded engine): set Django up.
 
     A pool process blocks on a queue it holds both ends of, so nothing tells it when the engine
     is killed (kill -9 runs no shutdown): it must watch for that itself, before anything slow.
+    It runs ``nice`` lower than the engine, whose threads then get a core first.
     """
     die_with(engine_pid, kernel_tied)
+    if nice:
+        try:
+            os.nice(nice)
+        except OSError:
+            pass
     # Ctrl-C reaches the terminal's whole process group; the engine stops its pool itself, so
     # a worker taking the SIGINT only printed a KeyboardInterrupt traceback per process.
     import signal
@@ -72,18 +78,25 @@ def _exit_when_orphaned(engine_pid: int) -> None:
     os._exit(1)
 
 
-def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int) -> tuple[Any, float]:
+def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int, spec: Any) -> Any:
+    """The partition's assignment, written into the blocks the engine made for it
+    (engine.pipeline.handover.BlockSpec); what was written, and the seconds it took."""
     from engine.circuits.compiled import keep_only
     from engine.circuits.kinds import parse_circuit_id
-    from engine.circuits.synthesis import synthesize_partition
+    from engine.circuits.synthesis import partition_rows, synthesize_partition_into
+    from engine.pipeline.handover import Written, views
 
-    _trim()
     started = time.perf_counter()
     # The engine reserves one circuit's compiled matrices per process: drop any other first.
     keep_only(parse_circuit_id(circuit_id))
-    assignment = synthesize_partition(circuit_id, inputs, index)
-    _trim()  # the witness's intermediates, freed on return from the circuit, before the result is sent
-    return assignment, time.perf_counter() - started
+    n_vars, n = partition_rows(circuit_id)
+    # The kernels write the witness and A·w, B·w, C·w straight into the engine's blocks.
+    assignment = synthesize_partition_into(circuit_id, inputs, index, *views(spec, n_vars, n))
+    written = Written(curve=assignment.curve, n_vars=n_vars, n_constraints=n, n_public=int(assignment.n_public),
+                      seconds=time.perf_counter() - started)
+    del assignment  # the last views: the blocks are unmapped here
+    _trim()  # the witness's intermediates, freed: what the process keeps is what the engine reserved for it
+    return written
 
 
 def load_circuit(circuit_id: str) -> float:
@@ -108,19 +121,20 @@ def drop_circuits() -> None:
     _trim()
 
 
-def synthesize_circom(upload_dir: str, memory_limit: int, witness_seconds: float) -> tuple[Any, float]:
-    """A circom circuit's assignment from its witness: the client's snarkjs witness, or the one
-    its generator (the client's .wasm) computes here from the request's inputs, with at most
-    ``memory_limit`` bytes of wasm memory (what the partition reserved), an instruction budget
-    for the circuit's size and ``witness_seconds`` of time. A generator that traps, fails an
-    assertion or runs past a budget raises WitnessError with its own message (not retried)."""
+def synthesize_circom(upload_dir: str, memory_limit: int, witness_seconds: float, spec: Any) -> Any:
+    """A circom circuit's assignment from its witness, written into the partition's blocks: the
+    client's snarkjs witness, or the one its generator (the client's .wasm) computes here from
+    the request's inputs, with at most ``memory_limit`` bytes of wasm memory (what the
+    partition reserved), an instruction budget for the circuit's size and ``witness_seconds``
+    of time. A generator that traps, fails an assertion or runs past a budget raises
+    WitnessError with its own message (not retried)."""
     from pathlib import Path
 
     from engine.circuits import job_folder
+    from engine.pipeline.handover import write
     from engine.prover import assignment_from_witness
     from engine.prover.snarkjs import read_zkey_constraints
 
-    _trim()
     started = time.perf_counter()
     folder = Path(upload_dir)
     # Only the matrices: the points are the prover's, read once per job in reserve.
@@ -128,8 +142,10 @@ def synthesize_circom(upload_dir: str, memory_limit: int, witness_seconds: float
     witness = _circom_witness(folder, constraints, memory_limit, witness_seconds)
     assignment = assignment_from_witness(constraints, witness)
     del constraints, witness
+    written = write(spec, assignment, time.perf_counter() - started)
+    del assignment
     _trim()
-    return assignment, time.perf_counter() - started
+    return written
 
 
 def _circom_witness(folder: Any, constraints: Any, memory_limit: int, witness_seconds: float) -> Any:
@@ -152,9 +168,8 @@ def _circom_witness(folder: Any, constraints: Any, memory_limit: int, witness_se
 
 
 def _trim() -> None:
-    """Freed memory back to the system, before a task (the last one's result was pickled after
-    it returned) and before a result is sent: the engine reserves what a process keeps, and
-    the heap would keep it."""
+    """Freed memory back to the system once a partition is written out: the engine reserves
+    what a process keeps, and the heap would keep it."""
     from engine.pipeline.memory import release_freed_memory
 
     release_freed_memory()

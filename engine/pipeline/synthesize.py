@@ -1,19 +1,21 @@
 """Synthesize: reserved partitions become assignments on real cores.
 
-``start`` records ``synthesizing`` and submits the partition to a pool of processes (a
-built-in kind runs its circuit on the job's inputs; a circom circuit's assignment comes from
-the client's witness, or from the witness its generator computes from the request's inputs,
-under the partition's reservation and a budget of instructions and time). Each pool process
+The lifecycle's ``Record synthesizing``, ``Synthesize`` and ``Record synth_done`` are carried
+out here: the partition goes to a pool of processes (a built-in kind runs its circuit on the
+job's inputs; a circom circuit's assignment comes from the client's witness, or from the
+witness its generator computes from the request's inputs, under the partition's reservation
+and a budget of instructions and time), which writes the assignment into the partition's
+shared blocks (engine.pipeline.handover: no arrays pickled back). Each pool process
 keeps one built-in circuit's compiled matrices for its next partitions; the engine reserves
 them under "compiled <circuit> in synthesis-<n>" before that process first synthesizes the
 circuit, and gives them back when it moves to another circuit. Before that first partition
 reserves anything else the process loads the circuit, compiling it into the matrices cache if
 the cache lacks it, under a reservation of that first use's peak
 (engine.circuits.compiled.first_use_bytes), which then shrinks to what it keeps. The collector
-thread records ``synth_done`` and hands the item to the proving queue, or fails it: an error
-the inputs or the circuit cause is not retried. A process that dies (killed for memory,
-crashed) fails its partition as retryable, and a new process takes its place, so the engine
-keeps synthesizing on every slot.
+thread posts what became of each (``Synthesized`` or ``Failed``: an error the inputs or the
+circuit cause is not retried). A process that dies (killed for memory, crashed) fails its
+partition as retryable, and a new process takes its place, so the engine keeps synthesizing
+on every slot.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import multiprocessing
 import os
 import queue
 import threading
-import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -31,11 +32,11 @@ from typing import Any
 from django.utils import timezone
 
 from engine.format import fmt_bytes
+from engine.pipeline import lifecycle as lc
 from engine.pipeline import synthesis_process
 from engine.pipeline.inflight import InFlight
-from engine.pipeline.memory import MemoryBudgetError, MemoryManager, Reservation
-from engine.pipeline.prove import ProofQueue
-from engine.pipeline.work import CircuitSource, WorkItem, public_inputs_of
+from engine.pipeline.memory import MemoryManager, Reservation
+from engine.pipeline.work import CircuitSource, NotPrepared, SynthOutput, WorkItem, public_inputs_of
 from engine.states import PartitionState
 from engine.status.holdings import compiled_owner
 
@@ -43,7 +44,7 @@ log = logging.getLogger("engine.synthesize")
 P = PartitionState
 
 
-def new_pool(concurrency: int) -> ProcessPoolExecutor:
+def new_pool(concurrency: int, nice: int = 0) -> ProcessPoolExecutor:
     """Processes that end with the engine, kill -9 included (see synthesis_process.die_with).
 
     The kernel's death signal is tied to the spawning thread; the pool spawns from the thread
@@ -52,7 +53,7 @@ def new_pool(concurrency: int) -> ProcessPoolExecutor:
     """
     kernel_tied = threading.current_thread() is threading.main_thread()
     return ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=synthesis_process.init_worker, initargs=(os.getpid(), kernel_tied))
+                               initializer=synthesis_process.init_worker, initargs=(os.getpid(), kernel_tied, nice))
 
 
 def first_use_nbytes(circuit_id: str, charge_processes: bool) -> tuple[int, int]:
@@ -70,15 +71,15 @@ class Synthesis:
     Without ``memory`` (a bare test) the matrices are not reserved; ``charge_processes`` counts
     a compiling child's interpreter, as the engine counts its processes at rest."""
 
-    def __init__(self, book: InFlight, outbox: ProofQueue, concurrency: int, witness_seconds: float = 60.0,
-                 memory: MemoryManager | None = None, charge_processes: bool = True) -> None:
+    def __init__(self, book: InFlight, concurrency: int, witness_seconds: float = 60.0,
+                 memory: MemoryManager | None = None, charge_processes: bool = True, nice: int = 0) -> None:
         self.charge_processes = charge_processes
+        self.nice = nice  # how much lower the processes run than the engine's threads
         self.book = book
         self.witness_seconds = witness_seconds
-        self.outbox = outbox
         self.concurrency = concurrency
         self.memory = memory
-        self.pools = [new_pool(1) for _ in range(concurrency)]
+        self.pools = [new_pool(1, nice) for _ in range(concurrency)]
         self.busy = [False] * concurrency
         # what each process keeps: (circuit id, the reservation of its compiled matrices)
         self.compiled: list[tuple[str, Reservation] | None] = [None] * concurrency
@@ -109,33 +110,44 @@ class Synthesis:
         with self._slots:
             return max(0, min(self.concurrency - self.active, pace_target - self.active - waiting_for_proof))
 
-    def prepare(self, item: WorkItem) -> int | None:
-        """The process that will synthesize ``item``, its compiled matrices reserved; None (the
-        item failed or dropped, freed) if they cannot be. Called before the item reserves its
-        key and memory: a first compile's peak may need a key evicted, and must never wait
-        behind the item's own reservation."""
+    def prepare(self, item: WorkItem) -> int:
+        """The process that will synthesize ``item``, its compiled matrices reserved (reserve
+        asks, before the item reserves its key and memory: a first compile's peak may need a
+        key evicted, and must never wait behind the item's own reservation). Raises what a
+        reservation raises (MemoryBudgetError, InterruptedError) or NotPrepared."""
         process = self._pick(item)
         self._renew_if_dead(process)
-        return process if self._hold_compiled(item, process) else None
+        self._hold_compiled(item, process)
+        return process
 
-    def start(self, item: WorkItem, process: int) -> None:
-        """Submit ``item`` (reserved) to ``process`` (from prepare)."""
-        if not self.book.record(item, P.SYNTHESIZING, synth_started_at=timezone.now(),
-                                reserved_bytes=item.reservation.nbytes):
-            return  # cancelled (or fenced) since the claim: record() has freed what it held
+    def record_started(self, item: WorkItem, instruction: lc.Record) -> lc.Event:
+        assert item.held is not None
+        return self.book.record(item, P.SYNTHESIZING, synth_started_at=timezone.now(),
+                                reserved_bytes=item.held.reservation.nbytes)
+
+    def record_done(self, item: WorkItem, instruction: lc.Record) -> lc.Event:
+        return self.book.record(item, P.SYNTH_DONE, synth_finished_at=timezone.now())
+
+    def synthesize(self, item: WorkItem, instruction: lc.Synthesize) -> None:
+        """Submit ``item`` (reserved, its process prepared) to its process; the collector
+        posts what became of it."""
+        held = item.held
+        assert held is not None
+        process = held.slot if held.slot is not None else self._pick(item)
         with self._slots:
             self.active += 1
             self.busy[process] = True
-        item.timings["synth_submitted"] = time.perf_counter()
         pool = self.pools[process]
+        spec = held.blocks.spec if held.blocks is not None else None
         future: Future[Any]
         try:
             if item.source is CircuitSource.BUILTIN:
-                future = pool.submit(synthesis_process.synthesize_builtin, item.circuit_id, item.inputs, item.index)
+                future = pool.submit(synthesis_process.synthesize_builtin, item.circuit_id, item.inputs, item.index,
+                                     spec)
             else:
                 # the client's generator may use what the partition reserved, no more
-                future = pool.submit(synthesis_process.synthesize_circom, item.upload_dir, item.reservation.nbytes,
-                                     self.witness_seconds)
+                future = pool.submit(synthesis_process.synthesize_circom, item.upload_dir, held.reservation.nbytes,
+                                     self.witness_seconds, spec)
         except BrokenProcessPool as exc:  # it died since prepare: the collector fails the item, renews it
             future = Future()
             future.set_exception(exc)
@@ -162,25 +174,26 @@ class Synthesis:
         with self._slots:
             if not getattr(self.pools[process], "_broken", False):
                 return
-            self.pools[process] = new_pool(1)
+            self.pools[process] = new_pool(1, self.nice)
             held, self.compiled[process] = self.compiled[process], None
         if held is not None:
             held[1].release()
         log.warning("synthesis-%d died; a new process takes its place", process + 1)
 
-    def _hold_compiled(self, item: WorkItem, process: int) -> bool:
+    def _hold_compiled(self, item: WorkItem, process: int) -> None:
         """Give ``process`` a built-in item's compiled circuit, unless it holds it already: what it
         kept for another circuit is given back, the first use's bytes are reserved (a compile's
         peak where the matrices cache lacks the circuit), the process loads the circuit (reading
         the cache, or compiling into it), and the reservation shrinks to what it keeps. All of it
         before the item reserves its key and memory, so a compile's peak never waits behind them
-        and may evict an idle key. False (the item failed or dropped, freed) when the bytes can
-        never fit, the compile failed, or the item was cancelled while waiting."""
+        and may evict an idle key. Raises MemoryBudgetError when the bytes can never fit,
+        InterruptedError when the item was cancelled while waiting, NotPrepared when the compile
+        failed."""
         if self.memory is None or item.source is not CircuitSource.BUILTIN:
-            return True
+            return
         held = self.compiled[process]
         if held is not None and held[0] == item.circuit_id:
-            return True
+            return
         if held is not None:  # dropped by the process before its bytes are given back
             try:
                 self.pools[process].submit(synthesis_process.drop_circuits).result()
@@ -189,16 +202,9 @@ class Synthesis:
             else:
                 held[1].release()
                 self.compiled[process] = None
-        try:
-            nbytes, kept = first_use_nbytes(item.circuit_id, self.charge_processes)
-            reservation = self.memory.acquire(compiled_owner(item.circuit_id, process), nbytes, item.priority,
-                                              cancelled=lambda: item.dropped)
-        except MemoryBudgetError as exc:
-            self.book.fail(item, str(exc), retryable=False)
-            return False
-        except InterruptedError:
-            self.book.drop(item)
-            return False
+        nbytes, kept = first_use_nbytes(item.circuit_id, self.charge_processes)
+        reservation = self.memory.acquire(compiled_owner(item.circuit_id, process), nbytes, item.priority,
+                                          cancelled=item.abandoned)
         if nbytes > kept:
             log.info("synthesis-%d compiles %s (the matrices cache lacks it) under %s reserved", process + 1,
                      item.circuit_id, fmt_bytes(nbytes))
@@ -207,54 +213,69 @@ class Synthesis:
         except Exception as exc:  # the compile failed, or the process died
             reservation.release()
             self._renew_if_dead(process)
-            self.book.fail(item, item.public_reason(f"compiling {item.circuit_id}: {type(exc).__name__}: {exc}"),
-                           retryable=not _deterministic(exc))
-            return False
+            raise NotPrepared(f"compiling {item.circuit_id}: {type(exc).__name__}: {exc}",
+                              retryable=not _deterministic(exc)) from exc
         reservation.release_part(nbytes - kept)
         self.compiled[process] = (item.circuit_id, reservation)
         log.info("synthesis-%d keeps %s's compiled matrices (%s reserved), loaded in %.1fs", process + 1,
                  item.circuit_id, fmt_bytes(kept), seconds)
-        return True
 
     # -- collector -------------------------------------------------------------------------
 
-    def collect_forever(self) -> None:
-        while True:
-            entry = self._done.get()
-            if entry is None:
-                return
-            item, future, process = entry
+    def collect_one(self) -> bool:
+        """The collector thread's step: one finished synthesis recorded; False once stopped."""
+        entry = self._done.get()
+        if entry is None:
+            return False
+        item, future, process = entry
+        try:
             self._renew_if_dead(process)
-            try:
-                self.collect(item, future)
-            finally:
-                # The slot is free only once the partition is recorded out of synthesizing:
-                # freed before, a third partition was claimed and recorded synthesizing first,
-                # and the records said "3/2 active" for a moment.
-                with self._slots:
-                    self.active -= 1
-                    self._slots.notify_all()
+            self.collect(item, future)
+        finally:
+            # The slot is free only once the partition is recorded out of synthesizing: freed
+            # before, a third partition was claimed and recorded synthesizing first, and the
+            # records said "3/2 active" for a moment.
+            with self._slots:
+                self.active -= 1
+                self._slots.notify_all()
+        return True
 
     def collect(self, item: WorkItem, future: Future[Any]) -> None:
-        book = self.book
+        """Post what became of ``item``'s synthesis: its assignment read where the process
+        wrote it (views over the partition's blocks), or why it failed."""
+        event: lc.Event
         try:
-            item.assignment, item.timings["synth_s"] = future.result()
+            written = future.result()
+            assert item.held is not None and item.held.blocks is not None
+            assignment = item.held.blocks.assignment(written)
+            item.synthesized = SynthOutput(assignment, public_inputs_of(assignment.public_inputs), written.seconds)
+            event = lc.Synthesized()
         except Exception as exc:  # the circuit refused the inputs, or the process died
-            book.fail(item, item.public_reason(f"synthesis failed: {type(exc).__name__}: {exc}"),
-                      retryable=not _deterministic(exc))
-            return
-        if item.dropped:
-            book.drop(item)
-            return
-        item.publics = public_inputs_of(item.assignment.public_inputs)
-        if book.record(item, P.SYNTH_DONE, synth_finished_at=timezone.now()):
-            log.debug("synthesized %s in %.3fs", item.label, item.timings["synth_s"], extra=book.about(item))
-            self.outbox.put(item)
+            event = lc.Failed(item.public_reason(f"synthesis failed: {type(exc).__name__}: {exc}"),
+                              retryable=not _deterministic(exc))
+        self.book.run(item, event)
+        if item.synthesized is not None and item.state.phase is lc.Phase.WAITING:
+            log.debug("synthesized %s in %.3fs", item.label, item.synthesized.seconds, extra=self.book.about(item))
 
     def stop(self) -> None:
         self._done.put(None)
         for pool in self.pools:
             pool.shutdown(wait=True, cancel_futures=True)
+        # What finished after the collector left (the engine stopping) is still posted: each such
+        # partition ends and gives its memory and blocks back.
+        collector_told = False
+        while True:
+            try:
+                entry = self._done.get_nowait()
+            except queue.Empty:
+                break
+            if entry is None:  # the collector has not got there yet: it still must
+                collector_told = True
+                continue
+            item, future, _ = entry
+            self.collect(item, future)
+        if collector_told:
+            self._done.put(None)
         for held in self.compiled:
             if held is not None:
                 held[1].release()

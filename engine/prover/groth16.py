@@ -47,9 +47,10 @@ Abort = Callable[[], bool] | None
 Randomness = list[tuple[int | None, int | None]]
 
 __all__ = [
-    "PendingProof", "Proof", "ProofAborted", "Statement", "assignment_from_r1cs", "assignment_from_witness",
-    "backend_for", "finish", "gpu_prove_finish", "gpu_prove_start", "gpu_prove_start_batch", "prove", "prove_batch",
-    "prove_raw", "public_inputs_of", "start",
+    "PendingProof", "Proof", "ProofAborted", "Staged", "Statement", "assignment_from_r1cs", "assignment_from_witness",
+    "backend_for", "finish", "gpu_prove_finish", "gpu_prove_launch", "gpu_prove_launch_batch", "gpu_prove_stage",
+    "gpu_prove_stage_batch", "gpu_prove_start", "gpu_prove_start_batch", "launch_staged", "prove", "prove_batch",
+    "prove_raw", "public_inputs_of", "stage", "start",
 ]
 
 
@@ -185,18 +186,44 @@ def _launch_msms(launch: Launch, key: Key, w: Buffer, h: Buffer, abort: Abort, *
     return parts
 
 
-def start(key: Key, statement: Statement, backend: Backend, *, r: int | None = None, s: int | None = None,
-          abort: Abort = None) -> PendingProof:
-    """Validate, H on the coset, launch the MSMs (the G2 one too on an asynchronous backend).
-    ``abort`` is polled between phases; when it turns true ProofAborted is raised and nothing
-    of the proof is kept."""
+class Staged:
+    """A proof's host work, done before its launch: the statement checked against the key, its
+    a, b, c spread over the domain and its witness, each where the backend uploads from
+    (pinned host memory on a device; the buffers themselves on the CPU). What is left for the
+    launch is the device's own work, which a device's lock serialises (the engine takes it
+    only for ``launch``). A batch stages each proof alone; their launch is one.
+
+    A plain class (see PendingProof)."""
+
+    def __init__(self, key: Key, device: str, witness: Buffer, evaluations: Evaluations, r: int, s: int,
+                 abc_nbytes: int, source_witness: Buffer) -> None:
+        self.key, self.device, self.witness, self.evaluations = key, device, witness, evaluations
+        self.r, self.s, self.abc_nbytes = r, s, abc_nbytes
+        self.source_witness = source_witness  # the statement's own (what a pending proof keeps)
+
+
+def stage(key: Key, statement: Statement, backend: Backend, *, r: int | None = None,
+          s: int | None = None) -> Staged:
+    """Everything a proof needs of the host before its launch (see Staged)."""
     statement.validate(key)
     pending = _pending(key, statement, backend.name, r, s)
+    put = getattr(backend, "stage", None) or (lambda buffer: buffer)
+    a, b, c = statement.evaluations(key)
+    return Staged(key, backend.name, put(statement.witness), (put(a), put(b), put(c)), pending.r, pending.s,
+                  statement.abc_nbytes, statement.witness)
+
+
+def launch_staged(staged: Staged, backend: Backend, *, abort: Abort = None) -> PendingProof:
+    """The device's work of a staged proof: H on the coset, the MSMs launched (the G2 one too on
+    an asynchronous backend). ``abort`` is polled between phases."""
+    key = staged.key
+    pending = PendingProof(pk=key, device=staged.device, witness=staged.source_witness, r=staged.r, s=staged.s,
+                           abc_nbytes=staged.abc_nbytes)
     _check(abort, "the H polynomial")
     launch = backend.launch(key)
     try:
-        h = launch.h_coset(statement.evaluations(key))
-        w = launch.scalars(statement.witness)
+        h = launch.h_coset(staged.evaluations)
+        w = launch.scalars(staged.witness)
         pending.parts = _launch_msms(launch, key, w, h, abort, batch=False, with_g2=launch.asynchronous)
     except BaseException:
         launch.close()
@@ -204,6 +231,14 @@ def start(key: Key, statement: Statement, backend: Backend, *, r: int | None = N
     pending.launch, pending.scalars = launch, w
     pending.abc_released = True
     return pending
+
+
+def start(key: Key, statement: Statement, backend: Backend, *, r: int | None = None, s: int | None = None,
+          abort: Abort = None) -> PendingProof:
+    """Validate, H on the coset, launch the MSMs (the G2 one too on an asynchronous backend).
+    ``abort`` is polled between phases; when it turns true ProofAborted is raised and nothing
+    of the proof is kept."""
+    return launch_staged(stage(key, statement, backend, r=r, s=s), backend, abort=abort)
 
 
 def finish(pending: PendingProof, *, abort: Abort = None) -> bytes:
@@ -241,9 +276,20 @@ def gpu_prove_start(
     abort: Abort = None,
 ) -> PendingProof:
     """Launch a proof of an Assignment on ``device`` ("cpu" or "cuda:N"); see start."""
+    return gpu_prove_launch(gpu_prove_stage(pk, assignment, device, r=r, s=s), abort=abort)
+
+
+def gpu_prove_stage(pk: ProvingKey, assignment: Assignment, device: str = "cpu", *, r: int | None = None,
+                    s: int | None = None) -> Staged:
+    """An Assignment's host work before its launch on ``device`` (see Staged)."""
     from engine.prover.statement import ArrayStatement
 
-    return start(pk, ArrayStatement(assignment), backend_for(device), r=r, s=s, abort=abort)
+    return stage(pk, ArrayStatement(assignment), backend_for(device), r=r, s=s)
+
+
+def gpu_prove_launch(staged: Staged, *, abort: Abort = None) -> PendingProof:
+    """The launch of a staged proof (see launch_staged)."""
+    return launch_staged(staged, backend_for(staged.device), abort=abort)
 
 
 def gpu_prove_finish(pending: PendingProof, *, abort: Abort = None) -> Proof:
@@ -262,25 +308,30 @@ def gpu_prove_start_batch(
     assembles) is one pass over the key's bases for the k scalar vectors: the CPU's batch
     kernels, or one launch sequence on a device's stream. ``randomness``: an (r, s) per
     assignment, None for fresh ones."""
+    return gpu_prove_launch_batch(gpu_prove_stage_batch(pk, assignments, device, randomness=randomness), abort=abort)
+
+
+def gpu_prove_stage_batch(pk: ProvingKey, assignments: list[Assignment], device: str = "cpu", *,
+                          randomness: Randomness | None = None) -> list[Staged]:
+    """Each proof of a batch staged alone (see Staged): their launch is one."""
     rs = randomness if randomness is not None else [(None, None)] * len(assignments)
     if len(rs) != len(assignments):
         raise ValueError(f"{len(assignments)} assignments but {len(rs)} (r, s) pairs")
-    if len(assignments) == 1:
-        (r, s), = rs
-        return [gpu_prove_start(pk, assignments[0], device, r=r, s=s, abort=abort)]
-    from engine.prover.statement import ArrayStatement
+    return [gpu_prove_stage(pk, asg, device, r=r, s=s) for asg, (r, s) in zip(assignments, rs, strict=True)]
 
-    statements = [ArrayStatement(asg) for asg in assignments]
-    for st in statements:
-        st.validate(pk)
-    backend = backend_for(device)
-    pendings = [_pending(pk, st, backend.name, r, s) for st, (r, s) in zip(statements, rs, strict=True)]
+
+def gpu_prove_launch_batch(staged: list[Staged], *, abort: Abort = None) -> list[PendingProof]:
+    """One launch for staged proofs of one key (see gpu_prove_start_batch)."""
+    if len(staged) == 1:
+        return [gpu_prove_launch(staged[0], abort=abort)]
+    pk, backend = staged[0].key, backend_for(staged[0].device)
+    pendings = [PendingProof(pk=pk, device=st.device, witness=st.source_witness, r=st.r, s=st.s,
+                             abc_nbytes=st.abc_nbytes) for st in staged]
     _check(abort, "the H polynomials")
     launch = backend.launch(pk)
     try:
-        # one proof's domain evaluations on the host at a time
-        h = launch.h_coset_batch((st.evaluations(pk) for st in statements), len(statements))
-        w = launch.scalars_batch([st.witness for st in statements])
+        h = launch.h_coset_batch((st.evaluations for st in staged), len(staged))
+        w = launch.scalars_batch([st.witness for st in staged])
         rows = _launch_msms(launch, pk, w, h, abort, batch=True, with_g2=True)
     except BaseException:
         launch.close()

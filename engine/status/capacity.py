@@ -189,7 +189,7 @@ def _device_times(rows: list[PartRow]) -> list[float]:
 def _memory_shares(circuit: str) -> tuple[int, int]:
     """A built-in circuit's A·w, B·w, C·w share and its cached key's bytes, fixed-base tables
     included where the engine keeps them (PROVINGSITE_FIXED_BASE), as the engine sizes them
-    (pipeline.work.size_item); 0 for others."""
+    (pipeline.work.size_of); 0 for others."""
     try:
         needs = parse_circuit_id(circuit).memory
     except (InputError, KeyError, ValueError):

@@ -83,6 +83,10 @@ def _figures(figures: HostFigures) -> dict[str, Any]:
         "devices": [{"device": d.device, "utilisation_percent": d.utilisation_percent,
                      "memory_used_bytes": d.memory_used_bytes, "memory_total_bytes": d.memory_total_bytes,
                      "power_watts": d.power_watts} for d in figures.devices],
+        # The engine's threads backing off after a database error at the last heartbeat
+        # (engine.pipeline.supervise); a thread that died ends its process instead.
+        "threads_down": [{"thread": t.thread, "since": t.since.isoformat() if t.since else None, "error": t.error}
+                         for t in figures.threads_down],
     }
 
 

@@ -117,6 +117,24 @@ class DeviceFigures:
 
 
 @dataclass(frozen=True)
+class ThreadDown:
+    """An engine thread backing off after a database error (engine.pipeline.supervise), as the
+    heartbeat found it."""
+
+    thread: str
+    since: datetime | None = None
+    error: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"thread": self.thread, "since": self.since.isoformat() if self.since else None, "error": self.error}
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> ThreadDown:
+        return cls(thread=str(entry.get("thread") or "?"), since=_datetime_or_none(entry.get("since")),
+                   error=str(entry.get("error") or ""))
+
+
+@dataclass(frozen=True)
 class HostFigures:
     """The machine's own load, sampled every heartbeat beside the reservations the ledger
     records: what the host's CPUs and RAM are doing, whatever holds them. ``devices`` is empty
@@ -131,6 +149,7 @@ class HostFigures:
     engine_rss_bytes: int | None = None  # the engine process and its children (synthesis pool)
     nvml: bool = False
     devices: tuple[DeviceFigures, ...] = ()
+    threads_down: tuple[ThreadDown, ...] = ()  # the engine's threads down at the heartbeat
 
     @property
     def measured(self) -> bool:
@@ -140,13 +159,14 @@ class HostFigures:
         out = asdict(self)
         out["sampled_at"] = self.sampled_at.isoformat() if self.sampled_at else None
         out["devices"] = [d.to_json() for d in self.devices]
+        out["threads_down"] = [t.to_json() for t in self.threads_down]
         return out
 
     @classmethod
     def from_json(cls, entry: Any) -> HostFigures:
         if not isinstance(entry, dict):
             return cls()
-        devices = entry.get("devices")
+        devices, down = entry.get("devices"), entry.get("threads_down")
         return cls(sampled_at=_datetime_or_none(entry.get("sampled_at")),
                    cpu_percent=_float_or_none(entry.get("cpu_percent")),
                    cpu_count=_int_or_none(entry.get("cpu_count")),
@@ -155,7 +175,9 @@ class HostFigures:
                    engine_rss_bytes=_int_or_none(entry.get("engine_rss_bytes")),
                    nvml=entry.get("nvml") is True,
                    devices=tuple(DeviceFigures.from_json(d) for d in devices or [] if isinstance(d, dict))
-                   if isinstance(devices, list) else ())
+                   if isinstance(devices, list) else (),
+                   threads_down=tuple(ThreadDown.from_json(t) for t in down if isinstance(t, dict))
+                   if isinstance(down, list) else ())
 
 
 def devices_of(column: Iterable[Any] | None) -> list[DeviceReport]:

@@ -15,7 +15,7 @@ from engine.ledger.jobs import submit_job
 from engine.models import Partition, Worker
 from engine.pipeline.host import Engine, EngineConfig
 from engine.states import PartitionState
-from tests.engine.test_split_race import synthesized
+from tests.engine.test_split_race import park_finishes, synthesized
 
 pytestmark = pytest.mark.django_db(transaction=True)
 P = PartitionState
@@ -38,9 +38,12 @@ def test_a_bad_member_fails_alone_and_the_others_are_proved_and_verified(engine_
         assert len({id(item.key) for item in items}) == 1  # one key: the key cache's
         assert [item.job_id for item in items] == ["batch-bad"] * 2 + ["batch-good"] * 2
         bad = items[0]
-        c = bad.assignment.c.copy()
+        assert bad.synthesized is not None
+        c = bad.synthesized.assignment.c.copy()
         c[0, 0] ^= 1  # a·b ≠ c on row 0: this member's witness no longer satisfies the circuit
-        bad.assignment = dataclasses.replace(bad.assignment, c=c)
+        bad.synthesized = dataclasses.replace(bad.synthesized,
+                                              assignment=dataclasses.replace(bad.synthesized.assignment, c=c))
+        parked = park_finishes(engine)
 
         members = w0.occupy_batch(items)
         assert members == items
@@ -50,7 +53,7 @@ def test_a_bad_member_fails_alone_and_the_others_are_proved_and_verified(engine_
         assert len({r.gpu_started_at for r in rows}) == 1  # one transaction
 
         launched = w0.launch_batch(members)
-        assert launched == items[2:]  # the bad job's other member was cancelled with its job
+        assert launched == items[2:] == parked  # the bad job's other member was cancelled with its job
         assert proving(w0.row) == []
         failed = Partition.objects.get(pk=bad.claim.partition_id)
         assert failed.state == P.FAILED and "constraint 0 not satisfied" in failed.error, failed.error

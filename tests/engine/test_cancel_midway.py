@@ -13,7 +13,7 @@ from engine.ledger.jobs import cancel_job, submit_job
 from engine.models import Partition, ProofJob
 from engine.pipeline.host import Engine, EngineConfig
 from engine.states import JobState, PartitionState
-from tests.engine.test_split_race import synthesized
+from tests.engine.test_split_race import park_finishes, synthesized
 
 pytestmark = pytest.mark.django_db(transaction=True)
 P = PartitionState
@@ -72,7 +72,8 @@ def test_a_proof_cancelled_on_the_device_is_abandoned_and_its_memory_freed(engin
 def test_a_proof_cancelled_while_finishing_is_not_verified_or_recorded(engine: Engine, msm_calls) -> None:
     (item,) = (synthesized(engine, c) for c in engine.writer.claim(1))
     worker = engine.workers[0]
-    assert worker.occupy(item) and worker.launch(item)
+    parked = park_finishes(engine)
+    assert worker.occupy(item) and worker.launch(item) and parked == [item]
     assert msm_calls["msm_g1"] > 0  # the launch ran the G1 MSMs, and they were counted
 
     cancel_job(ProofJob.objects.get(job_id="cancel-midway"))
@@ -98,19 +99,15 @@ def test_a_partition_cancelled_between_its_claim_and_synthesis_gives_its_memory_
 
 
 def test_a_partition_cancelled_during_synthesis_gives_its_memory_back(engine: Engine) -> None:
-    from concurrent.futures import Future
-
-    from engine.pipeline.synthesis_process import synthesize_builtin
+    from engine.pipeline.lifecycle import Phase, Start
 
     (claim,) = engine.writer.claim(1)
     item = engine.adopt(claim)
-    item.key = engine.keycache.checkout(item.circuit_id, item.key_bytes)
-    item.reservation = engine.memory.acquire(item.job_id, item.partition_bytes)
-    assert engine.inflight.record(item, P.SYNTHESIZING)
-    done: Future[object] = Future()
-    done.set_result(synthesize_builtin(item.circuit_id, item.inputs, item.index))
+    engine.inflight.run(item, Start())  # reserved, recorded synthesizing, in a synthesis process
+    assert item.state.phase is Phase.SYNTHESIZING and holds_memory(engine)
     cancel_job(ProofJob.objects.get(job_id="cancel-midway"))  # before the sweep has seen it
 
-    engine.synthesis.collect(item, done)
+    engine.synthesis.collect_one()  # synthesized: its synth_done refused, so let go
 
+    assert item.state.phase is Phase.DROPPED
     assert not holds_memory(engine) and not engine.inflight and len(engine.proof_queue) == 0

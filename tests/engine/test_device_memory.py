@@ -226,7 +226,8 @@ def test_a_job_proved_on_the_emulated_device_holds_its_launches_until_finished_a
     monkeypatch.setattr(cuda, "get_device", lambda index=0: grid)
     monkeypatch.setattr(devices, "cuda_devices", lambda: [devices.Device("cuda:0", "an emulated GPU")])
     monkeypatch.setattr(host, "gpu_memory", lambda name: {"total": 8 * GiB, "free": 8 * GiB, "pool_used": 0})
-    engine = start_engine(devices="cuda:0", workers_per_device=1)
+    # (a circuit this small goes to the host's CPU lane by rule: here the device is the subject)
+    engine = start_engine(devices="cuda:0", workers_per_device=1, cpu_max_domain=0)
     submit_demo("winning-post", "on-the-device")
     assert engine.run_until_idle(timeout=240)
     assert ProofJob.objects.get(job_id="on-the-device").state == JobState.DONE

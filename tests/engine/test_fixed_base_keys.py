@@ -35,12 +35,12 @@ def test_a_claimed_partition_reserves_its_key_with_the_tables(engine_params, mak
         item = engine.adopt(claim)
         needs = circuit_for("winning-post", "tiny").memory
         assert item.key_bytes == needs.key_bytes + needs.table_bytes
-        item.key = engine.keycache.checkout(item.circuit_id, item.key_bytes)
-        tables = fixed_base.tables_nbytes(item.key)
+        key = engine.keycache.checkout(item.circuit_id, item.key_bytes)
+        tables = fixed_base.tables_nbytes(key)
         assert 0 < tables <= needs.table_bytes
         # once loaded, the key's reservation is what it really holds, tables included
         (entry,) = engine.keycache.snapshot()
-        assert entry["bytes"] == item.key.nbytes + tables
+        assert entry["bytes"] == key.nbytes + tables
         assert engine.memory.snapshot()["by_owner"][f"key:{item.circuit_id}"] == entry["bytes"]
     finally:
         engine.finalizers.stop()
@@ -51,7 +51,7 @@ def test_a_claimed_partition_reserves_its_key_with_the_tables(engine_params, mak
 def test_a_partition_that_cannot_fit_beside_its_key_fails_at_once_saying_why(engine_params, make_job) -> None:
     from engine.models import Partition
     from engine.pipeline.host import Engine, EngineConfig
-    from engine.pipeline.reserve import reserve
+    from engine.pipeline.lifecycle import Phase, Start
     from engine.states import PartitionState
 
     held = keys.held_nbytes(keys.load_proving_key(SHAPE.circuit_id))  # the key with its tables
@@ -66,7 +66,9 @@ def test_a_partition_that_cannot_fit_beside_its_key_fails_at_once_saying_why(eng
     try:
         (claim,) = engine.writer.claim(1)
         item = engine.adopt(claim)
-        assert not reserve(item, engine.inflight, engine.keycache, engine.memory, engine.signals.stopping)
+        engine.reservations.prepare = lambda item: None  # the key and the partition are the subject, not the matrices
+        engine.inflight.run(item, Start())
+        assert item.state.phase is Phase.FAILED
         row = Partition.objects.get(pk=claim.partition_id)
         assert row.state == PartitionState.FAILED and "beside its proving key" in row.error
         assert engine.memory.used == engine.keycache.reserved_bytes(item.circuit_id)  # only the idle key is left

@@ -6,12 +6,12 @@ finalizer writes it."""
 from __future__ import annotations
 
 import pytest
-from django.utils import timezone
 
 from engine.ledger.jobs import submit_job
 from engine.models import Partition, Worker
 from engine.pipeline.host import Engine, EngineConfig
-from engine.pipeline.synthesis_process import synthesize_builtin
+from engine.pipeline.lifecycle import Finish, Phase, Start
+from engine.pipeline.work import WorkItem
 from engine.states import PartitionState
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -23,18 +23,22 @@ def proving(worker: Worker) -> list[int]:
     return list(Partition.objects.filter(worker=worker, state=P.GPU).values_list("index", flat=True))
 
 
-def synthesized(engine: Engine, claim):
-    """Take a claimed partition through the real synthesis steps, in this process."""
+def synthesized(engine: Engine, claim) -> WorkItem:
+    """Take a claimed partition through the real reservation and synthesis (a pool process),
+    with no engine thread running: it waits for a worker, which the test is."""
     item = engine.adopt(claim)
-    item.key = engine.keycache.checkout(item.circuit_id, item.key_bytes)
-    item.reservation = engine.memory.acquire(item.job_id, item.partition_bytes)
-    assert engine.inflight.record(item, P.SYNTHESIZING, synth_started_at=timezone.now())
-    item.assignment, _ = synthesize_builtin(item.circuit_id, item.inputs, item.index)
-    from engine.pipeline.work import public_inputs_of
-
-    item.publics = public_inputs_of(item.assignment.public_inputs)
-    assert engine.inflight.record(item, P.SYNTH_DONE, synth_finished_at=timezone.now())
+    engine.inflight.run(item, Start())  # reserved, recorded synthesizing, sent to the pool
+    engine.synthesis.collect_one()  # written to its blocks, recorded synth_done, queued
+    assert item.state.phase is Phase.WAITING, item.state
+    assert engine.proof_queue.remove(claim.partition_id) is item  # the test's worker takes it itself
     return item
+
+
+def park_finishes(engine: Engine) -> list[WorkItem]:
+    """Launched partitions wait here for the test to finish them, not for a finalizer thread."""
+    parked: list[WorkItem] = []
+    engine.inflight.executors[(Finish, None)] = lambda item, instruction: parked.append(item)
+    return parked
 
 
 def test_a_late_finalizer_never_makes_a_proving_worker_look_idle(engine_params) -> None:
@@ -49,6 +53,7 @@ def test_a_late_finalizer_never_makes_a_proving_worker_look_idle(engine_params) 
     try:
         w0 = engine.workers[0]
         a, b = (synthesized(engine, c) for c in engine.writer.claim(2))
+        parked = park_finishes(engine)
 
         assert w0.occupy(a) and w0.launch(a)  # A's kernels launched; its finalizer has not run
         assert w0.occupy(b)  # W0 is on B while A still waits for its finalizer
@@ -60,6 +65,7 @@ def test_a_late_finalizer_never_makes_a_proving_worker_look_idle(engine_params) 
         assert Partition.objects.get(pk=a.claim.partition_id).worker_id == w0.row.pk  # who proved A stays recorded
 
         assert w0.launch(b)
+        assert parked == [a, b]
         engine.finalizers.finish(b)
         assert proving(w0.row) == []
         assert Partition.objects.get(pk=b.claim.partition_id).state == P.DONE

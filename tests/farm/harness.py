@@ -134,18 +134,18 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: 
         time.sleep(interval)
 
 
-def _db_url(name: str) -> str:
-    base, _, _ = ADMIN_DATABASE_URL.rpartition("/")
+def _db_url(name: str, admin_url: str = ADMIN_DATABASE_URL) -> str:
+    base, _, _ = admin_url.rpartition("/")
     return f"{base}/{name}"
 
 
-def _admin_execute(statement: sql.Composed) -> None:
-    with psycopg.connect(ADMIN_DATABASE_URL, autocommit=True) as conn:
+def _admin_execute(statement: sql.Composed, admin_url: str = ADMIN_DATABASE_URL) -> None:
+    with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(statement)
 
 
-def drop_database(name: str) -> None:
-    _admin_execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+def drop_database(name: str, admin_url: str = ADMIN_DATABASE_URL) -> None:
+    _admin_execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)), admin_url)
 
 
 def base_env() -> dict[str, str]:
@@ -199,29 +199,33 @@ def ensure_params(env: dict[str, str] | None = None) -> Path:
 
 
 class FarmTemplate:
-    """One migrated database; farms are cheap copies of it."""
+    """One migrated database; farms are cheap copies of it. ``admin_url``: the server's (a
+    database on it to connect to), the shared one unless a test brings a cluster of its own."""
 
-    def __init__(self, tag: str = "") -> None:
+    def __init__(self, tag: str = "", admin_url: str = ADMIN_DATABASE_URL) -> None:
         self.name = f"farm_tpl_{tag or os.getpid()}_{uuid.uuid4().hex[:6]}"
         self.counter = 0
+        self.admin_url = admin_url
 
     def create(self) -> FarmTemplate:
-        _admin_execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)))
-        env = base_env() | {"DATABASE_URL": _db_url(self.name), "PROVINGSITE_DATA_DIR": str(REPO / ".cache" / "farm-tpl")}
+        _admin_execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)), self.admin_url)
+        env = base_env() | {"DATABASE_URL": _db_url(self.name, self.admin_url),
+                            "PROVINGSITE_DATA_DIR": str(REPO / ".cache" / "farm-tpl")}
         try:
             run_manage(["migrate", "--no-input", "-v", "0"], env)
         except BaseException:
-            drop_database(self.name)
+            drop_database(self.name, self.admin_url)
             raise
         return self
 
     def destroy(self) -> None:
-        drop_database(self.name)
+        drop_database(self.name, self.admin_url)
 
     def clone(self) -> str:
         self.counter += 1
         name = f"{self.name.replace('farm_tpl_', 'farm_')}_{self.counter}"
-        _admin_execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(self.name)))
+        _admin_execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(self.name)),
+                       self.admin_url)
         return name
 
 
@@ -304,12 +308,13 @@ class Farm:
     root: Path
     processes: list[Process] = field(default_factory=list)
     _session: str | None = None
+    admin_url: str = ADMIN_DATABASE_URL
 
     # -- lifecycle ---------------------------------------------------------------------
 
     @classmethod
     def create(cls, template: FarmTemplate, root: Path, redis_db: int) -> Farm:
-        farm = cls(database=template.clone(), redis_db=redis_db, root=root)
+        farm = cls(database=template.clone(), redis_db=redis_db, root=root, admin_url=template.admin_url)
         root.mkdir(parents=True, exist_ok=True)
         (root / "logs").mkdir(exist_ok=True)
         redis_command("FLUSHDB", db=redis_db)
@@ -324,13 +329,13 @@ class Farm:
                 proc.signal(signal.SIGTERM)
         for proc in reversed(self.processes):
             proc.stop(timeout=8)
-        drop_database(self.database)
+        drop_database(self.database, self.admin_url)
         with contextlib.suppress(OSError):
             redis_command("FLUSHDB", db=self.redis_db)
 
     @property
     def database_url(self) -> str:
-        return _db_url(self.database)
+        return _db_url(self.database, self.admin_url)
 
     @property
     def redis_url(self) -> str:

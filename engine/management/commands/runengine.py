@@ -1,14 +1,19 @@
 """``manage.py runengine``: the proving engine of this host (and, with --serve, the web too).
 
 SIGTERM or Ctrl-C: no new claims; in-flight work finishes within DRAIN_SECONDS or is handed
-back to the queue for another host; exit 0.
+back to the queue for another host; exit 0. A thread of the engine that dies (anything but a
+database error, which it rides out) stops the heartbeat, hands back what the host holds and
+exits 70, for a supervisor to start the engine again.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import signal
 import socket
+import sys
 import threading
 from typing import Any
 
@@ -59,6 +64,7 @@ class Command(RecordsCommand):
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
         engine = Engine(config).start()
+        watch_for_death(engine, stop)
         if opts["demo"] and ProofJob.objects.exists():
             self.stdout.write("the database already holds jobs: no demo jobs added")
         elif opts["demo"]:
@@ -68,6 +74,7 @@ class Command(RecordsCommand):
             self.stdout.write(f"submitted {len(jobs)} demo job(s) at scale {config.scale}")
         if opts["serve"]:
             self._serve(engine, opts["host"], opts["port"], stop, drain)
+            exit_if_dead(engine)
             return
         if opts["once"]:
             def idle_then_stop() -> None:
@@ -78,7 +85,7 @@ class Command(RecordsCommand):
             waiter.start()
         while not stop.wait(0.5):
             pass
-        engine.stop(drain)
+        end(engine, drain)
 
     def _serve(self, engine: Engine, host: str, port: int, stop: threading.Event, drain: float) -> None:
         """The project's web server (settings.WEB_SERVER) in this thread; the engine's hints go through its loop."""
@@ -96,13 +103,49 @@ class Command(RecordsCommand):
 
         def drain_then_stop() -> None:
             stop.wait()
-            engine.stop(drain)
+            end(engine, drain, exit_now=False)
             hints.set_event_loop(None)
             # twisted types the global reactor as its interface class: mypy reads stop as unbound.
             reactor.callFromThread(reactor.stop)  # type: ignore[misc]
 
         threading.Thread(target=drain_then_stop, name="drain", daemon=True).start()
         build_server(host, port, signal_handlers=False, ready_callable=ready).run()
+
+
+# A thread of the engine died (engine.pipeline.supervise): EX_SOFTWARE, for the supervisor
+# (systemd's Restart=on-failure, a container's restart policy) to start the engine again.
+EXIT_THREAD_DIED = 70
+
+
+def watch_for_death(engine: Engine, stop: threading.Event) -> None:
+    """A thread that died ends the wait as a signal would."""
+    def watch() -> None:
+        engine.health.death.wait()
+        stop.set()
+
+    threading.Thread(target=watch, name="death-watch", daemon=True).start()
+
+
+def end(engine: Engine, drain: float, exit_now: bool = True) -> None:
+    """Drain and stop; or, after a thread died, give back what is held and (``exit_now``) exit
+    non-zero at once: the process is in no state to drain."""
+    if not engine.health.death.is_set():
+        engine.stop(drain)
+        return
+    engine.abort()
+    if exit_now:
+        exit_if_dead(engine)
+
+
+def exit_if_dead(engine: Engine) -> None:
+    if not engine.health.death.is_set():
+        return
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # os._exit: the synthesis pool's and the finalizers' exit hooks would wait on threads of an
+    # engine that is in no state to end them.
+    os._exit(EXIT_THREAD_DIED)
 
 
 def port_is_free(host: str, port: int) -> None:

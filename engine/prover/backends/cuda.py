@@ -247,6 +247,11 @@ def xyzz_to_affine(c: CurveParams, points: np.ndarray, ext: int) -> np.ndarray:
     return fp_to_limbs(out, c).reshape(points.shape[0], 2 * ext * L)
 
 
+class Pinned(np.ndarray):
+    """Host memory a device copies from directly (page-locked): what GpuDevice.stage makes, so
+    the copy into it happens before a launch, outside the device's lock."""
+
+
 class Grid:
     """The GPU's algorithms over an array module (``xp``) and a kernel launcher. A subclass
     provides ``xp``, ``_launch``, ``upload``, ``_finish`` and ``_on`` (the context its array
@@ -272,6 +277,10 @@ class Grid:
 
     def upload(self, arr: np.ndarray, keep: list[Any] | None = None) -> Any:
         raise NotImplementedError
+
+    def stage(self, arr: Any) -> np.ndarray:
+        """``arr`` where an upload reads it from: host work, done before a launch."""
+        return np.ascontiguousarray(arr, dtype=np.uint64)
 
     def _finish(self, dev: Any, keep: list[Any], post: Callable[[np.ndarray], np.ndarray] | None = None) -> PendingResult:
         raise NotImplementedError
@@ -498,7 +507,8 @@ class Grid:
         if shift is None:
             shift = native.h_shift(c, n)
         with self._on():
-            xs = [self.upload(np.ascontiguousarray(v, dtype=np.uint64), keep) for v in (a, b, c_)]
+            xs = [self.upload(v if isinstance(v, Pinned) else np.ascontiguousarray(v, dtype=np.uint64), keep)
+                  for v in (a, b, c_)]
             pw = self.xp.empty((n, 4), dtype=self.xp.uint64)
             g, ninv = self._const(c, shift), self._const(c, pow(n, -1, c.r))
             self._launch(f"{c.name}_fr_k_powers", (n + 63) // 64, pw, g, np.uint64(n))
@@ -597,12 +607,23 @@ class GpuDevice(Grid):
         mem = self.cp.cuda.alloc_pinned_memory(max(1, count * np.dtype(dtype).itemsize))
         return np.frombuffer(mem, dtype, count).reshape(shape)
 
-    def upload(self, arr: np.ndarray, keep: list[Any] | None = None) -> Any:
-        """Async host->device copy through a pinned staging buffer."""
+    def stage(self, arr: Any) -> np.ndarray:
+        """A pinned copy of ``arr``, made now: its upload is then a copy by the device alone."""
         a = np.ascontiguousarray(arr)
         with self.device:
             stage = self.pinned(a.shape, a.dtype)
-            stage[...] = a
+        stage[...] = a
+        return stage.view(Pinned)
+
+    def upload(self, arr: np.ndarray, keep: list[Any] | None = None) -> Any:
+        """Async host->device copy through a pinned staging buffer (``arr`` itself where it is
+        one: GpuDevice.stage's)."""
+        a = arr if isinstance(arr, Pinned) else np.ascontiguousarray(arr)
+        with self.device:
+            stage: np.ndarray = a
+            if not isinstance(a, Pinned):
+                stage = self.pinned(a.shape, a.dtype)
+                stage[...] = a
             dev = self.cp.empty(a.shape, dtype=a.dtype)
             dev.set(stage, stream=self.stream)
         if keep is not None:

@@ -99,9 +99,17 @@ class CudaLaunch:
         return on_device
 
     def scalars(self, witness: Buffer) -> Buffer:
-        return self._upload(np.asarray(witness))
+        return self._upload(witness if isinstance(witness, cuda.Pinned) else np.asarray(witness))
 
     def scalars_batch(self, witnesses: Sequence[Buffer]) -> Buffer:
+        if witnesses and all(isinstance(w, cuda.Pinned) for w in witnesses) and self.dev.xp is not np:
+            # staged rows copied straight into one device array: no host stacking in the lock
+            with self.dev.device:
+                out = self.dev.xp.empty((len(witnesses), *witnesses[0].shape), dtype=np.uint64)
+                for v, w in enumerate(witnesses):
+                    out[v].set(w, stream=self.dev.stream)
+            self.keep += [*witnesses, out]
+            return out
         return self._upload(np.stack([np.asarray(w) for w in witnesses]))
 
     def msm(self, section: str, scalars: Buffer, first_row: int = 0) -> Handle:
@@ -122,6 +130,11 @@ class CudaBackend:
     def __init__(self, index: int) -> None:
         self.index = index
         self.name = f"cuda:{index}"
+
+    def stage(self, buffer: Buffer) -> Buffer:
+        """Host memory the device copies ``buffer`` from (pinned on a GPU), filled now: before
+        the launch, outside the device's lock."""
+        return cuda.get_device(self.index).stage(buffer)
 
     def launch(self, key: ProvingKey) -> CudaLaunch:
         return CudaLaunch(cuda.get_device(self.index), key)

@@ -1,0 +1,209 @@
+"""A synthesized partition's way from its synthesis process to the prover: shared memory, not
+pickled arrays through a pipe.
+
+Reserve makes two blocks for each partition, inside its memory reservation: the witness block
+(its signals: the prover reads them until the proof is finished) and the a/b/c block (A·w,
+B·w, C·w, ``domain_rows`` rows each at most: their pages are given back the moment the device
+has them). The synthesis process maps both by path and writes the assignment into them; the
+engine reads it through numpy views over the same pages, with no copy on its side.
+
+A block is a file on tmpfs (/dev/shm where there is one) named after the engine's process id,
+so what an engine killed mid-way leaves behind is found and removed by the next engine that
+starts (``remove_orphans``). The engine unlinks a block when the partition lets it go; its pages
+are freed at once (``MADV_REMOVE``) even while a view of it is still alive somewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from engine.prover.r1cs import Assignment
+
+FR = 32  # bytes of one field element's row: 4 limbs of 64 bits
+PREFIX = "provingsite-"
+NAME = re.compile(rf"^{PREFIX}(\d+)-")
+
+
+def root() -> Path:
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else Path(tempfile.gettempdir())
+
+
+class HandoverError(ValueError):
+    """The synthesis made more than the blocks hold: more than the partition reserved."""
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    """What the synthesis process is given: where to write, and how much fits (picklable)."""
+
+    witness_path: str
+    witness_rows: int
+    abc_path: str
+    abc_rows: int  # each of a, b and c
+
+
+@dataclass(frozen=True)
+class Written:
+    """What the synthesis process wrote, and how long the synthesis itself took."""
+
+    curve: str
+    n_vars: int
+    n_constraints: int
+    n_public: int
+    seconds: float
+
+
+def _nbytes(rows: int) -> int:
+    return max(rows * FR, FR)  # an empty mapping is not allowed
+
+
+class Block:
+    """One file on tmpfs, mapped."""
+
+    def __init__(self, path: Path, rows: int) -> None:
+        self.path = path
+        self.nbytes = _nbytes(rows)
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        try:
+            os.ftruncate(fd, self.nbytes)
+            self.map = mmap.mmap(fd, self.nbytes)
+        except BaseException:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+
+    def view(self, rows: int, first_row: int = 0) -> np.ndarray:
+        import numpy as np
+
+        return np.frombuffer(self.map, dtype=np.uint64, count=4 * rows, offset=first_row * FR).reshape(rows, 4)
+
+    def free(self) -> None:
+        """Give the pages back now, and the name: a view still held reads zeros, the pages are gone."""
+        self.path.unlink(missing_ok=True)
+        if not self.map.closed:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                self.map.madvise(mmap.MADV_REMOVE)
+            with contextlib.suppress(BufferError):  # a view still alive: it unmaps when the view goes
+                self.map.close()
+
+
+class Blocks:
+    """A partition's two blocks, made by reserve and freed by it."""
+
+    def __init__(self, tag: str, witness_rows: int, domain_rows: int) -> None:
+        base = root() / f"{PREFIX}{os.getpid()}-{tag}"
+        self.witness = Block(Path(f"{base}-w"), witness_rows)
+        try:
+            self.abc = Block(Path(f"{base}-abc"), 3 * domain_rows)
+        except BaseException:
+            self.witness.free()
+            raise
+        self.spec = BlockSpec(str(self.witness.path), witness_rows, str(self.abc.path), domain_rows)
+
+    def assignment(self, written: Written) -> Assignment:
+        """The assignment the synthesis process wrote, as views over the blocks."""
+        from engine.prover.r1cs import Assignment
+
+        n = written.n_constraints
+        return Assignment(curve=written.curve, witness=self.witness.view(written.n_vars), a=self.abc.view(n, 0),
+                          b=self.abc.view(n, n), c=self.abc.view(n, 2 * n), n_public=written.n_public)
+
+    def free_abc(self) -> None:
+        self.abc.free()
+
+    def free(self) -> None:
+        self.abc.free()
+        self.witness.free()
+
+
+def _fits(spec: BlockSpec, n_vars: int, n: int) -> None:
+    if n_vars > spec.witness_rows or n > spec.abc_rows:
+        raise HandoverError(f"the synthesis made {n_vars} signals and {n} constraints; the partition reserved "
+                            f"{spec.witness_rows} and {spec.abc_rows}")
+
+
+def views(spec: BlockSpec, n_vars: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """In the synthesis process: the witness and A·w, B·w, C·w as views of the blocks, for a
+    synthesis that writes there itself (no copy at all). The mappings live as long as the views."""
+    import numpy as np
+
+    _fits(spec, n_vars, n)
+    out: list[np.ndarray] = []
+    for path, parts in ((spec.witness_path, (n_vars,)), (spec.abc_path, (n, n, n))):
+        fd = os.open(path, os.O_RDWR)
+        try:
+            mapped = mmap.mmap(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+        offset = 0
+        for rows in parts:
+            out.append(np.frombuffer(mapped, dtype=np.uint64, count=4 * rows, offset=offset).reshape(rows, 4))
+            offset += rows * FR
+    witness, a, b, c = out
+    return witness, a, b, c
+
+
+def write(spec: BlockSpec, assignment: Assignment, seconds: float) -> Written:
+    """In the synthesis process: ``assignment`` copied into the blocks the engine made for it
+    (a circom witness, which comes from the client's generator or file)."""
+    import numpy as np
+
+    n_vars, n = int(assignment.witness.shape[0]), int(assignment.a.shape[0])
+    _fits(spec, n_vars, n)
+    for path, parts in ((spec.witness_path, [assignment.witness]), (spec.abc_path, [assignment.a, assignment.b,
+                                                                                    assignment.c])):
+        fd = os.open(path, os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            with mmap.mmap(fd, size) as mapped:
+                offset = 0
+                for part in parts:
+                    rows = int(part.shape[0])
+                    out = np.frombuffer(mapped, dtype=np.uint64, count=4 * rows, offset=offset).reshape(rows, 4)
+                    np.copyto(out, part)
+                    del out
+                    offset += rows * FR
+        finally:
+            os.close(fd)
+    return Written(curve=assignment.curve, n_vars=n_vars, n_constraints=n, n_public=int(assignment.n_public),
+                   seconds=seconds)
+
+
+def remove_orphans() -> int:
+    """Blocks left by engines that are gone (killed mid-way): removed; how many."""
+    removed = 0
+    for path in root().glob(f"{PREFIX}*"):
+        match = NAME.match(path.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def nbytes(spec: Any) -> int:
+    """The bytes a partition's blocks take at most (inside its reservation)."""
+    return _nbytes(spec.witness_rows) + _nbytes(3 * spec.abc_rows)
