@@ -298,8 +298,8 @@ _WTNS_BODY = {
              summary="Prove a registered circuit from a ready witness (.wtns) instead of inputs")
 def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
     """Like POST /jobs with a circuit and inputs, for a client that computes its witness itself."""
-    from engine.api.job_fields import _mine
-    from engine.api.job_out import _detail
+    from engine.api.job_fields import own_job
+    from engine.api.job_out import job_detail
 
     circuit = circuit_of(client_of(request), circuit_id)
     limit = checked_upload(request, "job_id and wtns")
@@ -317,7 +317,7 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
         if not isinstance(wtns, StagedFile) or wtns.size == 0:
             raise ApiError(400, "invalid", "wtns", "a non-empty .wtns file is required")
         _check_witness(wtns.path, circuit)
-        job, created = _mine(*submit_staged(circuit, job_id, level, staging, wtns.sha256, client_of(request),
+        job, created = own_job(*submit_staged(circuit, job_id, level, staging, wtns.sha256, client_of(request),
                                             deadline, callback_url),
                              client_of(request))
     except UploadTooLarge as exc:
@@ -326,7 +326,7 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
         raise ApiError(400, "invalid", "body", f"not a readable multipart body ({exc})") from None
     finally:
         discard(staging)
-    return Status(201 if created else 200, _detail(job))
+    return Status(201 if created else 200, job_detail(job))
 
 
 def _check_witness(path: Path, circuit: Circuit) -> None:

@@ -35,7 +35,7 @@ def deadline_fields(job: ProofJob, expected: dict[str, float] | None = None) -> 
             "missed_deadline": now.missed}
 
 
-def _summary(job: ProofJob, parts: list[Partition] | None = None,
+def job_summary(job: ProofJob, parts: list[Partition] | None = None,
              expected: dict[str, float] | None = None) -> dict[str, Any]:
     done = (sum(p.state == PartitionState.DONE for p in parts) if parts is not None
             else getattr(job, "n_done", None))
@@ -50,9 +50,9 @@ def _summary(job: ProofJob, parts: list[Partition] | None = None,
     }
 
 
-def _detail(job: ProofJob) -> dict[str, Any]:
+def job_detail(job: ProofJob) -> dict[str, Any]:
     parts = list(job.partitions.select_related("host", "worker").order_by("index"))
-    body = _summary(job, parts)
+    body = job_summary(job, parts)
     done = job.state == JobState.DONE
     # engine.figures: the job's queue (since its latest retry) and total; each partition's current
     # attempt's phases, and every attempt it kept with its own (engine.status.attempts).

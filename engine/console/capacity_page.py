@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from engine.console.views import _require_viewer
+from engine.console.auth import require_viewer
 from engine.figures import DEVICE, FINALIZE, JOB_QUEUE, SYNTHESIS, TOTAL
 from engine.format import fmt_bytes, fmt_ms
 from engine.status.capacity import TIMES, capacity, check_replays, parse_budgets, parse_hosts
@@ -85,7 +85,7 @@ def _circuit_cells(row: dict[str, Any]) -> dict[str, Any]:
 
 @login_required
 def capacity_page(request: HttpRequest) -> HttpResponse:
-    _require_viewer(request)
+    require_viewer(request)
     ask, chosen, errors = _ask(request.GET)
     answer = None if errors else capacity(ask["since"], ask["until"], ask["hosts"], ask["budgets"],
                                           times=chosen["times"])

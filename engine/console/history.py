@@ -19,7 +19,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from engine.console.views import _require_viewer
+from engine.console.auth import require_viewer
 from engine.figures import LEGEND, PHASES
 from engine.format import fmt_ms
 from engine.status.history import LEVEL, MAX_BUCKETS, RATE, History, Series, read_history
@@ -99,7 +99,7 @@ def _range(params: Any, now: datetime) -> tuple[str, datetime, datetime, int, st
 
 @login_required
 def history_page(request: HttpRequest) -> HttpResponse:
-    _require_viewer(request)
+    require_viewer(request)
     with one_snapshot():
         now = timezone.now()
         window, since, until, buckets, said = _range(request.GET, now)

@@ -14,16 +14,16 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.models import User
 from django.contrib.auth.views import LoginView, LogoutView
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
-from engine.api.auth import can_view
 from engine.api.errors import ApiError
 from engine.api.job_out import snarkjs_files
 from engine.api.verification_keys import job_key
 from engine.console import fragments
+from engine.console.auth import may_view, require_viewer
 from engine.console.paths import EVENTS_PATH
 from engine.console.render import clock_html
 from engine.console.render import render as render_pass
@@ -32,11 +32,6 @@ from engine.figures import LEGEND
 from engine.models import ProofJob
 from engine.states import JobState
 from engine.status.read import one_snapshot
-
-
-def _require_viewer(request: HttpRequest) -> None:
-    if not can_view(request.user):
-        raise PermissionDenied("the console is for staff and the operator group")
 
 
 class ConsoleLoginForm(AuthenticationForm):
@@ -49,7 +44,7 @@ class ConsoleLoginForm(AuthenticationForm):
 
     def confirm_login_allowed(self, user: User) -> None:
         super().confirm_login_allowed(user)
-        if not can_view(user):
+        if not may_view(user):
             raise ValidationError(self.error_messages["not_a_viewer"], code="not_a_viewer")
 
 
@@ -60,7 +55,7 @@ logout = LogoutView.as_view()  # POST only (Django's rule: a link someone else e
 
 @login_required
 def console(request: HttpRequest) -> HttpResponse:
-    _require_viewer(request)
+    require_viewer(request)
     rendered = render_pass()
     names = fragments.REGISTRY
     return render(request, "console/page.html", {
@@ -75,7 +70,7 @@ def console(request: HttpRequest) -> HttpResponse:
 def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
     """The job's live page: its fragment as the stream sends it, then kept current over
     /events/?job=<job_id> (durations tick, the final state and proof links arrive on their own)."""
-    _require_viewer(request)
+    require_viewer(request)
     job = get_object_or_404(ProofJob, job_id=job_id)
     name = fragments.detail_name(job_id)
     rendered = render_pass(fragments.Want({name}, set()))
@@ -90,7 +85,7 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
 @login_required
 def job_snarkjs(request: HttpRequest, job_id: str) -> HttpResponse:
     """proof.json and public.json per partition, as snarkjs writes them, for a console login."""
-    _require_viewer(request)
+    require_viewer(request)
     with one_snapshot():
         job = get_object_or_404(ProofJob, job_id=job_id, state=JobState.DONE)
         rows = []
@@ -108,7 +103,7 @@ def job_proofs(request: HttpRequest, job_id: str) -> HttpResponse:
     """A done job's proofs as JSON: the assembled proof and each partition's. One rule with the
     API's GET /jobs/<id>/proof: a job's proofs are served once it is done, and only then; a
     cancelled or failed job's partial proofs are not (a 409 naming its state)."""
-    _require_viewer(request)
+    require_viewer(request)
     with one_snapshot():
         job = get_object_or_404(ProofJob, job_id=job_id)
         if job.state != JobState.DONE:
@@ -130,7 +125,7 @@ def job_proofs(request: HttpRequest, job_id: str) -> HttpResponse:
 def job_verification_key(request: HttpRequest, job_id: str) -> HttpResponse:
     """The verification_key.json that verifies the job's proofs, for a console login: the same
     key the API serves at /api/v1/jobs/<id>/verification_key.json."""
-    _require_viewer(request)
+    require_viewer(request)
     job = get_object_or_404(ProofJob, job_id=job_id)
     try:
         key = job_key(job)

@@ -134,18 +134,18 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: 
         time.sleep(interval)
 
 
-def _db_url(name: str) -> str:
+def db_url(name: str) -> str:
     base, _, _ = ADMIN_DATABASE_URL.rpartition("/")
     return f"{base}/{name}"
 
 
-def _admin_execute(statement: sql.Composed) -> None:
+def admin_execute(statement: sql.Composed) -> None:
     with psycopg.connect(ADMIN_DATABASE_URL, autocommit=True) as conn:
         conn.execute(statement)
 
 
 def drop_database(name: str) -> None:
-    _admin_execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    admin_execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def base_env() -> dict[str, str]:
@@ -206,8 +206,8 @@ class FarmTemplate:
         self.counter = 0
 
     def create(self) -> FarmTemplate:
-        _admin_execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)))
-        env = base_env() | {"DATABASE_URL": _db_url(self.name), "PROVINGSITE_DATA_DIR": str(REPO / ".cache" / "farm-tpl")}
+        admin_execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)))
+        env = base_env() | {"DATABASE_URL": db_url(self.name), "PROVINGSITE_DATA_DIR": str(REPO / ".cache" / "farm-tpl")}
         try:
             run_manage(["migrate", "--no-input", "-v", "0"], env)
         except BaseException:
@@ -221,7 +221,7 @@ class FarmTemplate:
     def clone(self) -> str:
         self.counter += 1
         name = f"{self.name.replace('farm_tpl_', 'farm_')}_{self.counter}"
-        _admin_execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(self.name)))
+        admin_execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(self.name)))
         return name
 
 
@@ -330,7 +330,7 @@ class Farm:
 
     @property
     def database_url(self) -> str:
-        return _db_url(self.database)
+        return db_url(self.database)
 
     @property
     def redis_url(self) -> str:
