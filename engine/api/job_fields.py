@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.api.errors import ApiError
+from engine.format import iso_moment
 from engine.ledger.jobs import JobConflict
 from engine.models import ApiToken, ProofJob
 
@@ -32,7 +33,7 @@ def conflict_error(exc: JobConflict, client: Any = None) -> ApiError:
         return _taken(exc.job)
     return ApiError(409, "conflict", "job_id",
                     f"job id {exc.job.job_id!r} is already used by a different request "
-                    f"(a {exc.job.kind} job submitted at {exc.job.submitted_at.isoformat()})")
+                    f"(a {exc.job.kind} job submitted at {iso_moment(exc.job.submitted_at)})")
 
 
 def own_job(job: ProofJob, created: bool, client: Any) -> tuple[ProofJob, bool]:

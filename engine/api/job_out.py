@@ -8,6 +8,7 @@ from typing import Any
 from django.urls import reverse
 from django.utils import timezone
 
+from engine.format import curve_name, iso_moment
 from engine.ledger.deadlines import expected_seconds, standing
 from engine.models import Partition, ProofJob
 from engine.states import JobState, PartitionState, Priority
@@ -43,7 +44,8 @@ def job_summary(job: ProofJob, parts: list[Partition] | None = None,
         done = job.partitions.filter(state=PartitionState.DONE).count()
     return {
         "job_id": job.job_id, "kind": job.kind, "state": job.state, "priority": Priority(job.priority).label,
-        "curve": job.curve, "circuit_id": job.circuit_id, "num_partitions": job.num_partitions,
+        "curve": job.curve, "curve_name": curve_name(job.curve), "circuit_id": job.circuit_id,
+        "num_partitions": job.num_partitions,
         "partitions_done": done, "submitted_at": job.submitted_at, "started_at": job.started_at,
         "finished_at": job.finished_at, "verified": job.verified, "error": job.error,
         "vk_digest": job.vk_digest or None, **deadline_fields(job, expected),
@@ -68,8 +70,10 @@ def job_detail(job: ProofJob) -> dict[str, Any]:
             "finished_at": p.finished_at, "error": p.error, "vk_digest": p.vk_digest or None,
             "attempts": [a.as_json() for a in kept(p, job.submitted_at)],
         } for p in parts],
-        callbacks=[{"url": c.url, "event": c.event, "attempts": c.attempts, "delivered_at": c.delivered_at,
-                    "gave_up_at": c.gave_up_at} for c in job.callbacks.order_by("pk")],
+        callbacks=[{"url": c.url, "event": c.event, "delivered_at": c.delivered_at, "gave_up_at": c.gave_up_at,
+                    # each attempt's moment as every other moment the API writes
+                    "attempts": [{**a, "at": iso_moment(a.get("at"))} if isinstance(a, dict) else a for a in c.attempts]}
+                   for c in job.callbacks.order_by("pk")],
         proof=job.proof if done else None,
         public_inputs=job.public_inputs if done else None,
         links=_links(job),
@@ -80,7 +84,8 @@ def job_detail(job: ProofJob) -> dict[str, Any]:
 def proof_document(job: ProofJob) -> dict[str, Any]:
     """A done job's proof in our format: the job's identity and every partition's proof."""
     parts = job.partitions.order_by("index")
-    return {"job_id": job.job_id, "kind": job.kind, "curve": job.curve, "circuit_id": job.circuit_id,
+    return {"job_id": job.job_id, "kind": job.kind, "curve": job.curve, "curve_name": curve_name(job.curve),
+            "circuit_id": job.circuit_id,
             "verified": job.verified, "proof": job.proof, "public_inputs": job.public_inputs,
             "partitions": [{"index": p.index, "proof": p.proof, "public_inputs": p.public_inputs} for p in parts]}
 

@@ -51,6 +51,7 @@ from engine.api.uploads import (
     checked_upload,
     discard,
 )
+from engine.format import curve_name
 from engine.ledger import submission
 from engine.ledger.deadlines import expected_seconds
 from engine.ledger.submission import JobConflict, Submission
@@ -321,7 +322,7 @@ def get_snarkjs_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]
     for part in job.partitions.order_by("index"):
         proof, public = snarkjs_files(job, part)
         rows.append({"index": part.index, "proof": proof, "public": public})
-    return {"job_id": job.job_id, "curve": job.curve, "partitions": rows}
+    return {"job_id": job.job_id, "curve": job.curve, "curve_name": curve_name(job.curve), "partitions": rows}
 
 
 @router.get("/jobs/{job_id}/proof/snarkjs/{index}/{name}", response={200: Any, **ERRORS},
