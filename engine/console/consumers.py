@@ -41,7 +41,7 @@ from engine.console import render as rendering
 from engine.console.auth import may_view
 from engine.console.fragments import ALL, Want, detail_name, jobs_name
 from engine.console.jobs_table import JobsQuery
-from engine.console.render import Rendered
+from engine.console.render import Rendered, clock_span
 from engine.format import epoch_ms
 from engine.ledger.clock import Reading
 from engine.ledger.hints import GROUP
@@ -57,10 +57,6 @@ def sse_frame(html: str, *, event_id: str | None = None, retry_ms: int | None = 
         lines.append(f"id: {event_id}")
     lines.extend(f"data: {line}" for line in html.splitlines() or [""])
     return ("\n".join(lines) + "\n\n").encode()
-
-
-def clock_span(now_ms: int | None, version: int | str) -> str:
-    return f'<span id="server-clock" hx-swap-oob="true" data-now="{now_ms}" data-version="{version}"></span>'
 
 
 class Resync(Exception):

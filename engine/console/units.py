@@ -16,13 +16,37 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
+
+from django.template.loader import get_template
 
 from engine.format import epoch_ms, fmt_ms, ms_between
 from engine.status.read_model import Farm
 
 VERSION_TOKEN = "__PS_VERSION__"
-OOB_ATTR = ' hx-swap-oob="true"'
+# Where a made unit's ticking text goes (engine.console.markup): the templates write the
+# markup around it once, and each pass fills in only the text.
+TICK_MARK = "\x00"
+DUE_MARK = "\x01"
+PIECES = "console/units.html"
+
+
+def piece(name: str, **context: Any) -> str:
+    """One of the small pieces of console/units.html (a ticking duration, a deadline, the
+    server's clock), rendered with ``context`` alone."""
+    return get_template(f"{PIECES}#{name}").render(context)
+
+
+def render_partial(template: str, **context: Any) -> str:
+    """A fragment's partial (``"console/fragments/x.html#name"``), rendered with ``context``."""
+    return get_template(template).render(context)
+
+
+@cache
+def oob_attribute() -> str:
+    """The attribute that makes a unit sent by itself an out-of-band swap (console/units.html#oob)."""
+    return piece("oob")
 
 
 @dataclass(frozen=True)
@@ -52,19 +76,23 @@ def content_digest(html: str) -> str:
     return digest(_TICKING_TEXT.sub(r"\1", html))
 
 
-def leaf(key: str, dom_id: str, rest: str) -> Unit:
-    """A child unit: `<div id="dom_id"` + rest, its digest from its content."""
-    opening = f'<div id="{dom_id}"'
-    html = opening + rest
-    return Unit(key, html, content_digest(html), oob_at=len(opening))
+def unit(key: str, html: str) -> Unit:
+    """A child unit: one element of a partial's markup, its digest from its content. Sent by
+    itself, its swap attribute goes at the end of its opening tag (a template's values are
+    escaped, so the first ">" is that tag's)."""
+    return Unit(key, html, content_digest(html), oob_at=html.index(">"))
+
+
+def ticking_text(started: datetime, now: datetime) -> str:
+    """A running phase's duration at ``now``, as the browser writes it between flushes."""
+    return fmt_ms(ms_between(started, now))
 
 
 def tick(started: datetime | None, now: datetime, suffix: str = "", css: str = "tick") -> str:
+    """A running duration (console/units.html#tick); "—" without a start."""
     if started is None:
-        return f'<span class="{css}">—</span>'
-    suffix_attr = f' data-suffix="{suffix}"' if suffix else ""
-    return (f'<span class="{css}" data-started-at="{epoch_ms(started)}"{suffix_attr}>'
-            f"{fmt_ms(ms_between(started, now))}{suffix}</span>")
+        return piece("tick", started_ms=None, css=css)
+    return piece("tick", started_ms=epoch_ms(started), text=ticking_text(started, now), suffix=suffix, css=css)
 
 
 DEADLINE_STATES = ("on-time", "at-risk", "late", "missed")
@@ -87,15 +115,15 @@ def deadline_text(deadline: datetime, state: str, now: datetime, finished: datet
 
 
 def deadline_span(deadline: datetime, state: str, now: datetime, risk_at: datetime | None = None,
-                  finished: datetime | None = None) -> str:
-    """A job's deadline as the console shows it: an active job's counts down in the browser
-    (data-due-at; it turns at risk at data-risk-at and late once the deadline passes, until the
-    next flush says so too); a finished job's is final."""
+                  finished: datetime | None = None, text: str | None = None) -> str:
+    """A job's deadline as the console shows it (console/units.html#deadline): an active job's
+    counts down in the browser (data-due-at; it turns at risk at data-risk-at and late once the
+    deadline passes, until the next flush says so too); a finished job's is final. ``text``
+    replaces the countdown's words (a made unit's DUE_MARK)."""
     if finished is not None:
-        return f'<span class="deadline {state}">{deadline_text(deadline, state, now, finished)}</span>'
-    risk_attr = f' data-risk-at="{epoch_ms(risk_at)}"' if risk_at is not None else ""
-    return (f'<span class="deadline {state}" data-due-at="{epoch_ms(deadline)}"{risk_attr}>'
-            f"{deadline_text(deadline, state, now)}</span>")
+        return piece("deadline", state=state, due_ms=None, text=deadline_text(deadline, state, now, finished))
+    return piece("deadline", state=state, due_ms=epoch_ms(deadline), risk_ms=epoch_ms(risk_at) if risk_at else None,
+                 text=deadline_text(deadline, state, now) if text is None else text)
 
 
 # A fragment's read: (the pass's Farm, engine.status.read_model; the jobs whose pipeline rows

@@ -29,6 +29,7 @@ from engine.console.render import clock_html
 from engine.console.render import render as render_pass
 from engine.console.style import legend
 from engine.figures import LEGEND
+from engine.format import curve_name
 from engine.models import ProofJob
 from engine.states import JobState
 from engine.status.read import one_snapshot
@@ -92,7 +93,8 @@ def job_snarkjs(request: HttpRequest, job_id: str) -> HttpResponse:
         for part in job.partitions.order_by("index"):
             proof, public = snarkjs_files(job, part)
             rows.append({"index": part.index, "proof": proof, "public": public})
-    response = JsonResponse({"job_id": job.job_id, "curve": job.curve, "partitions": rows},
+    response = JsonResponse({"job_id": job.job_id, "curve": job.curve, "curve_name": curve_name(job.curve),
+                             "partitions": rows},
                             json_dumps_params={"indent": 2})
     response["Content-Disposition"] = f'attachment; filename="{json.dumps(job.job_id)[1:-1]}.snarkjs.json"'
     return response
@@ -111,7 +113,8 @@ def job_proofs(request: HttpRequest, job_id: str) -> HttpResponse:
                                  "detail": f"job {job.job_id!r} is {job.state}; its proof exists once done"},
                                 status=409)
         body = {
-            "job_id": job.job_id, "kind": job.kind, "curve": job.curve, "state": job.state,
+            "job_id": job.job_id, "kind": job.kind, "curve": job.curve, "curve_name": curve_name(job.curve),
+            "state": job.state,
             "verified": job.verified, "proof": job.proof, "public_inputs": job.public_inputs,
             "partitions": [{"index": p.index, "state": p.state, "proof": p.proof, "public_inputs": p.public_inputs}
                            for p in job.partitions.order_by("index")],
