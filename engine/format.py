@@ -71,9 +71,10 @@ def iso_moment(moment: datetime | str | None) -> str | None:
         return None
     if isinstance(moment, str):
         try:
-            moment = datetime.fromisoformat(moment)
+            parsed = datetime.fromisoformat(moment)
         except ValueError:
             return moment
+        return iso_moment(parsed)
     at = moment.astimezone(UTC) if moment.tzinfo else moment
     return f"{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond // 1000:03d}Z"
 
