@@ -75,6 +75,11 @@ def figures_context(figures: HostFigures) -> dict[str, Any] | None:
             "nvml": figures.nvml, "devices": devices}
 
 
+# How much of an owner's name a memory legend row shows (console.css: .memory .legend .owner's
+# max-width); a longer one, or one shown by another name, carries its whole name in a title.
+LEGEND_CHARS = 28
+
+
 def names_of(farm: Farm, circuit_ids: Iterable[str]) -> Mapping[str, str]:
     """The registered circuits' names, read from the farm only where one of ``circuit_ids`` is a
     registered circuit's (most passes name none, and need not read them)."""
@@ -102,6 +107,7 @@ def memory_context(farm: Farm) -> dict[str, Any]:
         farm_budget += budget
         segments = [{
             "owner": owner, "label": owner_label(owner, names), "bytes": fmt_bytes(size),
+            "cut": len(owner_label(owner, names)) > LEGEND_CHARS or owner_label(owner, names) != owner,
             "colour": owner_colour(owner, holder_of(owner)), "pct": 100.0 * size / budget if budget else 0.0,
             "holder": holder_of(owner),
         } for owner, size in sorted(owned.items(), key=lambda item: (-item[1], item[0]))]

@@ -144,8 +144,12 @@ COLOURS_JS = """() => {
     return s && {bg: s.backgroundColor, border: s.borderTopColor, style: s.borderTopStyle}; };
   const kinds = [...document.querySelectorAll('.legend-bars [data-legend-kind] .swatch')].map(
       s => getComputedStyle(s).backgroundColor);
-  const owners = [...document.querySelectorAll('#frag-memory .legend li')].map(li => ({
-      holder: li.dataset.holder, owner: li.dataset.owner, colour: getComputedStyle(li.querySelector('i')).backgroundColor}));
+  // a job's reservation is named "<kind> <job id>"; a key "key:<circuit>"; the engine's own otherwise
+  const kinds_named = [...document.querySelectorAll('.legend-bars [data-legend-kind]')].map(li => li.dataset.legendKind);
+  const owners = [...document.querySelectorAll('#frag-memory .legend li')].map(li => {
+      const owner = li.querySelector('.owner').textContent;
+      return {owner, holder: kinds_named.includes(owner.split(' ')[0]) ? 'job' : 'other',
+              colour: getComputedStyle(li.querySelector('i')).backgroundColor}; });
   const reason = document.querySelector('[data-synthesis-reason]');
   return {synthesizing: style('.legend-cells .swatch.synthesizing'), synth_done: style('.legend-cells .swatch.synth_done'),
           kinds, owners, reason: reason && [reason.textContent, getComputedStyle(reason).color]};
@@ -272,7 +276,7 @@ def test_a_newcomer_logs_in_watches_a_job_downloads_its_proofs_moves_a_key_and_d
         controls = page.evaluate(CONTROLS_JS)
         assert controls and all(luminance(c["bg"]) < 0.25 and luminance(c["colour"]) > 0.6 for c in controls), controls
         with page.expect_navigation():
-            page.click("#frag-jobs a.job-id[title='watch-me']")
+            page.click("#frag-jobs [data-job='watch-me'] a.job-id")
         until(page, "document.getElementById('job-detail-head').dataset.state === 'done'", seconds=60)
         shoot(page, "newcomer-5-job.png")
         with page.expect_download() as download:
