@@ -16,6 +16,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.html import escape
 
 from engine.console import reads
 from engine.console.style import device_slot, kind_colour
@@ -26,10 +28,14 @@ from engine.console.units import (
     Fragment,
     Unit,
     content_digest,
+    deadline_marked,
     deadline_state,
     deadline_text,
     digest,
+    final,
     render_partial,
+    stencilled,
+    tick_marked,
     ticking_text,
     unit,
 )
@@ -105,18 +111,24 @@ def _make_cell(job_pk: int, job_id: str, part: PartRow) -> _Made:
     synthesis, written "synth", and gpu), the running phase with its authoritative start so the
     browser can tick it."""
     state = part.state
-    lines: list[dict[str, Any]] = []
+    phases: list[str] = []
     starts: tuple[datetime, ...] = ()
     for started, finished, live_state, suffix in (
             (part.synth_started_at, part.synth_finished_at, PartitionState.SYNTHESIZING, " synth"),
             (part.gpu_started_at, part.gpu_finished_at, PartitionState.GPU, " gpu")):
         if started and finished:
-            lines.append({"running": False, "text": fmt_ms(ms_between(started, finished)), "suffix": suffix})
+            phases.append(final(fmt_ms(ms_between(started, finished)), suffix))
         elif started and state == live_state:
-            lines.append({"running": True, "started_ms": epoch_ms(started), "suffix": suffix})
+            phases.append(tick_marked(started, TICK_MARK, suffix))
             starts = (started,)
-    html = render_partial(f"{PIPELINES}#cell", pk=job_pk, index=part.number, state=state, job_id=job_id,
-                          batch=part.batch, version=VERSION_TOKEN, lines=lines, tick_text=TICK_MARK)
+    values = {"pk": str(job_pk), "index": str(part.number), "state": escape(state), "job_id": escape(job_id),
+              "version": VERSION_TOKEN}
+    if part.batch:
+        values["batch"] = escape(part.batch)
+    if phases:
+        values["phases"] = "".join(phases)
+    html = stencilled(f"{PIPELINES}#cell", values, **({} if part.batch else {"batch": ""}),
+                      **({} if phases else {"phases": ""}))
     return _Made(unit(f"pipelines/{job_pk}/{part.number}", html), starts)
 
 
@@ -126,12 +138,20 @@ def _make_head(pk: int, job_id: str, kind: str, state: str, since: datetime | No
     """A job's head; with a deadline, its standing (data-deadline, epoch ms, and
     data-deadline-state) and its countdown after the partitions done; a registered circuit's
     job names its circuit."""
-    html = render_partial(
-        f"{PIPELINES}#head", pk=pk, job_id=job_id, kind=kind, state=state, done=done, total=total,
-        version=VERSION_TOKEN, since_ms=epoch_ms(since) if since is not None else None, tick_text=TICK_MARK,
-        deadline_ms=epoch_ms(deadline) if deadline is not None else None, deadline_state=deadline_is,
-        risk_ms=epoch_ms(risk_at) if risk_at is not None else None, due_text=DUE_MARK,
-        circuit={"id": circuit, "name": circuit_name} if circuit else None)
+    values = {"pk": str(pk), "job_id": escape(job_id), "href": escape(reverse("console-job", args=[job_id])),
+              "kind": escape(kind), "state": escape(state), "done": str(done), "total": str(total),
+              "version": VERSION_TOKEN, "elapsed": tick_marked(since, TICK_MARK, css="elapsed tick")}
+    fixed: dict[str, str] = {}
+    if deadline is not None:
+        values.update(due=deadline_marked(deadline, deadline_is, risk_at, DUE_MARK),
+                      deadline_ms=str(epoch_ms(deadline)), deadline_state=escape(deadline_is))
+    else:
+        fixed.update(due="", deadline_ms="", deadline_state="")
+    if circuit:
+        values.update(circuit_id=escape(circuit), circuit_name=escape(circuit_name))
+    else:
+        fixed.update(circuit_id="", circuit_name="")
+    html = stencilled(f"{PIPELINES}#head", values, **fixed)
     return _Made(unit(f"pipelines/{pk}/head", html), (since,) if since is not None else (),
                  (deadline, deadline_is) if deadline is not None else None)
 
@@ -216,13 +236,13 @@ def _doing(group: list[OnGpuRow]) -> dict[str, Any]:
 def _make_card(pk: int, ordinal: int, device: str, host: str, backend: str, parts: tuple[OnGpuRow, ...]) -> _Made:
     groups = [_doing(group) for group in _batches(parts)]
     for group in groups:
-        group["started_ms"] = epoch_ms(group["started"])
+        group["busy"] = tick_marked(group["started"], TICK_MARK)
     html = render_partial(
-        f"{WORKERS}#card", pk=pk, ordinal=ordinal, device=device, host=host, slot=device_slot(device, backend),
-        state="proving" if parts else "idle", partitions=" ".join(f"{part.job_id}#{part.number}" for part in parts),
+        f"{WORKERS}#card", pk=str(pk), ordinal=str(ordinal), device=device, host=host,
+        slot=device_slot(device, backend), state="proving" if parts else "idle",
+        partitions=" ".join(f"{part.job_id}#{part.number}" for part in parts),
         kinds=" ".join(sorted({part.kind for part in parts})),
-        batches=" ".join(sorted({part.batch for part in parts if part.batch})),
-        groups=groups, version=VERSION_TOKEN, tick_text=TICK_MARK)
+        batches=" ".join(sorted({part.batch for part in parts if part.batch})), groups=groups, version=VERSION_TOKEN)
     return _Made(unit(f"workers/{pk}", html), tuple(group["started"] for group in groups))
 
 
@@ -251,8 +271,9 @@ ORIGIN_S = 3600
 
 
 def _bar(x: float, w: float, running: bool, kind: str, index: int, job_id: str, text: str) -> str:
-    return render_partial(f"{TASKSTREAM}#bar", x=x, w=w, running=running, colour=kind_colour(kind), index=index,
-                          job_id=job_id, kind=kind, text=text)
+    return stencilled(f"{TASKSTREAM}#bar", {"x": str(x), "w": str(w), "colour": escape(kind_colour(kind)),
+                                            "index": str(index), "job_id": escape(job_id), "kind": escape(kind),
+                                            "text": escape(text)}, running=running)
 
 
 def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
@@ -291,9 +312,9 @@ def taskstream_units(fragment: Fragment, context: dict[str, Any], now: datetime)
                     kind, index, job_id, fmt_ms(ms_between(gpu_started, ended)))
             bars.append(bar)
         label = f"{host} {device_slot(device, backend)} W{ordinal}"
-        html = render_partial(f"{TASKSTREAM}#lane", pk=pk, label=label, version=VERSION_TOKEN,
-                              utilisation=round(100.0 * context["utilisation"][pk], 1), width=int(LANE_WIDTH),
-                              offset=-at(start), bars="".join(bars))
+        html = render_partial(f"{TASKSTREAM}#lane", pk=str(pk), label=label, version=VERSION_TOKEN,
+                              utilisation=str(round(100.0 * context["utilisation"][pk], 1)),
+                              width=str(int(LANE_WIDTH)), offset=str(-at(start)), bars="".join(bars))
         # Not the geometry (it slides with the clock) but which bars there are, and the step.
         lanes.append(Unit(f"taskstream/{pk}", html, digest(repr((label, seen, step))), oob_at=html.index(">")))
     _BARS.end(used, True)
