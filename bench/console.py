@@ -237,14 +237,14 @@ BUSY_LOOP = "import time\nend = time.monotonic() + {seconds}\nwhile time.monoton
 async def measure(connections: int, transitions: int, rate: float, busy: int = 0) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="console-bench-") as tmp:
         data_dir = Path(tmp)
-        port = _free_port()
+        port = free_port()
         server = subprocess.Popen([sys.executable, __file__, "--serve", "--port", str(port), "--data-dir", tmp,
                                    "--transitions", str(transitions), "--rate", str(rate)],
                                   stdout=subprocess.PIPE, text=True, cwd=ROOT)
         try:
             assert server.stdout is not None  # stdout=PIPE
             hello = json.loads(server.stdout.readline())
-            await _wait_port(port)
+            await wait_port(port)
             readers = [Reader() for _ in range(connections)]
             tasks = [asyncio.create_task(r.run(port, hello["session"])) for r in readers]
             await asyncio.wait_for(asyncio.gather(*(r.ready.wait() for r in readers)), 60)
@@ -295,7 +295,7 @@ async def measure(connections: int, transitions: int, rate: float, busy: int = 0
     }
 
 
-def _free_port() -> int:
+def free_port() -> int:
     import socket
 
     with socket.socket() as sock:
@@ -303,7 +303,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def _wait_port(port: int) -> None:
+async def wait_port(port: int) -> None:
     """Wait for the server, with one real request so Daphne's loop is known to the burst."""
     for _ in range(300):
         try:

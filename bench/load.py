@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._table import markdown_table  # noqa: E402
-from bench.console import Reader, _free_port, _wait_port, cpu_seconds  # noqa: E402
+from bench.console import Reader, cpu_seconds, free_port, wait_port  # noqa: E402
 
 STATES = ["synthesizing", "synth_done", "gpu", "finalizing", "done"]
 ANSWER_TIMEOUT_S = 10.0  # a request with no answer by then is counted as timed out (past 1 s is late anyway)
@@ -289,7 +289,7 @@ def percentile(values: list[float], q: float) -> float:
 
 async def measure(shedding: bool, seconds: float, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="load-bench-") as tmp:
-        port = _free_port()
+        port = free_port()
         env = {**os.environ, "PROVINGSITE_LOAD_SHEDDING": "1" if shedding else "0"}
         log = open(Path(tmp) / "server.log", "w")  # noqa: SIM115 - closed with the run below
         server = subprocess.Popen([sys.executable, __file__, "--serve", "--port", str(port), "--data-dir", tmp,
@@ -298,7 +298,7 @@ async def measure(shedding: bool, seconds: float, args: argparse.Namespace) -> d
         try:
             assert server.stdout is not None  # stdout=PIPE
             hello = json.loads(server.stdout.readline())
-            await _wait_port(port)
+            await wait_port(port)
             readers = [Reader() for _ in range(args.streams)]
             streams = [asyncio.create_task(r.run(port, hello["session"])) for r in readers]
             await asyncio.wait_for(asyncio.gather(*(r.ready.wait() for r in readers)), 60)

@@ -323,7 +323,12 @@ class Circuit(models.Model):
     @property
     def job_circuit_id(self) -> str:
         """The circuit id its jobs carry (ProofJob.circuit_id)."""
-        return f"circom/{self.id}"
+        return self.job_circuit_id_of(self.id)
+
+    @staticmethod
+    def job_circuit_id_of(pk: str) -> str:
+        """The circuit id the jobs of the circuit ``pk`` carry: ``circom/<sha256 of its zkey>``."""
+        return f"circom/{pk}"
 
     def __str__(self) -> str:
         return f"{self.name or 'circuit'} {self.id[:12]} ({self.curve})"

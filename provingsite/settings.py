@@ -132,6 +132,8 @@ LOGIN_REDIRECT_URL = "console"
 LOGOUT_REDIRECT_URL = "console-login"
 
 LANGUAGE_CODE = "en-us"
+# Dates and times as the console writes them (2026-12-06 22:05:13 UTC), in the admin too.
+FORMAT_MODULE_PATH = ["provingsite.formats"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -1,17 +1,23 @@
-"""An import-linter contract import-linter cannot express by itself: some modules write no rows.
+"""Rules about the source that import-linter cannot express by itself, read from the files.
 
-``one_writer`` reads each module of its ``source_modules`` (their packages included) and fails
-on a transaction opened (``django.db.transaction``) or on a write call on a model or a
-queryset: ``save``, ``delete``, ``create``, ``get_or_create``, ``update_or_create``,
-``bulk_create``, ``bulk_update``, ``select_for_update`` (``delete`` without arguments: a
-cache's ``delete(key)`` is no row), and ``update`` on a queryset (a call
-chain through ``objects``, ``filter``, ``exclude`` or a parameter named ``queryset``). The
-ledger is the only writer of rows; the web maps its answers. Used from pyproject.toml.
+``one_writer``, a contract: some modules write no rows. It reads each module of its
+``source_modules`` (their packages included) and fails on a transaction opened
+(``django.db.transaction``) or on a write call on a model or a queryset: ``save``, ``delete``,
+``create``, ``get_or_create``, ``update_or_create``, ``bulk_create``, ``bulk_update``,
+``select_for_update`` (``delete`` without arguments: a cache's ``delete(key)`` is no row), and
+``update`` on a queryset (a call chain through ``objects``, ``filter``, ``exclude`` or a
+parameter named ``queryset``). The ledger is the only writer of rows; the web maps its answers.
+Used from pyproject.toml.
+
+``private_imports_in``: a module's ``_name`` is its own; another module that needs it asks for
+a public name. ``markup_strings_in``: the web's markup lives in templates, never in Python
+strings. Both are checked over the tree by tests/foundation/test_private_names.py and test_markup_in_templates.py.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,3 +97,76 @@ class OneWriterContract(Contract):
         for write in check.metadata["writes"]:
             output.print_error(f"{write.module}:{write.line} {write.what}: write through engine.ledger instead",
                                bold=False)
+
+
+# ---- names private to their module ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrivateImport:
+    module: str
+    line: int
+    imported: str
+
+
+def private_imports_in(source: str, module: str) -> list[PrivateImport]:
+    """``from engine.x import _name`` (or ``from .x import _name``) in ``module``'s source: a name
+    its own module keeps to itself, reached from another. A private module's public names
+    (``engine.management.commands._common``, Django's convention) are not private names."""
+    package = module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        target = node.module or ""
+        if node.level:  # a relative import, resolved against the module's package
+            base = package.split(".")
+            target = ".".join([*base[:len(base) - node.level + 1], *([target] if target else [])])
+        if target.split(".")[0] not in ("engine", "provingsite", "tests", "bench") or target == module:
+            continue
+        found += [PrivateImport(module, node.lineno, f"{target}.{alias.name}") for alias in node.names
+                  if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+# ---- markup lives in templates ----------------------------------------------------------------
+
+# Elements a page or an SVG is made of, opened (``<span``, ``<a ``) or closed (``</``), and the
+# attributes that make a string markup even without its tag (``class="``, ``hx-swap-oob="``).
+HTML_TAGS = ("a abbr b br button caption circle code dd details div dl dt em figure footer form g h1 h2 h3 h4 h5 h6 "
+             "header i img input label li line link main meta nav ol option p path polyline pre rect script "
+             "section select small span strong style summary svg table tbody td text textarea tfoot th thead time "
+             "title tr ul").split()
+MARKUP = re.compile(r"<(?:" + "|".join(HTML_TAGS) + r")(?=[\s>/])|</[a-zA-Z]|"
+                    r"(?:\s|^)(?:class|id|href|style|role|title|data-[\w-]+|hx-[\w-]+|aria-[\w-]+)=[\"']")
+
+
+@dataclass(frozen=True)
+class MarkupString:
+    module: str
+    line: int
+    text: str
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the module's, classes' and functions' docstrings: prose, not output."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                found.add(id(first.value))
+    return found
+
+
+def markup_strings_in(source: str, module: str) -> list[MarkupString]:
+    """String literals (f-strings' pieces included) in ``module``'s source that hold HTML or SVG
+    markup: a tag, a closing tag, or an attribute written out."""
+    tree = ast.parse(source)
+    prose = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose \
+                and MARKUP.search(node.value):
+            found.append(MarkupString(module, node.lineno, node.value[:60]))
+    return found

@@ -10,19 +10,24 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from engine.format import curve_text
 from engine.ledger.circuits import delete_many, in_use_by
 from engine.models import Circuit
 
 
 @admin.register(Circuit)
 class CircuitAdmin(admin.ModelAdmin):
-    list_display = ("id", "name", "curve", "n_public", "n_vars", "domain_size", "zkey_bytes", "owner", "created_at")
+    list_display = ("id", "name", "curve_named", "n_public", "n_vars", "domain_size", "zkey_bytes", "owner", "created_at")
     list_filter = ("curve",)
     search_fields = ("id", "name")
     readonly_fields = tuple(f.name for f in Circuit._meta.fields)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # registered through POST /api/v1/circuits, which validates the zkey
+
+    @admin.display(description="curve", ordering="curve")
+    def curve_named(self, obj: Circuit) -> str:
+        return curve_text(obj.curve)  # as the console names it: BN254 (bn128)
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False  # the row describes files on disk: a view, with no Save buttons

@@ -16,6 +16,7 @@ from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 
+from engine.format import curve_text
 from engine.ledger.hosts import HostInUse, remove_stopped, set_cost_per_hour
 from engine.ledger.jobs import delete_finished
 from engine.models import EngineHost, Partition, ProofJob, Worker
@@ -66,7 +67,7 @@ class ProofJobAdmin(admin.ModelAdmin):
         (None, {"fields": ("job_id", "kind", "priority", "state", "num_partitions", "verified", "error")}),
         ("When and where", {"fields": ("submitted_at", "deadline", "latest_start_at", "started_at", "finished_at",
                                        "host", "client")}),
-        ("Request", {"fields": ("curve", "circuit_id", "scale", "inputs", "request_digest", "upload_dir",
+        ("Request", {"fields": ("curve_named", "circuit_id", "scale", "inputs", "request_digest", "upload_dir",
                                 "version")}),
         # Kilobytes of curve points per partition: folded away until asked for.
         ("Proof", {"classes": ("collapse",), "fields": ("proof", "public_inputs")}),
@@ -75,6 +76,10 @@ class ProofJobAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False  # a view of the record: no form, no Save buttons
+
+    @admin.display(description="curve", ordering="curve")
+    def curve_named(self, obj: ProofJob) -> str:
+        return curve_text(obj.curve)  # as the console names it: BN254 (bn128)
 
     def has_delete_permission(self, request: HttpRequest, obj: ProofJob | None = None) -> bool:
         if obj is not None and obj.state in JOB_ACTIVE:

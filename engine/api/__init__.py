@@ -13,6 +13,7 @@ from engine.api.circuits import router as circuits_router
 from engine.api.jobs import router as jobs_router
 from engine.api.key_control import router as key_control_router
 from engine.api.kinds import router as kinds_router
+from engine.api.moments import MomentRenderer
 from engine.api.stats import router as stats_router
 from engine.api.verification_keys import router as keys_router
 
@@ -24,6 +25,7 @@ api = NinjaAPI(
     urls_namespace="api-v1",
     openapi_url="/openapi.json",
     docs_url="/docs",
+    renderer=MomentRenderer(),
 )
 errors.install(api)
 api.add_router("/", jobs_router)

@@ -24,7 +24,16 @@ from pydantic import Field
 
 from engine.api.auth import client_of
 from engine.api.errors import ApiError
-from engine.api.schemas import CALLBACK_DOC, DEADLINE_DOC, JOB_ID_MAX, JOB_ID_PATTERN, ErrorOut, JobOut
+from engine.api.schemas import (
+    CALLBACK_DOC,
+    CURVE_DOC,
+    CURVE_NAME_DOC,
+    DEADLINE_DOC,
+    JOB_ID_MAX,
+    JOB_ID_PATTERN,
+    ErrorOut,
+    JobOut,
+)
 from engine.api.submit_circuit import SIGNALS_FILE, circuit_of, submit_staged, visible_circuits
 from engine.api.uploads import (
     NAMES_FILE,
@@ -35,6 +44,7 @@ from engine.api.uploads import (
     checked_upload,
     discard,
 )
+from engine.format import curve_name
 from engine.ledger import circuits, submission
 from engine.ledger.circuits import circuits_dir
 from engine.models import Circuit
@@ -57,7 +67,8 @@ VK_NAME = "verification_key.json"
 class CircuitOut(Schema):
     id: str
     name: str
-    curve: str
+    curve: str = Field(description=CURVE_DOC)
+    curve_name: str = Field(description=CURVE_NAME_DOC)
     n_public: int
     n_vars: int
     domain_size: int
@@ -80,7 +91,8 @@ def _out(circuit: Circuit) -> dict[str, Any]:
     if circuit.curve == "bn128":
         links["verifier"] = url("get_verifier")
     signals = _input_signals(circuit)
-    return {"id": circuit.pk, "name": circuit.name, "curve": circuit.curve, "n_public": circuit.n_public,
+    return {"id": circuit.pk, "name": circuit.name, "curve": circuit.curve, "curve_name": curve_name(circuit.curve),
+            "n_public": circuit.n_public,
             "n_vars": circuit.n_vars, "domain_size": circuit.domain_size, "zkey_bytes": circuit.zkey_bytes,
             "wasm_bytes": circuit.wasm_bytes, "r1cs_bytes": circuit.r1cs_bytes,
             "sym": Path(circuit.zkey_path).with_name(NAMES_FILE).exists(),
@@ -298,8 +310,8 @@ _WTNS_BODY = {
              summary="Prove a registered circuit from a ready witness (.wtns) instead of inputs")
 def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
     """Like POST /jobs with a circuit and inputs, for a client that computes its witness itself."""
-    from engine.api.job_fields import _mine
-    from engine.api.job_out import _detail
+    from engine.api.job_fields import own_job
+    from engine.api.job_out import job_detail
 
     circuit = circuit_of(client_of(request), circuit_id)
     limit = checked_upload(request, "job_id and wtns")
@@ -317,7 +329,7 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
         if not isinstance(wtns, StagedFile) or wtns.size == 0:
             raise ApiError(400, "invalid", "wtns", "a non-empty .wtns file is required")
         _check_witness(wtns.path, circuit)
-        job, created = _mine(*submit_staged(circuit, job_id, level, staging, wtns.sha256, client_of(request),
+        job, created = own_job(*submit_staged(circuit, job_id, level, staging, wtns.sha256, client_of(request),
                                             deadline, callback_url),
                              client_of(request))
     except UploadTooLarge as exc:
@@ -326,7 +338,7 @@ def create_wtns_job(request: HttpRequest, circuit_id: str) -> Status:
         raise ApiError(400, "invalid", "body", f"not a readable multipart body ({exc})") from None
     finally:
         discard(staging)
-    return Status(201 if created else 200, _detail(job))
+    return Status(201 if created else 200, job_detail(job))
 
 
 def _check_witness(path: Path, circuit: Circuit) -> None:

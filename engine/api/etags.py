@@ -7,11 +7,11 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 
 
-def _etag(*parts: object) -> str:
+def entity_tag(*parts: object) -> str:
     return '"' + ".".join(str(p) for p in parts) + '"'
 
 
-def _matches(request: HttpRequest, etag: str) -> bool:
+def etag_matches(request: HttpRequest, etag: str) -> bool:
     """The request's If-None-Match names ``etag`` (weak or strong; or is ``*``)."""
     header = request.headers.get("If-None-Match", "")
     if not header:
@@ -20,7 +20,7 @@ def _matches(request: HttpRequest, etag: str) -> bool:
     return "*" in tags or etag in tags
 
 
-def _not_modified(etag: str) -> HttpResponse:
+def not_modified(etag: str) -> HttpResponse:
     response = HttpResponse(status=304)
     response["ETag"] = etag
     return response

@@ -26,7 +26,7 @@ from channels.exceptions import StopConsumer
 from channels.generic.http import AsyncHttpConsumer
 
 from engine.api.auth import token_for
-from engine.api.job_fields import _limited_to
+from engine.api.job_fields import limited_to
 from engine.headers import bearer
 from engine.ledger.hints import GROUP
 from engine.models import ApiToken
@@ -85,7 +85,7 @@ class JobEventsConsumer(AsyncHttpConsumer):
         # Joined before the first read, so a change committed meanwhile is not missed.
         await self.channel_layer.group_add(GROUP, self.channel_name)
         self.last_id = EventId.parse(_header(self.scope, b"last-event-id"))
-        owner = _limited_to(self.client)
+        owner = limited_to(self.client)
         if self.last_id is not None:  # a reconnect: what it missed, then on as usual
             await self._send(await database_sync_to_async(job_events)(owner, since=self.last_id))
         else:
@@ -99,7 +99,7 @@ class JobEventsConsumer(AsyncHttpConsumer):
 
     async def _flush_forever(self) -> None:
         assert self.client is not None
-        owner = _limited_to(self.client)
+        owner = limited_to(self.client)
         while True:
             await self.wake.wait()
             self.wake.clear()

@@ -7,18 +7,19 @@ from __future__ import annotations
 from typing import Any
 
 from engine.api.errors import ApiError
+from engine.format import iso_moment
 from engine.ledger.jobs import JobConflict
 from engine.models import ApiToken, ProofJob
 
 
-def _limited_to(caller: Any) -> ApiToken | None:
+def limited_to(caller: Any) -> ApiToken | None:
     """The client token whose own jobs are all the caller may see; None when it sees all."""
     return caller if isinstance(caller, ApiToken) and not caller.sees_every_job else None
 
 
 def _foreign(job: ProofJob, caller: Any) -> bool:
     """The job belongs to another client than the client token asking."""
-    owner = _limited_to(caller)
+    owner = limited_to(caller)
     return owner is not None and job.client_id != owner.pk
 
 
@@ -27,15 +28,15 @@ def _taken(job: ProofJob) -> ApiError:
     return ApiError(409, "conflict", "job_id", f"job id {job.job_id!r} is already taken; choose another")
 
 
-def _conflict(exc: JobConflict, client: Any = None) -> ApiError:
+def conflict_error(exc: JobConflict, client: Any = None) -> ApiError:
     if _foreign(exc.job, client):
         return _taken(exc.job)
     return ApiError(409, "conflict", "job_id",
                     f"job id {exc.job.job_id!r} is already used by a different request "
-                    f"(a {exc.job.kind} job submitted at {exc.job.submitted_at.isoformat()})")
+                    f"(a {exc.job.kind} job submitted at {iso_moment(exc.job.submitted_at)})")
 
 
-def _mine(job: ProofJob, created: bool, client: Any) -> tuple[ProofJob, bool]:
+def own_job(job: ProofJob, created: bool, client: Any) -> tuple[ProofJob, bool]:
     """The same request again returns the first job, but only to the client that sent it."""
     if not created and _foreign(job, client):
         raise _taken(job)

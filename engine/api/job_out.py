@@ -8,6 +8,7 @@ from typing import Any
 from django.urls import reverse
 from django.utils import timezone
 
+from engine.format import curve_name, iso_moment
 from engine.ledger.deadlines import expected_seconds, standing
 from engine.models import Partition, ProofJob
 from engine.states import JobState, PartitionState, Priority
@@ -35,7 +36,7 @@ def deadline_fields(job: ProofJob, expected: dict[str, float] | None = None) -> 
             "missed_deadline": now.missed}
 
 
-def _summary(job: ProofJob, parts: list[Partition] | None = None,
+def job_summary(job: ProofJob, parts: list[Partition] | None = None,
              expected: dict[str, float] | None = None) -> dict[str, Any]:
     done = (sum(p.state == PartitionState.DONE for p in parts) if parts is not None
             else getattr(job, "n_done", None))
@@ -43,16 +44,17 @@ def _summary(job: ProofJob, parts: list[Partition] | None = None,
         done = job.partitions.filter(state=PartitionState.DONE).count()
     return {
         "job_id": job.job_id, "kind": job.kind, "state": job.state, "priority": Priority(job.priority).label,
-        "curve": job.curve, "circuit_id": job.circuit_id, "num_partitions": job.num_partitions,
+        "curve": job.curve, "curve_name": curve_name(job.curve), "circuit_id": job.circuit_id,
+        "num_partitions": job.num_partitions,
         "partitions_done": done, "submitted_at": job.submitted_at, "started_at": job.started_at,
         "finished_at": job.finished_at, "verified": job.verified, "error": job.error,
         "vk_digest": job.vk_digest or None, **deadline_fields(job, expected),
     }
 
 
-def _detail(job: ProofJob) -> dict[str, Any]:
+def job_detail(job: ProofJob) -> dict[str, Any]:
     parts = list(job.partitions.select_related("host", "worker").order_by("index"))
-    body = _summary(job, parts)
+    body = job_summary(job, parts)
     done = job.state == JobState.DONE
     # engine.figures: the job's queue (since its latest retry) and total; each partition's current
     # attempt's phases, and every attempt it kept with its own (engine.status.attempts).
@@ -68,8 +70,10 @@ def _detail(job: ProofJob) -> dict[str, Any]:
             "finished_at": p.finished_at, "error": p.error, "vk_digest": p.vk_digest or None,
             "attempts": [a.as_json() for a in kept(p, job.submitted_at)],
         } for p in parts],
-        callbacks=[{"url": c.url, "event": c.event, "attempts": c.attempts, "delivered_at": c.delivered_at,
-                    "gave_up_at": c.gave_up_at} for c in job.callbacks.order_by("pk")],
+        callbacks=[{"url": c.url, "event": c.event, "delivered_at": c.delivered_at, "gave_up_at": c.gave_up_at,
+                    # each attempt's moment as every other moment the API writes
+                    "attempts": [{**a, "at": iso_moment(a.get("at"))} if isinstance(a, dict) else a for a in c.attempts]}
+                   for c in job.callbacks.order_by("pk")],
         proof=job.proof if done else None,
         public_inputs=job.public_inputs if done else None,
         links=_links(job),
@@ -80,7 +84,8 @@ def _detail(job: ProofJob) -> dict[str, Any]:
 def proof_document(job: ProofJob) -> dict[str, Any]:
     """A done job's proof in our format: the job's identity and every partition's proof."""
     parts = job.partitions.order_by("index")
-    return {"job_id": job.job_id, "kind": job.kind, "curve": job.curve, "circuit_id": job.circuit_id,
+    return {"job_id": job.job_id, "kind": job.kind, "curve": job.curve, "curve_name": curve_name(job.curve),
+            "circuit_id": job.circuit_id,
             "verified": job.verified, "proof": job.proof, "public_inputs": job.public_inputs,
             "partitions": [{"index": p.index, "proof": p.proof, "public_inputs": p.public_inputs} for p in parts]}
 

@@ -23,9 +23,9 @@ from pydantic import Field, field_validator
 
 from engine.api.auth import client_of
 from engine.api.errors import ApiError
-from engine.api.etags import _etag, _matches, _not_modified
-from engine.api.job_fields import _conflict, _limited_to, _mine
-from engine.api.job_out import _detail, _summary, proof_document, snarkjs_files
+from engine.api.etags import entity_tag, etag_matches, not_modified
+from engine.api.job_fields import conflict_error, limited_to, own_job
+from engine.api.job_out import job_detail, job_summary, proof_document, snarkjs_files
 from engine.api.proof_bytes import BYTES_RESPONSE, job_proof_bytes
 from engine.api.schemas import (
     CALLBACK_DOC,
@@ -51,6 +51,7 @@ from engine.api.uploads import (
     checked_upload,
     discard,
 )
+from engine.format import curve_name
 from engine.ledger import submission
 from engine.ledger.deadlines import expected_seconds
 from engine.ledger.submission import JobConflict, Submission
@@ -83,13 +84,13 @@ def submit_builtin(kind: str, job_id: str, inputs: Any, priority: Any, client: A
     try:
         job, created = submission.submit(sub, client)
     except JobConflict as exc:
-        raise _conflict(exc, client) from None
-    return _mine(job, created, client)
+        raise conflict_error(exc, client) from None
+    return own_job(job, created, client)
 
 
 def visible_jobs_for(client: ApiToken) -> QuerySet[ProofJob]:
     """The jobs ``client`` may see: a client token its own, an operator token all."""
-    owner = _limited_to(client)
+    owner = limited_to(client)
     return ProofJob.objects.all() if owner is None else ProofJob.objects.filter(client=owner)
 
 
@@ -102,7 +103,7 @@ class _PartsRevision(TypedDict):
     parts_revision: int | None  # the sum of the job's partitions' revisions (None: none)
 
 
-def _job(request: HttpRequest, job_id: str) -> ProofJob:
+def visible_job(request: HttpRequest, job_id: str) -> ProofJob:
     return _one(visible_jobs(request).filter(job_id=job_id), job_id)
 
 
@@ -136,14 +137,14 @@ def create_job(request: HttpRequest, payload: Body[JobIn]) -> Status:
     if isinstance(payload, CircuitJobIn):  # {"circuit": id, "inputs": signals}: engine.api.submit_circuit
         from engine.api.submit_circuit import submit_circuit_job
 
-        job, created = _mine(*submit_circuit_job(payload, client=client_of(request)),
+        job, created = own_job(*submit_circuit_job(payload, client=client_of(request)),
                              client_of(request))
-        return Status(201 if created else 200, _detail(job))
+        return Status(201 if created else 200, job_detail(job))
     inputs = payload.inputs.model_dump(exclude_none=True)
     job, created = submit_builtin(payload.kind, payload.job_id, inputs, payload.priority,
                                   client=client_of(request), deadline=payload.deadline,
                                   callback_url=payload.callback_url)
-    return Status(201 if created else 200, _detail(job))
+    return Status(201 if created else 200, job_detail(job))
 
 
 _CUSTOM_BODY = {
@@ -216,9 +217,9 @@ def _accept_custom(request: HttpRequest, uploads: Path, staging: Path) -> Status
     try:
         job, created = submission.submit(sub, client_of(request), staged=staging)
     except JobConflict as exc:
-        raise _conflict(exc, client_of(request)) from None
-    job, created = _mine(job, created, client_of(request))
-    return Status(201 if created else 200, _detail(job))
+        raise conflict_error(exc, client_of(request)) from None
+    job, created = own_job(job, created, client_of(request))
+    return Status(201 if created else 200, job_detail(job))
 
 
 class JobFilters(Schema):
@@ -248,37 +249,37 @@ class JobFilters(Schema):
 # partition counts up the row's revision, so a sum of revisions grows with every change.
 
 
-def _page_etag(jobs: QuerySet[ProofJob], filters: JobFilters) -> str:
+def page_etag(jobs: QuerySet[ProofJob], filters: JobFilters) -> str:
     # A change to a job or a partition in the set grows a sum of revisions; a job entering
     # or leaving it changes the count or the sum of ids as well.
     agg = jobs.aggregate(n=Count("pk", distinct=True), ids=Sum("pk", distinct=True), v=Sum("revision"),
                          pv=Sum("partitions__revision"))
-    return _etag("p", agg["n"], agg["ids"] or 0, agg["v"] or 0, agg["pv"] or 0, filters.offset, filters.limit)
+    return entity_tag("p", agg["n"], agg["ids"] or 0, agg["v"] or 0, agg["pv"] or 0, filters.offset, filters.limit)
 
 
-def _filtered_for(client: ApiToken, filters: JobFilters) -> QuerySet[ProofJob]:
+def filtered_for(client: ApiToken, filters: JobFilters) -> QuerySet[ProofJob]:
     """The jobs ``client`` may see that pass ``filters`` (the list view's and poll.py's query):
     the console's jobs page filters with the same rule (engine.status.job_list)."""
     if filters.kind is not None and filters.kind not in ProofKind.values:
         raise ApiError(400, "invalid", "kind", f"unknown kind; expected one of {', '.join(ProofKind.values)}")
     if filters.state is not None and filters.state not in JobState.values:
         raise ApiError(400, "invalid", "state", f"unknown state; expected one of {', '.join(JobState.values)}")
-    return matching(JobFilter(owner=_limited_to(client), kind=filters.kind or "", state=filters.state or "",
+    return matching(JobFilter(owner=limited_to(client), kind=filters.kind or "", state=filters.state or "",
                               since=filters.since))
 
 
 @router.get("/jobs", response={200: JobPage, 304: None, **ERRORS}, summary="List jobs, newest first")
 def list_jobs(request: HttpRequest, filters: Query[JobFilters], response: HttpResponse) -> Any:
     """Sends an ETag; with ``If-None-Match`` naming it, a 304 while the page is unchanged."""
-    jobs = _filtered_for(client_of(request), filters)
+    jobs = filtered_for(client_of(request), filters)
     with one_snapshot():
-        etag = _page_etag(jobs, filters)
-        if _matches(request, etag):
-            return _not_modified(etag)
+        etag = page_etag(jobs, filters)
+        if etag_matches(request, etag):
+            return not_modified(etag)
         count = jobs.count()
         page = list(with_progress(jobs.order_by("-submitted_at", "-pk"))[filters.offset:filters.offset + filters.limit])
         expected = expected_seconds({job.circuit_id for job in page if job.deadline is not None})
-        items = [_summary(job, expected=expected) for job in page]
+        items = [job_summary(job, expected=expected) for job in page]
     response["ETag"] = etag
     return {"count": count, "limit": filters.limit, "offset": filters.offset, "items": items}
 
@@ -289,10 +290,10 @@ def get_job(request: HttpRequest, job_id: JobIdPath, response: HttpResponse) -> 
     """Sends an ETag; with ``If-None-Match`` naming it, a 304 while the job is unchanged."""
     with one_snapshot():
         job = _job_with_parts_revision(request, job_id)
-        etag = _etag("j", job.pk, job.revision, job.parts_revision or 0)
-        if _matches(request, etag):
-            return _not_modified(etag)
-        body = _detail(job)
+        etag = entity_tag("j", job.pk, job.revision, job.parts_revision or 0)
+        if etag_matches(request, etag):
+            return not_modified(etag)
+        body = job_detail(job)
     response["ETag"] = etag
     return body
 
@@ -302,7 +303,7 @@ def get_job(request: HttpRequest, job_id: JobIdPath, response: HttpResponse) -> 
 def get_proof(request: HttpRequest, job_id: JobIdPath,
               format: Literal["json", "bytes"] = Query("json", description=(
                   "json: our document; bytes: the compressed Groth16 encoding, application/octet-stream"))) -> Any:
-    job = _job(request, job_id)
+    job = visible_job(request, job_id)
     _done(job)
     if format == "bytes":
         body = job_proof_bytes([p.proof for p in job.partitions.order_by("index")])
@@ -315,13 +316,13 @@ def get_proof(request: HttpRequest, job_id: JobIdPath,
 @router.get("/jobs/{job_id}/proof/snarkjs", response={200: SnarkjsOut, **ERRORS},
             summary="proof.json and public.json per partition, as snarkjs writes them")
 def get_snarkjs_proof(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
-    job = _job(request, job_id)
+    job = visible_job(request, job_id)
     _done(job)
     rows = []
     for part in job.partitions.order_by("index"):
         proof, public = snarkjs_files(job, part)
         rows.append({"index": part.index, "proof": proof, "public": public})
-    return {"job_id": job.job_id, "curve": job.curve, "partitions": rows}
+    return {"job_id": job.job_id, "curve": job.curve, "curve_name": curve_name(job.curve), "partitions": rows}
 
 
 @router.get("/jobs/{job_id}/proof/snarkjs/{index}/{name}", response={200: Any, **ERRORS},
@@ -330,7 +331,7 @@ def get_snarkjs_file(request: HttpRequest, job_id: JobIdPath, index: int,
                      name: Literal["proof.json", "public.json"]) -> HttpResponse:
     """The file itself, ready for ``snarkjs groth16 verify verification_key.json public.json
     proof.json`` (with the job's ``verification_key.json``)."""
-    job = _job(request, job_id)
+    job = visible_job(request, job_id)
     _done(job)
     part = job.partitions.filter(index=index).first()
     if part is None:
@@ -349,7 +350,7 @@ def get_solidity_calldata(request: HttpRequest, job_id: JobIdPath) -> dict[str, 
     the arguments of ``verifyProof`` of the circuit's verifier.sol."""
     from engine.solidity_verifier import solidity_calldata
 
-    job = _job(request, job_id)
+    job = visible_job(request, job_id)
     _done(job)
     if job.curve != Curve.BN254:
         raise ApiError(409, "no_verifier", "job_id", f"job {job_id!r} is over {job.curve}: Solidity verifiers "
@@ -363,22 +364,22 @@ def get_solidity_calldata(request: HttpRequest, job_id: JobIdPath) -> dict[str, 
 def cancel(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
     from engine.ledger import jobs as ledger_jobs
 
-    job = _job(request, job_id)
+    job = visible_job(request, job_id)
     if job.state in JOB_TERMINAL:
         raise ApiError(409, "invalid_state", "job_id", f"job {job_id!r} is already {job.state}")
     ledger_jobs.cancel_job(job)
-    return _detail(_job(request, job_id))
+    return job_detail(visible_job(request, job_id))
 
 
 @router.post("/jobs/{job_id}/retry", response={200: JobOut, **ERRORS}, summary="Retry a failed or cancelled job")
 def retry(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
     """Under the submission rules: a 403 for a priority above the token's, a 429 at its cap."""
-    job = _job(request, job_id)
+    job = visible_job(request, job_id)
     if job.state not in (JobState.FAILED, JobState.CANCELLED):
         raise ApiError(409, "invalid_state", "job_id", f"job {job_id!r} is {job.state}; only failed or cancelled "
                                                        "jobs can be retried")
     submission.retry(job, client_of(request))
-    return _detail(_job(request, job_id))
+    return job_detail(visible_job(request, job_id))
 
 
 __all__ = ["router", "submit_builtin", "JobSummary"]

@@ -17,7 +17,7 @@ job, an unknown token, a token over its rate, a database error) goes on to Djang
 answers it exactly as before: this path can only say "unchanged", never refuse.
 
 The ETags are the views' own (engine.api.etags._etag over the same three numbers, and its
-_page_etag), so a 304 here and one from the view are the same answer; tests/api/test_poll.py
+page_etag), so a 304 here and one from the view are the same answer; tests/api/test_poll.py
 holds them equal.
 """
 
@@ -39,8 +39,8 @@ from pydantic import ValidationError
 
 from engine.api.auth import token_for
 from engine.api.errors import ApiError
-from engine.api.etags import _etag
-from engine.api.jobs import JobFilters, _filtered_for, _page_etag
+from engine.api.etags import entity_tag
+from engine.api.jobs import JobFilters, filtered_for, page_etag
 from engine.api.throttle import wait_for
 from engine.headers import bearer
 from engine.models import Partition, ProofJob
@@ -116,7 +116,7 @@ def unchanged_page_etag(raw_token: str, query: str, tags: set[str]) -> str | Non
         if token is None:
             return None
         filters = JobFilters.model_validate(dict(parse_qsl(query, keep_blank_values=True)))
-        etag = _page_etag(_filtered_for(token, filters), filters)
+        etag = page_etag(filtered_for(token, filters), filters)
     except (ValidationError, ApiError, ValueError):
         return None
     except DatabaseError:
@@ -149,7 +149,7 @@ def unchanged_etag(raw_token: str, job_id: str, tags: set[str]) -> str | None:
     if row is None:
         return None
     pk, revision, parts_revision = row
-    etag = _etag("j", pk, revision, int(parts_revision or 0))
+    etag = entity_tag("j", pk, revision, int(parts_revision or 0))
     if "*" not in tags and etag not in tags:
         return None
     if wait_for(token) > 0:

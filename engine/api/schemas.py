@@ -156,13 +156,23 @@ class PartitionOut(Schema):
     vk_digest: str | None = Field(None, description="The verifying key this partition's proof verified under")
 
 
+# One curve, two names: snarkjs's identifier (``curve``, as verification_key.json and proof.json
+# write it) and the curve's own name (``curve_name``); the console's pages show both (engine.format).
+CURVE_DOC = "The curve as snarkjs names it (verification_key.json's `curve`): bn128 or bls12381"
+CURVE_NAME_DOC = "The curve's name: BN254 (snarkjs's bn128) or BLS12-381 (bls12381)"
+CIRCUIT_ID_DOC = ("What the job proves: a kind's own circuit (`<kind>/<scale>`, e.g. `snap-update/tiny`), a registered "
+                  "circom circuit (`circom/<SHA-256 of its zkey>`: `circom/` and its `id` under /circuits), or a zkey "
+                  "uploaded with the job itself (`custom/<the first 16 hex digits of its SHA-256>`)")
+
+
 class JobSummary(Schema):
     job_id: str
     kind: str
     state: str
     priority: str
-    curve: str
-    circuit_id: str
+    curve: str = Field(description=CURVE_DOC)
+    curve_name: str = Field(description=CURVE_NAME_DOC)
+    circuit_id: str = Field(description=CIRCUIT_ID_DOC)
     num_partitions: int
     partitions_done: int
     submitted_at: datetime
@@ -211,8 +221,9 @@ class JobPage(Schema):
 class ProofOut(Schema):
     job_id: str
     kind: str
-    curve: str
-    circuit_id: str
+    curve: str = Field(description=CURVE_DOC)
+    curve_name: str = Field(description=CURVE_NAME_DOC)
+    circuit_id: str = Field(description=CIRCUIT_ID_DOC)
     verified: bool
     proof: Any
     public_inputs: Any
@@ -227,7 +238,8 @@ class SnarkjsPartition(Schema):
 
 class SnarkjsOut(Schema):
     job_id: str
-    curve: str
+    curve: str = Field(description=CURVE_DOC)
+    curve_name: str = Field(description=CURVE_NAME_DOC)
     partitions: list[SnarkjsPartition]
 
 

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET
 
 from engine.api.auth import bearer_token, can_view, token_for
 from engine.api.errors import body
+from engine.api.moments import MomentEncoder
 from engine.status.farm import farm_snapshot
 
 SCHEMA_PATH = Path(__file__).with_name("status.schema.json")
@@ -51,6 +52,6 @@ def status(request: HttpRequest) -> HttpResponse:
     refused = _refusal(request)
     if refused is not None:
         return refused
-    response = JsonResponse(farm_snapshot())
+    response = JsonResponse(farm_snapshot(), encoder=MomentEncoder)
     response["Cache-Control"] = "no-store"  # it is live; a cached copy is a wrong copy
     return response

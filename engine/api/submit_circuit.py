@@ -26,7 +26,7 @@ from typing import Any
 from django.conf import settings
 
 from engine.api.errors import ApiError
-from engine.api.job_fields import _conflict
+from engine.api.job_fields import conflict_error
 from engine.api.schemas import CircuitJobIn
 from engine.api.uploads import CURVES, NAMES_FILE, discard
 from engine.circuits import job_folder
@@ -127,7 +127,7 @@ def _submit_folder(circuit: Circuit, job_id: str, level: int | None, staging: Pa
     try:
         return submission.submit(sub, client, staged=staging, circuit=circuit)
     except JobConflict as exc:
-        raise _conflict(exc, client) from None
+        raise conflict_error(exc, client) from None
 
 
 def submit_circuit_job(payload: CircuitJobIn, client: Any = None) -> tuple[ProofJob, bool]:

@@ -22,7 +22,7 @@ from ninja import Path as PathParam
 from ninja import Router
 
 from engine.api.errors import ApiError
-from engine.api.jobs import ERRORS, JobIdPath, _job
+from engine.api.jobs import ERRORS, JobIdPath, visible_job
 from engine.api.schemas import BuiltinKind, VerificationKeyOut
 from engine.circuits import kinds
 from engine.circuits.keystore import MANIFEST, KeyStore, regenerate_hint, sha256_file
@@ -92,4 +92,4 @@ def get_kind_key(request: HttpRequest, kind: KindPath) -> dict[str, Any]:
             summary="The verification_key.json (snarkjs format) that verifies this job's proofs",
             description=VK_DOC + "; for any kind: built-in, registered circuit or uploaded zkey")
 def get_job_key(request: HttpRequest, job_id: JobIdPath) -> dict[str, Any]:
-    return job_key(_job(request, job_id))
+    return job_key(visible_job(request, job_id))

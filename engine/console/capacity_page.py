@@ -12,10 +12,12 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from engine.console.views import _require_viewer
+from engine.console.auth import require_viewer
+from engine.console.style import circuit_label
 from engine.figures import DEVICE, FINALIZE, JOB_QUEUE, SYNTHESIS, TOTAL
 from engine.format import fmt_bytes, fmt_ms
 from engine.status.capacity import TIMES, capacity, check_replays, parse_budgets, parse_hosts
+from engine.status.records import registered_names
 
 WINDOWS = {"hour": (timedelta(hours=1), "hour"), "6h": (timedelta(hours=6), "6 hours"),
            "day": (timedelta(days=1), "day"), "week": (timedelta(days=7), "7 days")}
@@ -76,8 +78,9 @@ def _farm_cells(farm: dict[str, Any], current: dict[str, Any] | None) -> dict[st
             "proofs_per_hour": f"{farm['proofs_per_hour']:.1f}", "cost": "—" if cost is None else f"{cost:.4f}"}
 
 
-def _circuit_cells(row: dict[str, Any]) -> dict[str, Any]:
-    return {"circuit": row["circuit"], "partitions": row["partitions_recorded"],
+def _circuit_cells(row: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    return {"circuit": row["circuit"], "label": circuit_label(row["circuit"], names),
+            "partitions": row["partitions_recorded"],
             "synthesis": _secs(row["synthesis_p50_s"]), "device": _secs(row["device_p50_s"]),
             "finalize": _secs(row["finalize_p50_s"]), "memory": fmt_bytes(row["memory_bytes"]),
             "key": fmt_bytes(row["key_bytes"]) if row["key_bytes"] else "—"}
@@ -85,7 +88,7 @@ def _circuit_cells(row: dict[str, Any]) -> dict[str, Any]:
 
 @login_required
 def capacity_page(request: HttpRequest) -> HttpResponse:
-    _require_viewer(request)
+    require_viewer(request)
     ask, chosen, errors = _ask(request.GET)
     answer = None if errors else capacity(ask["since"], ask["until"], ask["hosts"], ask["budgets"],
                                           times=chosen["times"])
@@ -101,5 +104,6 @@ def capacity_page(request: HttpRequest) -> HttpResponse:
                                "done_p95": _secs(answer["measured"]["done_wait"]["p95_s"]),
                                "missed": answer["measured"]["missed_deadlines"]}
         context["farms"] = [_farm_cells(f, current) for f in answer["farms"]]
-        context["circuits"] = [_circuit_cells(c) for c in answer["circuits"]]
+        names = registered_names(c["circuit"] for c in answer["circuits"])
+        context["circuits"] = [_circuit_cells(c, names) for c in answer["circuits"]]
     return render(request, "console/capacity.html", context)

@@ -38,10 +38,10 @@ from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from engine.console import render as rendering
+from engine.console.auth import may_view
 from engine.console.fragments import ALL, Want, detail_name, jobs_name
 from engine.console.jobs_table import JobsQuery
-from engine.console.render import Rendered
-from engine.console.views import can_view
+from engine.console.render import Rendered, clock_span
 from engine.format import epoch_ms
 from engine.ledger.clock import Reading
 from engine.ledger.hints import GROUP
@@ -57,14 +57,6 @@ def sse_frame(html: str, *, event_id: str | None = None, retry_ms: int | None = 
         lines.append(f"id: {event_id}")
     lines.extend(f"data: {line}" for line in html.splitlines() or [""])
     return ("\n".join(lines) + "\n\n").encode()
-
-
-def clock_span(now_ms: int | None, version: int | str) -> str:
-    return f'<span id="server-clock" hx-swap-oob="true" data-now="{now_ms}" data-version="{version}"></span>'
-
-
-def _viewer(user: Any) -> bool:
-    return user is not None and can_view(user)
 
 
 class Resync(Exception):
@@ -434,7 +426,7 @@ class EventStreamConsumer(AsyncHttpConsumer):
             raise StopConsumer()
 
     async def handle(self, body: bytes) -> None:
-        if not await database_sync_to_async(_viewer)(self.scope.get("user")):
+        if not await database_sync_to_async(may_view)(self.scope.get("user")):
             await self.send_response(403, b"the console stream needs a staff or operator login\n",
                                      headers=[(b"content-type", b"text/plain; charset=utf-8")])
             return

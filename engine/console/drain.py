@@ -16,13 +16,13 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from engine.console.views import _require_viewer
+from engine.console.auth import require_viewer
 from engine.ledger.jobs import set_draining
 from engine.models import EngineHost
 
 
 def _act(request: HttpRequest, name: str, draining: bool) -> HttpResponse:
-    _require_viewer(request)
+    require_viewer(request)
     host = get_object_or_404(EngineHost, name=name)
     if request.method == "POST":
         if set_draining(host, draining):

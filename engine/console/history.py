@@ -19,9 +19,9 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from engine.console.views import _require_viewer
+from engine.console.auth import require_viewer
 from engine.figures import LEGEND, PHASES
-from engine.format import fmt_ms
+from engine.format import fmt_moment, fmt_ms
 from engine.status.history import LEVEL, MAX_BUCKETS, RATE, History, Series, read_history
 from engine.status.read import one_snapshot
 from engine.status.stats import stats
@@ -90,7 +90,7 @@ def _range(params: Any, now: datetime) -> tuple[str, datetime, datetime, int, st
     if since is not None and until is not None and since < until:
         buckets = str(params.get("buckets", ""))
         count = min(int(buckets), MAX_BUCKETS) if buckets.isdigit() and int(buckets) > 0 else 60
-        return "range", since, until, count, f"{since:%Y-%m-%d %H:%M:%S} – {until:%Y-%m-%d %H:%M:%S} UTC"
+        return "range", since, until, count, f"{fmt_moment(since)} – {fmt_moment(until)}"
     window = str(params.get("window", "hour"))
     window = window if window in WINDOWS else "hour"
     span, count, label = WINDOWS[window]
@@ -99,7 +99,7 @@ def _range(params: Any, now: datetime) -> tuple[str, datetime, datetime, int, st
 
 @login_required
 def history_page(request: HttpRequest) -> HttpResponse:
-    _require_viewer(request)
+    require_viewer(request)
     with one_snapshot():
         now = timezone.now()
         window, since, until, buckets, said = _range(request.GET, now)

@@ -12,26 +12,24 @@ depend on who looks (the admin link stays on the page, outside the fragment).
 from __future__ import annotations
 
 from datetime import datetime
-from html import escape as _esc
 from typing import Any
 
-from django.template.loader import render_to_string
-from django.urls import reverse
+from django.utils.dateparse import parse_datetime
 
+from engine.console.style import circuit_label, circuit_note
 from engine.console.units import (
-    OOB_ATTR,
     VERSION_TOKEN,
     Fragment,
     Unit,
-    content_digest,
     deadline_span,
     deadline_state,
     digest,
-    leaf,
-    tick,
+    render_partial,
+    ticking_text,
+    unit,
 )
 from engine.figures import FINALIZE, GPU, PHASES, QUEUE, RESERVE, SYNTHESIS, TOTAL, AttemptTimes, Figure, queue_start
-from engine.format import epoch_ms, fmt_ms, ms_between
+from engine.format import curve_text, epoch_ms, fmt_moment, fmt_ms, iso_moment, ms_between
 from engine.ledger.deadlines import at_risk_from, standing
 from engine.models import Partition, ProofJob
 from engine.states import JOB_ACTIVE, PARTITION_TERMINAL, JobState, PartitionState
@@ -46,6 +44,7 @@ RUNNING_IN = {QUEUE.name: PartitionState.PENDING, RESERVE.name: PartitionState.R
               FINALIZE.name: PartitionState.FINALIZING}
 COLUMNS = ("P", "state", "attempt", "host", "worker", *(f.name for f in ROW_FIGURES), "errors")
 ROWS = "console/fragments/job_parts.html#part-row"
+DETAIL = "console/fragments/job_detail.html"
 
 
 def attempt_line(entry: dict[str, Any] | Any) -> str:
@@ -53,99 +52,89 @@ def attempt_line(entry: dict[str, Any] | Any) -> str:
     if not isinstance(entry, dict):
         return str(entry)
     where = f" on {entry['host']}" if entry.get("host") else ""
-    when = f" at {entry['at'][:19].replace('T', ' ')}" if isinstance(entry.get("at"), str) else ""
+    at = parse_datetime(entry["at"]) if isinstance(entry.get("at"), str) else None
+    when = f" at {fmt_moment(at)}" if at is not None else ""
     note = " (handed back)" if entry.get("handed_back") else ""
     return f"attempt {entry.get('attempt', '?')}{where}{when}{note}: {entry.get('reason', '')}".rstrip(": ")
 
 
-def _figure(times: AttemptTimes, figure: Figure, running: bool, now: datetime) -> dict[str, Any]:
-    """A finished figure's final value; one under way ticking from its recorded start."""
-    start, end = times.bounds(figure)
-    ms = times.ms(figure)
+def _figure(name: str, ms: int | None, start: datetime | None, running: bool, now: datetime) -> dict[str, Any]:
+    """A figure for console/units.html#figure: a finished one's final value; one under way
+    ticking from its recorded start; else none."""
     if ms is not None:
-        return {"name": figure.name, "ms": ms, "html": f'<span class="final">{fmt_ms(ms)}</span>'}
-    if start is not None and end is None and running:
-        return {"name": figure.name, "ms": None, "html": tick(start, now)}
-    return {"name": figure.name, "ms": None, "html": "<span>—</span>"}
+        return {"name": name, "ms": ms, "text": fmt_ms(ms)}
+    if start is not None and running:
+        return {"name": name, "ms": None, "running": True, "started_ms": epoch_ms(start),
+                "text": ticking_text(start, now)}
+    return {"name": name, "ms": None}
+
+
+def _attempt_figure(times: AttemptTimes, figure: Figure, running: bool, now: datetime) -> dict[str, Any]:
+    start, end = times.bounds(figure)
+    return _figure(figure.name, times.ms(figure), start, running and end is None, now)
 
 
 def _row(key: str, part: Partition, active: bool, now: datetime) -> Unit:
     state = part.state
     this = current(part, part.job.submitted_at)
-    figures = [_figure(this.times, f, state == RUNNING_IN[f.name], now) for f in PHASES]
-    figures.append(_figure(this.times, TOTAL, active and state not in PARTITION_TERMINAL, now))
+    figures = [_attempt_figure(this.times, f, state == RUNNING_IN[f.name], now) for f in PHASES]
+    figures.append(_attempt_figure(this.times, TOTAL, active and state not in PARTITION_TERMINAL, now))
     kept_attempts = [{"number": a.number, "ended": a.ended, "host": a.host, "worker": a.worker, "reason": a.reason,
                       "figures": [{"name": f.name, "ms": a.times.ms(f), "text": fmt_ms(a.times.ms(f))}
                                   for f in ROW_FIGURES]}
                      for a in kept(part, part.job.submitted_at)]
     history = [attempt_line(e) for e in (part.errors or []) if not (isinstance(e, dict) and e.get("retry"))]
-    html = render_to_string(ROWS, {
+    html = render_partial(ROWS, **{
         "index": part.index, "state": state, "job_id": part.job.job_id, "version": VERSION_TOKEN,
         "attempt": part.attempt, "host": part.host.name if part.host else "",
         "worker": f"{part.worker.label} {part.worker.device}" if part.worker else "", "figures": figures,
         "error": part.error, "history": history, "kept": kept_attempts}).strip()
-    return Unit(f"{key}/{part.index}", html, content_digest(html), oob_at=len(f'<div id="jobpart-{part.index}"'))
+    return unit(f"{key}/{part.index}", html)
 
 
-def _deadline(job: ProofJob, expected_s: float, now: datetime) -> tuple[str, str]:
-    """The head's deadline attributes and its piece of the times line: an active job's
-    countdown, or how a finished one's finish stood against it; nothing without one."""
+def _deadline(job: ProofJob, expected_s: float, now: datetime) -> dict[str, Any] | None:
+    """The head's deadline: its moment, its standing (data-deadline-state) and an active job's
+    countdown or how a finished one's finish stood against it; None without one."""
     if job.deadline is None:
-        return "", ""
+        return None
     at = standing(job, expected_s, now)
     if job.state in JOB_ACTIVE:
         state = deadline_state(at.at_risk, at.late)
-        span = " " + deadline_span(job.deadline, state, now, at_risk_from(job.deadline, job.started_at, expected_s))
+        span = deadline_span(job.deadline, state, now, at_risk_from(job.deadline, job.started_at, expected_s))
     elif job.finished_at is not None:
         state = deadline_state(False, False, at.missed)
-        span = " " + deadline_span(job.deadline, state, now, finished=job.finished_at)
+        span = deadline_span(job.deadline, state, now, finished=job.finished_at)
     else:  # ended without a recorded finish: nothing to compare it with
         state, span = "on-time", ""
-    return (f' data-deadline="{epoch_ms(job.deadline)}" data-deadline-state="{state}"',
-            f" · deadline {job.deadline:%Y-%m-%d %H:%M:%S}{span}")
+    return {"ms": epoch_ms(job.deadline), "state": state, "iso": iso_moment(job.deadline),
+            "when": fmt_moment(job.deadline), "span": span}
 
 
-def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime, expected_s: float = 0.0) -> Unit:
+def circuit_of(job: ProofJob, names: dict[str, str]) -> dict[str, str] | None:
+    """The job's circuit as its page names it: a registered circuit by its name, its id in full
+    in the title, and what kind of id it is."""
+    if not job.circuit_id:
+        return None
+    return {"id": job.circuit_id, "name": circuit_label(job.circuit_id, names), "note": circuit_note(job.circuit_id)}
+
+
+def _head(key: str, job: ProofJob, parts: list[Partition], now: datetime, expected_s: float,
+          names: dict[str, str]) -> Unit:
     running = job.state in JOB_ACTIVE
     # engine.figures: JOB_QUEUE (from its submission, or its latest retry) and the job's TOTAL
-    queue_ms, total_ms = job.queue_ms, job.total_ms
     queued_from = queue_start(job.retried_at, job.submitted_at)
-    queued = (fmt_ms(queue_ms) if queue_ms is not None
-              else tick(queued_from, now) if running and job.started_at is None else "—")
-    total = fmt_ms(total_ms) if total_ms is not None else tick(job.submitted_at, now) if running else "—"
-    since = f"its retry at {job.retried_at:%H:%M:%S}" if job.retried_at else "its submission"
-    facts = [f'<span class="kind">{_esc(job.kind)}</span>', f'<span class="state {_esc(job.state)}">{_esc(job.state)}</span>',
-             f"priority {_esc(job.get_priority_display())}", _esc(job.get_curve_display())]
-    if job.circuit_id:
-        facts.append(_esc(job.circuit_id))
-    facts.append(f"host {_esc(job.host.name if job.host else '—')}")
-    facts.append(f"sent by {_esc(job.client.name)}" if job.client else "sent from the console or a command")
-    if job.verified:
-        # The key's digest in full, so it can be compared with the API's and a client's own
-        # (snarkjs_json.vk_digest_of_json over verification_key.json).
-        facts.append(f'verified under key <code class="vk-digest" title="verifying key digest">{_esc(job.vk_digest)}</code>'
-                     if job.vk_digest else "verified")
-    done = sum(p.state == PartitionState.DONE for p in parts)
-    links = []
-    if job.state == JobState.DONE:  # a job's proofs are served once it is done, and only then (as the API's)
-        links.append(f'<a href="{_esc(reverse("console-job-proofs", args=[job.job_id]))}">download proofs (JSON)</a>')
-        links.append(f'<a href="{_esc(reverse("console-job-snarkjs", args=[job.job_id]))}">'
-                     "snarkjs proof.json + public.json</a>")
-    links.append(f'<a href="{_esc(reverse("console-job-vk", args=[job.job_id]))}">verification_key.json</a>')
-    error = f'<p class="reason">{_esc(job.error)}</p>' if job.error else ""
-    marks, due = _deadline(job, expected_s, now)
-    return leaf(f"{key}/head", "job-detail-head",
-                f' class="job-head" data-state="{_esc(job.state)}" data-version="{VERSION_TOKEN}"{marks}>'
-                f'<h1 class="job-id">{_esc(job.job_id)}</h1><p>{" · ".join(facts)}</p>'
-                f'<p>submitted {job.submitted_at:%Y-%m-%d %H:%M:%S} · <span data-figure="job queue"'
-                f'{_ms_attr(queue_ms)}>job queue {queued}</span> (from {since} to its first claim since) · '
-                f'<span data-figure="total"{_ms_attr(total_ms)}>total {total}</span> (from its submission)'
-                f' · <span class="done">{done}/{job.num_partitions or len(parts)} done</span>{due}</p>{error}'
-                f'<p class="links">{" · ".join(links)}</p></div>')
-
-
-def _ms_attr(ms: int | None) -> str:
-    return f' data-ms="{ms}"' if ms is not None else ""
+    html = render_partial(
+        f"{DETAIL}#head", job=job, version=VERSION_TOKEN, curve=curve_text(job.curve), circuit=circuit_of(job, names),
+        host=job.host.name if job.host else "", submitted=fmt_moment(job.submitted_at),
+        submitted_iso=iso_moment(job.submitted_at),
+        retried=fmt_moment(job.retried_at) if job.retried_at else "", retried_iso=iso_moment(job.retried_at),
+        queue=_figure("job queue", job.queue_ms, queued_from, running and job.started_at is None, now),
+        total=_figure("total", job.total_ms, job.submitted_at, running, now),
+        done=sum(p.state == PartitionState.DONE for p in parts), num_partitions=job.num_partitions or len(parts),
+        deadline=_deadline(job, expected_s, now),
+        # a job's proofs are served once it is done, and only then (as the API's)
+        proofs=job.state == JobState.DONE)
+    return unit(f"{key}/head", html)
 
 
 # A partition's life as the records time it, and the class each stretch is drawn with.
@@ -176,72 +165,51 @@ def _timeline(key: str, job: ProofJob, parts: list[Partition]) -> Unit:
     end = max((e for rows in spans.values() for _, _, e in rows), default=job.submitted_at)
     origin = min((s for rows in spans.values() for _, s, _ in rows), default=job.submitted_at)
     total = max((end - origin).total_seconds(), 1e-3)
-    bars = []
-    for row, part in enumerate(parts):
-        for phase, start, stop in spans[part.index]:
-            x = 1000 * (start - origin).total_seconds() / total
-            width = max(1000 * (stop - start).total_seconds() / total, 0.5)
-            bars.append(f'<rect class="seg {phase}" x="{x:.1f}" y="{row * ROW_PX}" width="{width:.1f}" '
-                        f'height="{ROW_PX - 2}"><title>P{part.index} {phase} '
-                        f'{fmt_ms(ms_between(start, stop))}</title></rect>')
+    bars = [{"phase": phase, "index": part.index, "y": row * ROW_PX,
+             "x": f"{1000 * (start - origin).total_seconds() / total:.1f}",
+             "width": f"{max(1000 * (stop - start).total_seconds() / total, 0.5):.1f}",
+             "text": fmt_ms(ms_between(start, stop))}
+            for row, part in enumerate(parts) for phase, start, stop in spans[part.index]]
     height = max(len(parts), 1) * ROW_PX
-    return leaf(f"{key}/timeline", "job-timeline",
-                f' class="timeline" data-span-ms="{int(total * 1000)}" data-version="{VERSION_TOKEN}">'
-                f'<svg viewBox="0 0 1000 {height}" preserveAspectRatio="none" height="{height}" role="img" '
-                f'aria-label="partition timeline, {fmt_ms(int(total * 1000))} from submission">{"".join(bars)}</svg>'
-                f'<p class="axis"><span>submitted</span><span>{fmt_ms(int(total * 1000))}</span></p></div>')
+    html = render_partial(f"{DETAIL}#timeline", version=VERSION_TOKEN, span_ms=int(total * 1000), height=height,
+                          span=fmt_ms(int(total * 1000)), bars=bars, row_px=ROW_PX)
+    return unit(f"{key}/timeline", html)
 
 
 def _keys(key: str, job: ProofJob, residency: list[Resident] | None) -> Unit:
     """Where the job's proving key is resident (engine.status.residency), hot before warm: the
     hosts placement by key sends its partitions to."""
-    if residency is None:
-        body, hosts = "its own uploaded key, held by no host beforehand", ""
-    elif not residency:
-        body, hosts = '<span class="none">no host</span>', ""
-    else:
-        body = ", ".join(f'<span class="key-chip {r.tier_name}" data-host="{_esc(r.host)}" data-tier="{r.tier_name}">'
-                         f"{_esc(r.host)} ({r.tier_name})</span>" for r in residency)
-        hosts = " ".join(f"{r.host}:{r.tier_name}" for r in residency)
-    return leaf(f"{key}/keys", "job-key-residency",
-                f' class="key-residency" data-circuit="{_esc(job.circuit_id)}" data-hosts="{_esc(hosts)}" '
-                f'data-version="{VERSION_TOKEN}">key resident on: {body}</div>')
+    html = render_partial(f"{DETAIL}#keys", version=VERSION_TOKEN, circuit_id=job.circuit_id, own=residency is None,
+                          residency=residency or [],
+                          hosts=" ".join(f"{r.host}:{r.tier_name}" for r in residency or []))
+    return unit(f"{key}/keys", html)
 
 
 def _log(key: str, lines: list[tuple[Any, ...]]) -> Unit:
     """The engines' last lines about the job (engine.ledger.job_log), oldest first: time, level,
     host, partition and message, as they were logged."""
-    items = []
-    for _, at, level, host, partition, message in lines:
-        part = f'<span class="part">P{partition}</span> ' if partition is not None else ""
-        items.append(f'<li class="log-line {_esc(level.lower())}" data-level="{_esc(level)}">'
-                     f'<time datetime="{at.isoformat()}">{at:%H:%M:%S}.{at.microsecond // 1000:03d}</time> '
-                     f'<span class="level">{_esc(level)}</span> <span class="host">{_esc(host or "—")}</span> '
-                     f'{part}<span class="msg">{_esc(message)}</span></li>')
-    body = f'<ol class="log-lines">{"".join(items)}</ol>' if items else '<p class="empty">No log lines yet.</p>'
-    return leaf(f"{key}/log", "job-log",
-                f' class="job-log" data-lines="{len(items)}" data-version="{VERSION_TOKEN}">'
-                f'<h2>Log <span class="sub">the engines\' last {len(items)} line{"s" * (len(items) != 1)} about this job'
-                f'</span></h2>{body}</div>')
+    shown = [{"iso": iso_moment(at), "clock": fmt_moment(at, ms=True), "full": fmt_moment(at, ms=True),
+              "level": level, "host": host, "partition": partition, "message": message}
+             for _, at, level, host, partition, message in lines]
+    return unit(f"{key}/log", render_partial(f"{DETAIL}#log", version=VERSION_TOKEN, lines=shown))
 
 
 def job_detail_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
     key = fragment.name
     job: ProofJob | None = context["job"]
-    opening = f'<section id="{fragment.dom_id}" class="panel job"{OOB_ATTR} data-version="{VERSION_TOKEN}">'
     if job is None:
-        html = f'{opening}<p class="empty">No job {_esc(context["job_id"])}.</p></section>'
+        html = render_partial(f"{DETAIL}#section", dom_id=fragment.dom_id, version=VERSION_TOKEN, missing=True,
+                              job_id=context["job_id"])
         return [Unit(key, html, digest(html))]
     parts: list[Partition] = context["parts"]
-    head = _head(key, job, parts, now, context.get("expected_s", 0.0))
+    head = _head(key, job, parts, now, context.get("expected_s", 0.0), context.get("circuit_names", {}))
     keys = _keys(key, job, context.get("residency"))
     timeline = _timeline(key, job, parts)
     rows = [_row(key, part, job.state in JOB_ACTIVE, now) for part in parts]
     lines = _log(key, context.get("log", []))
-    header = "".join(f'<span role="columnheader">{c}</span>' for c in COLUMNS)
-    html = (f'{opening}{head.html}{keys.html}{timeline.html}<div class="partitions" role="table">'
-            f'<div class="prow head" role="row">{header}</div>{"".join(r.html or "" for r in rows)}</div>{lines.html}'
-            "</section>")
+    html = render_partial(f"{DETAIL}#section", dom_id=fragment.dom_id, version=VERSION_TOKEN, missing=False,
+                          head=head.html, keys=keys.html, timeline=timeline.html, columns=COLUMNS,
+                          rows="".join(r.html or "" for r in rows), log=lines.html)
     shape = digest(repr((job.job_id, [p.index for p in parts])))
     return [Unit(key, html, shape, (head.key, keys.key, timeline.key, *(r.key for r in rows), lines.key)), head, keys,
             timeline, *rows, lines]

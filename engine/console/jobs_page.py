@@ -21,11 +21,11 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
 from engine.console import fragments
+from engine.console.auth import require_viewer
 from engine.console.jobs_table import COLUMNS, DEADLINE_FILTERS, DEFAULT_SORT, JobsQuery
 from engine.console.paths import EVENTS_PATH
 from engine.console.render import clock_html
 from engine.console.render import render as render_pass
-from engine.console.views import _require_viewer
 from engine.figures import TOTAL
 from engine.ledger import submission
 from engine.ledger.jobs import cancel_job
@@ -42,7 +42,7 @@ BULK_MAX = 500
 def jobs_page(request: HttpRequest) -> HttpResponse:
     """GET: the page. POST: cancel or retry the selected jobs (the collection's own URL, so no
     job id can ever be mistaken for the action)."""
-    _require_viewer(request)
+    require_viewer(request)
     if request.method == "POST":
         return _bulk(request)
     query = JobsQuery.parse(request.GET)
@@ -67,7 +67,7 @@ def _back(request: HttpRequest) -> HttpResponseRedirect:
 
 def _act(request: HttpRequest, job_id: str, action: Callable[[ProofJob], bool], said: str,
          allowed: Collection[str], refusal: str) -> HttpResponse:
-    _require_viewer(request)
+    require_viewer(request)
     job = get_object_or_404(ProofJob, job_id=job_id)
     if job.state not in allowed:  # the page was older than the job: say so rather than claim it happened
         messages.warning(request, f"{job.job_id} is {job.state}: {refusal}")

@@ -35,8 +35,8 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 
-from engine.console.units import OOB_ATTR, VERSION_TOKEN, Fragment, Unit, content_digest, digest, tick
-from engine.format import fmt_ms
+from engine.console.units import TICK_MARK, VERSION_TOKEN, Fragment, Unit, digest, ticking_text, unit
+from engine.format import epoch_ms, fmt_ms
 from engine.models import ProofJob
 from engine.states import JOB_ACTIVE, JobState, ProofKind
 from engine.status.job_list import DEADLINE_FILTERS, JobFilter, matching, with_progress
@@ -185,17 +185,8 @@ def _headers(query: JobsQuery) -> list[dict[str, Any]]:
     return out
 
 
-def _total(job: ProofJob) -> str:
-    """A finished job's total; an active job's ticks from its submission (TOTAL_MARK, filled in
-    each pass); an ended job without a recorded finish has none."""
-    if job.total_ms is not None:  # engine.figures.TOTAL of a job
-        return f'<span class="final">{fmt_ms(job.total_ms)}</span>'
-    return TOTAL_MARK if job.state in JOB_ACTIVE else "—"
-
-
-TOTAL_MARK = "\x00total\x00"
 # Rows made once per content, as the pipelines' cells are (engine.console.markup): a pass over
-# an open jobs page then renders only the rows that moved.
+# an open jobs page then renders only the rows that moved, and fills in an active job's total.
 _MADE: dict[tuple[Any, ...], str] = {}
 MADE_MAX = 5000
 
@@ -205,17 +196,18 @@ def _row(key: str, row: dict[str, Any], now: datetime) -> Unit:
     content = (job.pk, job.job_id, job.kind, job.state, job.priority, getattr(job, "n_done", 0), job.num_partitions,
                job.client.name if job.client else None, job.submitted_at, job.finished_at, row["deadline"])
     made = _MADE.get(content)
+    ticking = job.total_ms is None and job.state in JOB_ACTIVE  # engine.figures.TOTAL of a job, still growing
     if made is None:
         made = render_to_string(f"{TEMPLATE}#job-row", {
-            "job": job, "deadline": row["deadline"], "total": _total(job), "version": VERSION_TOKEN,
+            "job": job, "deadline": row["deadline"], "version": VERSION_TOKEN, "total_text": fmt_ms(job.total_ms),
+            "ticking": ticking, "submitted_ms": epoch_ms(job.submitted_at), "tick_text": TICK_MARK,
             "can_cancel": job.state in JOB_ACTIVE, "can_retry": job.state in (JobState.FAILED, JobState.CANCELLED),
         }).strip()
         if len(_MADE) >= MADE_MAX:
             _MADE.clear()
         _MADE[content] = made
-    html = made.replace(TOTAL_MARK, tick(job.submitted_at, now), 1)
-    opening = f'<div id="job-row-{job.pk}"'
-    return Unit(f"{key}/{job.pk}", html, content_digest(html), oob_at=len(opening))
+    html = made.replace(TICK_MARK, ticking_text(job.submitted_at, now), 1) if ticking else made
+    return unit(f"{key}/{job.pk}", html)
 
 
 def _pages(query: JobsQuery, page: Page[ProofJob]) -> dict[str, str]:
@@ -225,7 +217,7 @@ def _pages(query: JobsQuery, page: Page[ProofJob]) -> dict[str, str]:
     }
 
 
-ROW_MARK = "\x00row {}\x00"  # where each row goes in the section's skeleton
+ROW_MARK = "\x02row {}\x02"  # where each row goes in the section's skeleton
 
 
 def jobs_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> list[Unit]:
@@ -236,12 +228,12 @@ def jobs_units(fragment: Fragment, context: dict[str, Any], now: datetime) -> li
     page: Page[ProofJob] = context["page"]
     rows = [_row(key, row, now) for row in context["rows"]]
     skeleton = render_to_string(f"{TEMPLATE}#jobs-table", {
-        "dom_id": fragment.dom_id, "oob": OOB_ATTR, "version": VERSION_TOKEN, "query": query, "page": page,
+        "dom_id": fragment.dom_id, "version": VERSION_TOKEN, "query": query, "page": page,
         "count": context["count"], "headers": _headers(query), "pages": _pages(query, page),
         "rows": [ROW_MARK.format(i) for i in range(len(rows))],
     }).strip()
     html = skeleton
-    for i, unit in enumerate(rows):
-        html = html.replace(ROW_MARK.format(i), unit.html or "", 1)
+    for i, row in enumerate(rows):
+        html = html.replace(ROW_MARK.format(i), row.html or "", 1)
     shape = digest(repr((skeleton, [r.key for r in rows])))
     return [Unit(key, html, shape, tuple(r.key for r in rows)), *rows]

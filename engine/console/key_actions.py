@@ -13,14 +13,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 
-from engine.console.views import _require_viewer
+from engine.console.auth import require_viewer
 from engine.ledger.key_requests import DoesNotFit, KeyRequestInvalid, ask
 
 
 @login_required
 @require_POST
 def key_action(request: HttpRequest) -> HttpResponse:
-    _require_viewer(request)
+    require_viewer(request)
     form = request.POST
     try:
         rows = ask(form.get("circuit", ""), form.get("action", ""), form.get("tier", ""), form.get("host") or None,

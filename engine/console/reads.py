@@ -9,10 +9,10 @@ jobs included) in the same snapshot as the pass's ``Farm``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engine.console.style import level, owner_colour
+from engine.console.style import CIRCOM, circuit_label, level, owner_colour
 from engine.console.units import digest
 from engine.format import epoch_ms, fmt_bytes, fmt_ms, ms_between
 from engine.ledger.deadlines import expected_seconds
@@ -22,7 +22,7 @@ from engine.models import JobLogLine, ProofJob
 from engine.states import JOB_ACTIVE, JobState, PartitionState
 from engine.status import utilisation
 from engine.status.farm import stale_after_seconds
-from engine.status.holdings import holder_of, key_sizes
+from engine.status.holdings import KEY_OWNER_PREFIX, holder_of, key_sizes
 from engine.status.host_report import HostFigures, devices_of
 from engine.status.read_model import Farm
 from engine.status.residency import key_residency
@@ -75,18 +75,41 @@ def figures_context(figures: HostFigures) -> dict[str, Any] | None:
             "nvml": figures.nvml, "devices": devices}
 
 
+# How much of an owner's name a memory legend row shows (console.css: .memory .legend .owner's
+# max-width); a longer one, or one shown by another name, carries its whole name in a title.
+LEGEND_CHARS = 28
+
+
+def names_of(farm: Farm, circuit_ids: Iterable[str]) -> Mapping[str, str]:
+    """The registered circuits' names, read from the farm only where one of ``circuit_ids`` is a
+    registered circuit's (most passes name none, and need not read them)."""
+    return farm.circuit_names if any(CIRCOM in circuit_id for circuit_id in circuit_ids) else {}
+
+
+def owner_label(owner: str, names: Mapping[str, str]) -> str:
+    """A memory owner as the legend names it: a key or a load by its circuit's name."""
+    for prefix in (KEY_OWNER_PREFIX, f"loading {KEY_OWNER_PREFIX}", "compiled "):
+        if owner.startswith(prefix):
+            circuit, _, rest = owner[len(prefix):].partition(" ")
+            return f"{prefix}{circuit_label(circuit, names)}{' ' + rest if rest else ''}"
+    return owner
+
+
 def memory_context(farm: Farm) -> dict[str, Any]:
     hosts = []
     farm_used = farm_budget = 0
     held = farm.held
+    names = names_of(farm, (owner for host in farm.live_hosts for owner in held[host.pk].by_owner))
     for host in farm.live_hosts:
         budget, owned = held[host.pk].budget, held[host.pk].by_owner
         used = sum(owned.values())
         farm_used += used
         farm_budget += budget
         segments = [{
-            "owner": owner, "bytes": fmt_bytes(size), "colour": owner_colour(owner),
-            "pct": 100.0 * size / budget if budget else 0.0, "holder": holder_of(owner),
+            "owner": owner, "label": owner_label(owner, names), "bytes": fmt_bytes(size),
+            "cut": len(owner_label(owner, names)) > LEGEND_CHARS or owner_label(owner, names) != owner,
+            "colour": owner_colour(owner, holder_of(owner)), "pct": 100.0 * size / budget if budget else 0.0,
+            "holder": holder_of(owner),
         } for owner, size in sorted(owned.items(), key=lambda item: (-item[1], item[0]))]
         fraction = used / budget if budget else 0.0
         hosts.append({"host": host, "used": fmt_bytes(used), "used_bytes": used, "budget": fmt_bytes(budget),
@@ -145,16 +168,19 @@ def keys_context(farm: Farm) -> dict[str, Any]:
         loading.setdefault(row.host, set()).add(row.circuit_id or row.kind)
     sizes = key_sizes(farm.live_hosts)  # a cold key's size where another host holds it
     preloadable = _preloadable(farm)
+    names = names_of(farm, [*preloadable, *(key.circuit_id for host in farm.live_hosts for key in held[host.pk].keys)])
     chips = []
     for host in farm.live_hosts:
         keys = held[host.pk].keys
-        chips += [{"host": host.name, "circuit": key.circuit_id, "size": fmt_bytes(key.bytes), "users": key.users,
+        chips += [{"host": host.name, "circuit": key.circuit_id, "label": circuit_label(key.circuit_id, names),
+                   "size": fmt_bytes(key.bytes), "users": key.users,
                    "state": "in use" if key.users else "evictable", "tier": key.tier,
                    "mapped": fmt_bytes(key.mapped_bytes) if key.tier == "warm" else "",
                    "actions": KEY_ACTIONS.get(key.tier, [])} for key in keys]
         busy = loading.get(host.pk, set())
         skip = {key.circuit_id for key in keys} | set(host.refused_keys or {})
-        chips += [{"host": host.name, "circuit": circuit, "size": fmt_bytes(sizes[circuit]) if circuit in sizes else "—",
+        chips += [{"host": host.name, "circuit": circuit, "label": circuit_label(circuit, names),
+                   "size": fmt_bytes(sizes[circuit]) if circuit in sizes else "—",
                    "users": 0, "state": "cold", "tier": "cold", "mapped": "", "actions": KEY_ACTIONS["cold"]}
                   for circuit in preloadable
                   if circuit not in skip and circuit not in busy and circuit.split("/", 1)[0] not in busy]
@@ -189,7 +215,7 @@ def pipelines_context(farm: Farm, jobs_wanted: set[str] | None, known: Mapping[s
     parts = farm.parts_by_job if everything else farm.parts_of([job.pk for job in chosen])
     # Against their deadlines as /status reads them (one rule: engine.ledger.deadlines).
     return {"jobs": jobs, "shape": shape, "everything": everything, "chosen": chosen, "parts": parts,
-            "deadlines": farm.deadlines}
+            "deadlines": farm.deadlines, "circuit_names": names_of(farm, (job.circuit_id for job in chosen))}
 
 
 
@@ -209,6 +235,10 @@ def taskstream_context(farm: Farm, jobs_wanted: set[str] | None, known: Mapping[
 # ---- why synthesis is not running more ----------------------------------------------------
 
 
+IDLE, NOTHING_MORE = "idle: nothing pending", "nothing more pending"
+CALM_REASONS = frozenset({IDLE, NOTHING_MORE})
+
+
 def throttle_reason(host: dict[str, Any], unclaimed: int) -> str:
     """Why a live host's synthesis is not busier, from its rows in this snapshot: its claimed
     partitions still reserving their key and memory, its synthesized ones queued for the GPU
@@ -226,7 +256,7 @@ def throttle_reason(host: dict[str, Any], unclaimed: int) -> str:
     if host["synth_done"] and active + host["synth_done"] >= most + 2 * host["workers"]:
         return f"paced: {host['synth_done']} synthesized partition{'s' * (host['synth_done'] != 1)} wait for the GPU"
     if not unclaimed:
-        return "idle: nothing pending" if not active else "nothing more pending"
+        return IDLE if not active else NOTHING_MORE
     return ""
 
 
@@ -238,21 +268,25 @@ def synthesis_reasons_context(farm: Farm) -> dict[str, Any]:
     live, held = farm.live_hosts, farm.held
     workers = Counter(row.host for row in farm.workers)  # by host name
     unclaimed = farm.unclaimed
+    names = names_of(farm, (circuit for row in live for circuit in row.refused_keys or {}))
     hosts: list[dict[str, Any]] = []
     for row in live:
         mine = held[row.pk]
         host: dict[str, Any] = {"name": row.name, "synthesis_active": mine.count(PartitionState.SYNTHESIZING),
                 "synthesis_max": row.synthesis_max, "draining": row.draining, "workers": workers[row.name],
                 "reserving": mine.count(PartitionState.RESERVING), "synth_done": mine.count(PartitionState.SYNTH_DONE),
-                "memory": f"{fmt_bytes(mine.used)} of {fmt_bytes(mine.budget)}", "refused": sorted(row.refused_keys or {})}
+                "memory": f"{fmt_bytes(mine.used)} of {fmt_bytes(mine.budget)}", "refused": [circuit_label(c, names) for c in sorted(row.refused_keys or {})]}
         host["reason"] = throttle_reason(host, unclaimed)
         hosts.append(host)
     reasons = list(dict.fromkeys(h["reason"] for h in hosts if h["reason"]))
     if not hosts:
-        reasons = ["no engine running"] if unclaimed else ["idle: nothing pending"]
+        reasons = ["no engine running"] if unclaimed else [IDLE]
     context = {"hosts": hosts, "active": sum(h["synthesis_active"] for h in hosts),
                "max": sum(h["synthesis_max"] for h in hosts)}
-    context.update(pending=unclaimed, reason="; ".join(reasons))
+    # Nothing to do is normal: said calmly; a host held back by something is a warning.
+    context.update(pending=unclaimed, reason="; ".join(reasons), calm=all(r in CALM_REASONS for r in reasons))
+    for host in hosts:
+        host["calm"] = host["reason"] in CALM_REASONS
     return context
 
 
@@ -267,7 +301,8 @@ def job_detail_context(job_id: str, farm: Farm) -> dict[str, Any]:
     expected = (expected_seconds([job.circuit_id])[job.circuit_id]
                 if job and job.deadline is not None and job.state in JOB_ACTIVE else 0.0)
     return {"job_id": job_id, "job": job, "parts": parts, "expected_s": expected, "log": job_log_lines(job),
-            "residency": key_residency(farm, job.kind, job.circuit_id) if job else None}
+            "residency": key_residency(farm, job.kind, job.circuit_id) if job else None,
+            "circuit_names": dict(names_of(farm, [job.circuit_id])) if job else {}}
 
 
 def job_log_lines(job: ProofJob | None, limit: int = LOG_LINES) -> list[tuple[Any, ...]]:

@@ -14,7 +14,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from engine.console.fragments import ALL, HOST, JOB, PARTITION, REGISTRY, Want, scope_names
-from engine.console.units import OOB_ATTR, VERSION_TOKEN, Unit
+from engine.console.units import VERSION_TOKEN, Unit, oob_attribute, piece
 from engine.format import epoch_ms
 from engine.ledger.clock import Reading
 from engine.status.changes import changed_since
@@ -54,7 +54,7 @@ class Rendered:
         unit = self.units[key]
         if unit.html is None:
             raise ValueError(f"{key} was read in part")
-        body = unit.html if not unit.oob_at else unit.html[:unit.oob_at] + OOB_ATTR + unit.html[unit.oob_at:]
+        body = unit.html if not unit.oob_at else unit.html[:unit.oob_at] + oob_attribute() + unit.html[unit.oob_at:]
         return body.replace(VERSION_TOKEN, self.stamp)
 
     def digest(self, key: str) -> str:
@@ -122,8 +122,12 @@ def _render(want: Want | Iterable[str], known: Mapping[str, str] | None, since: 
                     full=want.full)
 
 
+def clock_span(now_ms: int | None, version: int | str) -> str:
+    """The server's clock and version (console/units.html#clock), swapped in with every flush so
+    the browser can correct its own clock's skew before ticking durations."""
+    return piece("clock", now_ms=now_ms, version=version)
+
+
 def clock_html(rendered: Rendered) -> str:
-    """The server's clock and version, swapped in with every flush so the browser can correct
-    its own clock's skew before ticking durations."""
-    return (f'<span id="server-clock" hx-swap-oob="true" data-now="{epoch_ms(rendered.now)}" '
-            f'data-version="{rendered.stamp}"></span>')
+    """The clock as a page embeds it: the moment and version its pass read."""
+    return clock_span(epoch_ms(rendered.now), rendered.stamp)

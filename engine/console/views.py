@@ -14,29 +14,25 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.models import User
 from django.contrib.auth.views import LoginView, LogoutView
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 
-from engine.api.auth import can_view
 from engine.api.errors import ApiError
 from engine.api.job_out import snarkjs_files
 from engine.api.verification_keys import job_key
 from engine.console import fragments
+from engine.console.auth import may_view, require_viewer
 from engine.console.paths import EVENTS_PATH
 from engine.console.render import clock_html
 from engine.console.render import render as render_pass
 from engine.console.style import legend
 from engine.figures import LEGEND
+from engine.format import curve_name
 from engine.models import ProofJob
 from engine.states import JobState
 from engine.status.read import one_snapshot
-
-
-def _require_viewer(request: HttpRequest) -> None:
-    if not can_view(request.user):
-        raise PermissionDenied("the console is for staff and the operator group")
 
 
 class ConsoleLoginForm(AuthenticationForm):
@@ -49,7 +45,7 @@ class ConsoleLoginForm(AuthenticationForm):
 
     def confirm_login_allowed(self, user: User) -> None:
         super().confirm_login_allowed(user)
-        if not can_view(user):
+        if not may_view(user):
             raise ValidationError(self.error_messages["not_a_viewer"], code="not_a_viewer")
 
 
@@ -60,7 +56,7 @@ logout = LogoutView.as_view()  # POST only (Django's rule: a link someone else e
 
 @login_required
 def console(request: HttpRequest) -> HttpResponse:
-    _require_viewer(request)
+    require_viewer(request)
     rendered = render_pass()
     names = fragments.REGISTRY
     return render(request, "console/page.html", {
@@ -75,7 +71,7 @@ def console(request: HttpRequest) -> HttpResponse:
 def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
     """The job's live page: its fragment as the stream sends it, then kept current over
     /events/?job=<job_id> (durations tick, the final state and proof links arrive on their own)."""
-    _require_viewer(request)
+    require_viewer(request)
     job = get_object_or_404(ProofJob, job_id=job_id)
     name = fragments.detail_name(job_id)
     rendered = render_pass(fragments.Want({name}, set()))
@@ -90,14 +86,15 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
 @login_required
 def job_snarkjs(request: HttpRequest, job_id: str) -> HttpResponse:
     """proof.json and public.json per partition, as snarkjs writes them, for a console login."""
-    _require_viewer(request)
+    require_viewer(request)
     with one_snapshot():
         job = get_object_or_404(ProofJob, job_id=job_id, state=JobState.DONE)
         rows = []
         for part in job.partitions.order_by("index"):
             proof, public = snarkjs_files(job, part)
             rows.append({"index": part.index, "proof": proof, "public": public})
-    response = JsonResponse({"job_id": job.job_id, "curve": job.curve, "partitions": rows},
+    response = JsonResponse({"job_id": job.job_id, "curve": job.curve, "curve_name": curve_name(job.curve),
+                             "partitions": rows},
                             json_dumps_params={"indent": 2})
     response["Content-Disposition"] = f'attachment; filename="{json.dumps(job.job_id)[1:-1]}.snarkjs.json"'
     return response
@@ -108,7 +105,7 @@ def job_proofs(request: HttpRequest, job_id: str) -> HttpResponse:
     """A done job's proofs as JSON: the assembled proof and each partition's. One rule with the
     API's GET /jobs/<id>/proof: a job's proofs are served once it is done, and only then; a
     cancelled or failed job's partial proofs are not (a 409 naming its state)."""
-    _require_viewer(request)
+    require_viewer(request)
     with one_snapshot():
         job = get_object_or_404(ProofJob, job_id=job_id)
         if job.state != JobState.DONE:
@@ -116,7 +113,8 @@ def job_proofs(request: HttpRequest, job_id: str) -> HttpResponse:
                                  "detail": f"job {job.job_id!r} is {job.state}; its proof exists once done"},
                                 status=409)
         body = {
-            "job_id": job.job_id, "kind": job.kind, "curve": job.curve, "state": job.state,
+            "job_id": job.job_id, "kind": job.kind, "curve": job.curve, "curve_name": curve_name(job.curve),
+            "state": job.state,
             "verified": job.verified, "proof": job.proof, "public_inputs": job.public_inputs,
             "partitions": [{"index": p.index, "state": p.state, "proof": p.proof, "public_inputs": p.public_inputs}
                            for p in job.partitions.order_by("index")],
@@ -130,7 +128,7 @@ def job_proofs(request: HttpRequest, job_id: str) -> HttpResponse:
 def job_verification_key(request: HttpRequest, job_id: str) -> HttpResponse:
     """The verification_key.json that verifies the job's proofs, for a console login: the same
     key the API serves at /api/v1/jobs/<id>/verification_key.json."""
-    _require_viewer(request)
+    require_viewer(request)
     job = get_object_or_404(ProofJob, job_id=job_id)
     try:
         key = job_key(job)

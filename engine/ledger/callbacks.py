@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from engine.format import iso_moment
 from engine.models import Callback, ProofJob
 
 MAX_ATTEMPTS = 8
@@ -53,7 +54,7 @@ def body_of(callback: Callback) -> bytes:
     job = callback.job
     return json.dumps({
         "job_id": job.job_id, "state": callback.event, "kind": job.kind,
-        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "finished_at": iso_moment(job.finished_at),
         "error": job.error, "vk_digest": job.vk_digest or None,
         "links": {"self": f"/api/v1/jobs/{job.job_id}", "proof": f"/api/v1/jobs/{job.job_id}/proof"},
     }, separators=(",", ":")).encode()

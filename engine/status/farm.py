@@ -22,6 +22,7 @@ from typing import Any
 from django.conf import settings
 
 from engine.figures import ms_between
+from engine.format import iso_moment
 from engine.states import JobState, PartitionState
 from engine.status.holdings import Holdings, device_reserved
 from engine.status.host_report import DeviceReport, HostFigures, devices_of
@@ -73,7 +74,7 @@ def _figures(figures: HostFigures) -> dict[str, Any]:
     """What the machine measured at its last heartbeat; null figures until measured, and no
     devices where NVML is absent (``nvml`` false), rather than zeros."""
     return {
-        "sampled_at": figures.sampled_at.isoformat() if figures.sampled_at else None,
+        "sampled_at": iso_moment(figures.sampled_at),
         "cpu_percent": figures.cpu_percent,
         "cpu_count": figures.cpu_count,
         "memory_used_bytes": figures.memory_used_bytes,
@@ -153,7 +154,7 @@ def _deadline(row: DeadlineRow | None) -> dict[str, Any]:
     if row is None:
         return {"deadline": None, "slack_secs": None, "at_risk": False, "late": False}
     now = row.standing
-    return {"deadline": now.deadline.isoformat() if now.deadline else None,
+    return {"deadline": iso_moment(now.deadline),
             "slack_secs": None if now.slack_s is None else round(now.slack_s, 3), "at_risk": now.at_risk, "late": now.late}
 
 
@@ -246,7 +247,7 @@ def status_document(farm: Farm) -> dict[str, Any]:
             "name": host.name,
             "backend": host.backend,
             "stopped": stopped,
-            "started_at": host.started_at.isoformat() if host.started_at else None,
+            "started_at": iso_moment(host.started_at),
             "heartbeat_age_secs": age,
             "stale": not stopped and (age is None or age > stale_s),
             "uptime_secs": 0.0 if stopped else (_secs(host.started_at, now) or 0.0),
@@ -267,7 +268,7 @@ def status_document(farm: Farm) -> dict[str, Any]:
         for owner, size in held[host.pk].by_owner.items():
             by_owner[owner] += size
     return {
-        "generated_at": now.isoformat(),
+        "generated_at": iso_moment(now),
         "stale_after_secs": stale_s,
         "uptime_secs": max((_secs(h.started_at, now) or 0.0 for h in live), default=0.0),
         "memory": _memory(sum(h.memory_budget_bytes for h in live), sum(h.memory_total_bytes for h in live),

@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from engine import figures
 from engine.ledger.clock import Reading
+from engine.models import Circuit
 from engine.status import records, utilisation
 from engine.status.holdings import Holdings, holdings
 from engine.status.read import collection_deferred, one_snapshot
@@ -137,6 +138,12 @@ class Farm:
         """The circuits whose key the farm has adopted (FarmKey), by name."""
         return tuple(circuit_id for (circuit_id,) in records.FARM_KEYS.rows())
 
+    @_section
+    def circuit_names(self) -> Mapping[str, str]:
+        """Each registered circuit's name, by the circuit id its jobs and keys carry
+        (``circom/<sha256>``); a circuit registered without one is left out."""
+        return MappingProxyType({Circuit.job_circuit_id_of(pk): name for pk, name in records.CIRCUIT_NAMES.rows() if name})
+
     @property
     def version(self) -> int:
         return self.reading.version
@@ -196,7 +203,7 @@ def _grouped[R: tuple[Any, ...]](rows: tuple[R, ...], key: Callable[[R], int]) -
 
 
 SECTIONS = ("hosts", "workers", "on_gpu", "jobs", "parts", "job_counts", "pending_by_host", "claimed", "deadlines",
-            "missed_deadlines", "phases", "failed_jobs", "failed_parts", "farm_keys")
+            "missed_deadlines", "phases", "failed_jobs", "failed_parts", "farm_keys", "circuit_names")
 
 
 @contextmanager

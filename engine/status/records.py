@@ -14,7 +14,7 @@ from django.db.models import Count, F, Sum
 
 from engine.ledger.clock import Reading
 from engine.ledger.deadlines import Standing, at_risk_from, expected_seconds, standing_of
-from engine.models import EngineHost, FarmKey, Partition, ProofJob, StatusClock, Worker
+from engine.models import Circuit, EngineHost, FarmKey, Partition, ProofJob, StatusClock, Worker
 from engine.states import JOB_ACTIVE, PARTITION_LIVE, JobState, PartitionState
 from engine.status.prepared import Prepared
 
@@ -169,6 +169,10 @@ CLAIMED = Prepared(lambda: Partition.objects.filter(state__in=PARTITION_LIVE, ho
 # The circuits the farm has a proving key for (FarmKey: the first host to load one records it),
 # by circuit id: (circuit id,). A host holding one cold can be asked to preload it.
 FARM_KEYS: Prepared[tuple[str]] = Prepared(lambda: FarmKey.objects.order_by("circuit_id").values_list("circuit_id"))
+CIRCOM = Circuit.job_circuit_id_of("")  # "circom/": a registered circuit's jobs carry circom/<its id>
+# Each registered circom circuit's name, by its id (the zkey's SHA-256): pages name a circuit
+# as its owner registered it, not by 64 hex digits.
+CIRCUIT_NAMES: Prepared[tuple[str, str]] = Prepared(lambda: Circuit.objects.order_by("pk").values_list("pk", "name"))
 
 
 class FailedJobRow(NamedTuple):
@@ -235,3 +239,12 @@ def missed_deadlines() -> dict[str, int]:
 def host_rows() -> list[HostRow]:
     """Every host, by name."""
     return _HOSTS.rows()
+
+
+def registered_names(circuit_ids: Iterable[str]) -> dict[str, str]:
+    """The names of those of ``circuit_ids`` that are registered circuits (``circom/<sha256>``),
+    by circuit id; a page that reads no Farm (capacity) names its circuits with it."""
+    wanted = {circuit_id.removeprefix(CIRCOM): circuit_id for circuit_id in circuit_ids if circuit_id.startswith(CIRCOM)}
+    if not wanted:
+        return {}
+    return {wanted[pk]: name for pk, name in Circuit.objects.filter(pk__in=wanted).values_list("pk", "name") if name}

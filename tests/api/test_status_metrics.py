@@ -12,6 +12,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from engine.api.status import status_schema
+from engine.format import iso_moment
 from engine.ledger.jobs import submit_job
 from engine.models import EngineHost, Partition, ProofJob, Worker
 from engine.states import JobState, PartitionState
@@ -192,7 +193,7 @@ def test_status_pipelines_carry_each_jobs_deadline_slack_and_flags(deadlines: No
     assert (risky["late"], risky["at_risk"]) == (False, True) and -21 < risky["slack_secs"] < -19
     assert (roomy["late"], roomy["at_risk"]) == (False, False) and 560 < roomy["slack_secs"] < 571
     deadline = ProofJob.objects.get(job_id="on-time").deadline
-    assert deadline is not None and roomy["deadline"] == deadline.isoformat()
+    assert deadline is not None and roomy["deadline"] == iso_moment(deadline)
     assert (plain["deadline"], plain["slack_secs"], plain["at_risk"], plain["late"]) == (None, None, False, False)
 
 

@@ -33,13 +33,13 @@ def test_the_worker_card_shows_the_batch_and_its_cells_carry_it(staff: Client, b
     html = staff.get("/").content.decode()
     members = " ".join(f"{SNAP_ID}#{i}" for i in range(5, 9))
     assert f'data-worker="gpu-host-a/cuda:0/W0" data-state="proving" data-partition="{members}"' in html
-    assert f'proving P5\u2013P8 of <span class="job-id">{SNAP_ID}</span>' in html
+    assert f'proving P5\u2013P8 of <span class="job-id" title="{SNAP_ID}">{SNAP_ID}</span>' in html
     assert f'data-batch="{batch}">' in html  # the card
     for i in range(5, 9):
         assert f'data-partition="{SNAP_ID}#{i}" data-state="gpu" data-version="' in html
     assert html.count(f'data-batch="{batch}"') == 5  # the card and its four cells
     # the lone partition on W1 is still shown alone, without a batch
-    assert f'proving P1 of <span class="job-id">{SNAP_ID}</span>' in html
+    assert f'proving P1 of <span class="job-id" title="{SNAP_ID}">{SNAP_ID}</span>' in html
     assert page_contradictions(html) == []
 
 

@@ -262,16 +262,16 @@ def records_for(database: str, tmp_path: Path) -> Iterator[Records]:
     if database == "sqlite":
         yield Records(sqlite=tmp_path / "provingsite.sqlite3")
         return
-    from tests.farm.harness import _admin_execute, _db_url, drop_database, postgres_available
+    from tests.farm.harness import admin_execute, db_url, drop_database, postgres_available
 
     reachable, reason = postgres_available()
     require_service(reachable, reason)
     from psycopg import sql
 
     name = f"browser_{os.getpid()}_{int(time.time() * 1000) % 10**9}"
-    _admin_execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    admin_execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
-        yield Records(postgres=_db_url(name))
+        yield Records(postgres=db_url(name))
     finally:
         drop_database(name)
 

@@ -231,7 +231,7 @@ def test_every_figure_of_a_job_of_each_kind_means_one_number_wherever_it_is_read
         assert row["finalize_p50_s"] * 1000 == pytest.approx(p50([p["finalize_ms"] for p in parts]), abs=1)
         assert row["device_p50_s"] * 1000 <= p50([p["gpu_ms"] for p in parts]) + 1
         chip = re.search(rf'data-circuit="{re.escape(job["circuit_id"])}" data-state="[^"]*" data-users="\d+" '
-                         rf'data-tier="hot"[^>]*>{re.escape(job["circuit_id"])} · ([^·]+) ·', console)
+                         rf'data-tier="hot"[^>]*><span class="chip-name">[^<]+</span> · ([^·]+) ·', console)
         assert chip is not None, job["circuit_id"]
         assert fmt_bytes(row["key_bytes"]) == chip.group(1).strip(), job["circuit_id"]
         capacity_row = re.search(rf'<tr data-circuit="{re.escape(job["circuit_id"])}">(.*?)</tr>', capacity_html, re.S)

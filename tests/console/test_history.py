@@ -101,7 +101,7 @@ def test_a_chart_names_its_peak_and_its_mean_and_labels_both_axes(staff: Client)
     # a count's peak is a whole number; its mean is the range's, and both are said to be so
     assert "queue depth — peak 28 jobs (most at once), mean " in chart and "(time-weighted mean over the range)" in chart
     assert 'data-axis-top>28</text>' in chart and ">jobs</text>" in chart  # the value axis: its top and its unit
-    assert "time (day hour:minute), buckets of 1m 00s" in chart
+    assert "time (day hour:minute, UTC), buckets of 1m 00s" in chart
 
 
 def test_active_partitions_count_the_claimed_ones_at_most_and_on_average() -> None:

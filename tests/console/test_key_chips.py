@@ -30,7 +30,8 @@ def page_token(html: str) -> str:
 
 
 def chip(html: str, circuit: str) -> str:
-    return html.split(f'data-circuit="{circuit}"', 1)[1].split("</span>", 1)[0]
+    """The markup of the chip of ``circuit``: up to the next chip or the end of the list."""
+    return re.split(r'<span class="chip |</div>', html.split(f'data-circuit="{circuit}"', 1)[1], maxsplit=1)[0]
 
 
 def test_each_chip_shows_its_tier_and_the_confirmed_actions_to_the_other_tiers(staff: Client, farm: Farm) -> None:

@@ -33,7 +33,7 @@ def gauge(series: dict[str, dict[tuple[tuple[str, str], ...], float]], name: str
 
 
 def lane_percent(html: str, worker: str) -> float:
-    (figure,) = re.findall(rf'lane-label">gpu-host-a cuda:0 {worker} <b>([\d.]+)%', html)
+    (figure,) = re.findall(rf'lane-label"[^>]*>gpu-host-a cuda:0 {worker} <b>([\d.]+)%', html)
     return float(figure)
 
 

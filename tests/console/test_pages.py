@@ -74,7 +74,7 @@ def test_partition_cells_carry_their_state_and_phase_durations(staff: Client, fa
 def test_a_worker_card_says_proving_exactly_while_its_partition_is_on_the_gpu(staff: Client, farm: Farm) -> None:
     html = page(staff)
     assert f'data-worker="gpu-host-a/cuda:0/W1" data-state="proving" data-partition="{SNAP_ID}#1"' in html
-    assert f"proving P1 of <span class=\"job-id\">{SNAP_ID}</span>" in html
+    assert f"proving P1 of <span class=\"job-id\" title=\"{SNAP_ID}\">{SNAP_ID}</span>" in html
     assert 'data-worker="gpu-host-a/cuda:0/W0" data-state="idle" data-partition=""' in html
 
 
@@ -92,7 +92,7 @@ def test_memory_is_split_by_owner_and_coloured_by_the_seed_thresholds(staff: Cli
     assert "41.0 GiB / 64.0 GiB (64.1%)" in html
     assert 'class="gauge split amber"' in html
     assert f"snap-update {SNAP_ID}: 36.0 GiB" in html and "key:porep-c2/tiny: 1.0 GiB" in html
-    assert "snap-update/tiny · 4.0 GiB · in use" in html and "porep-c2/tiny · 1.0 GiB · evictable" in html
+    assert "snap-update/tiny</span> · 4.0 GiB · in use" in html and "porep-c2/tiny</span> · 1.0 GiB · evictable" in html
 
 
 def test_gauge_levels_are_green_amber_red_at_60_and_85_percent() -> None:
@@ -176,7 +176,7 @@ def test_the_job_page_names_each_failed_attempt_in_words_not_as_a_dict(staff: Cl
         {"attempt": 1, "host": "gpu-host-a", "at": "2026-12-03T05:00:00+00:00", "reason": "lease lapsed"},
         {"retry": True, "at": "2026-12-03T05:01:00+00:00"}])
     html = staff.get(f"/jobs/{SNAP_ID}").content.decode()
-    assert "attempt 1 on gpu-host-a at 2026-12-03 05:00:00: lease lapsed" in html
+    assert "attempt 1 on gpu-host-a at 2026-12-03 05:00:00 UTC: lease lapsed" in html
     assert "{&#x27;" not in html and "{'" not in html
 
 

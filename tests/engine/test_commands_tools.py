@@ -194,6 +194,6 @@ def test_a_long_step_is_announced_ticks_and_ends_with_its_time() -> None:
 
 
 def test_a_cpu_only_start_has_no_gpu_kernels_to_build() -> None:
-    from engine.management.commands._common import _gpu_archs
+    from engine.management.commands._common import gpu_archs
 
-    assert _gpu_archs("cpu") == []
+    assert gpu_archs("cpu") == []

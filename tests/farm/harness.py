@@ -134,18 +134,18 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: 
         time.sleep(interval)
 
 
-def _db_url(name: str, admin_url: str = ADMIN_DATABASE_URL) -> str:
+def db_url(name: str, admin_url: str = ADMIN_DATABASE_URL) -> str:
     base, _, _ = admin_url.rpartition("/")
     return f"{base}/{name}"
 
 
-def _admin_execute(statement: sql.Composed, admin_url: str = ADMIN_DATABASE_URL) -> None:
+def admin_execute(statement: sql.Composed, admin_url: str = ADMIN_DATABASE_URL) -> None:
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(statement)
 
 
 def drop_database(name: str, admin_url: str = ADMIN_DATABASE_URL) -> None:
-    _admin_execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)), admin_url)
+    admin_execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)), admin_url)
 
 
 def base_env() -> dict[str, str]:
@@ -208,8 +208,8 @@ class FarmTemplate:
         self.admin_url = admin_url
 
     def create(self) -> FarmTemplate:
-        _admin_execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)), self.admin_url)
-        env = base_env() | {"DATABASE_URL": _db_url(self.name, self.admin_url),
+        admin_execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.name)), self.admin_url)
+        env = base_env() | {"DATABASE_URL": db_url(self.name, self.admin_url),
                             "PROVINGSITE_DATA_DIR": str(REPO / ".cache" / "farm-tpl")}
         try:
             run_manage(["migrate", "--no-input", "-v", "0"], env)
@@ -224,7 +224,7 @@ class FarmTemplate:
     def clone(self) -> str:
         self.counter += 1
         name = f"{self.name.replace('farm_tpl_', 'farm_')}_{self.counter}"
-        _admin_execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(self.name)),
+        admin_execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(self.name)),
                        self.admin_url)
         return name
 
@@ -335,7 +335,7 @@ class Farm:
 
     @property
     def database_url(self) -> str:
-        return _db_url(self.database, self.admin_url)
+        return db_url(self.database, self.admin_url)
 
     @property
     def redis_url(self) -> str:

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.prover.backends.cpu.native import _ptr as native_ptr
 from engine.prover.backends.cpu.native import build
+from engine.prover.backends.cpu.native import pointer as native_ptr
 from engine.prover.params.curves import CurveParams, G1Affine, G2Affine, g1_to_mont, g2_to_mont, get_curve
 from engine.prover.params.pairing_params import PAIRING_PARAMS as PAIRING_PARAMS  # re-exported
 from engine.prover.params.pairing_params import Fp12Ints, hard_part_poly
@@ -43,7 +43,7 @@ def _check_reduced(values: Sequence[int], c: CurveParams, what: str) -> None:
 
 
 def _ptr(a: np.ndarray) -> Any:
-    """A pointer that keeps ``a`` alive while it lives (see engine.prover.backends.cpu.native._ptr)."""
+    """A pointer that keeps ``a`` alive while it lives (see engine.prover.backends.cpu.native.pointer)."""
     return native_ptr(a)
 
 

@@ -8,13 +8,13 @@ import weakref
 
 import numpy as np
 
-from engine.prover.backends.cpu.native import _ptr
+from engine.prover.backends.cpu.native import pointer as kernel_pointer
 
 
 def test_the_pointer_keeps_a_temporary_array_alive_until_it_is_dropped() -> None:
     array = np.arange(8, dtype=np.uint64)
     alive = weakref.ref(array)
-    pointer = _ptr(array)
+    pointer = kernel_pointer(array)
     del array
     gc.collect()
     assert alive() is not None and pointer[7] == 7
@@ -25,4 +25,4 @@ def test_the_pointer_keeps_a_temporary_array_alive_until_it_is_dropped() -> None
 
 def test_a_pointer_reads_the_array_it_was_made_from() -> None:
     array = np.array([1, 2, 3], dtype=np.int64)
-    assert [_ptr(array, "int64_t *")[i] for i in range(3)] == [1, 2, 3]
+    assert [kernel_pointer(array, "int64_t *")[i] for i in range(3)] == [1, 2, 3]

@@ -110,14 +110,14 @@ def build_kernels(out: Any, devices: str = "cpu") -> None:
 
     with_progress(out, "building the CPU kernels (one time, about a minute on a small machine)",
                   lambda: native.build())
-    for arch in _gpu_archs(devices):
+    for arch in gpu_archs(devices):
         from engine.prover.backends import cuda
 
         with_progress(out, f"compiling the GPU kernels for {arch} with NVRTC (one time, a few minutes)",
                       functools.partial(cuda.compile_for_arch, arch))
 
 
-def _gpu_archs(devices: str) -> list[str]:
+def gpu_archs(devices: str) -> list[str]:
     """The distinct ``sm_XX`` of the CUDA devices named; none when there are none (or the
     setting is wrong: the engine's own start then says which device is missing)."""
     from engine.pipeline import devices as devices_mod

@@ -117,6 +117,10 @@ def _ptr(a: np.ndarray, ctype: str = "uint64_t *") -> Any:
     return ffi.from_buffer(ctype.replace(" *", "[]"), a)
 
 
+# The public name, for the tests that call the kernels' entry points directly.
+pointer = _ptr
+
+
 def _const_fr(value: int, c: CurveParams) -> np.ndarray:
     return np.frombuffer((value % c.r).to_bytes(32, "little"), dtype="<u8").astype(np.uint64)
 
