@@ -8,7 +8,8 @@ again with warm ones (a second clone on the same machine).
 Cold runs point XDG_CACHE_HOME (uv, pip and provingsite's fetched uv) and PIP_CACHE_DIR at an
 empty folder; a warm run uses the folder the cold run filled, or, with --runs warm alone, this
 user's own caches. PYTHONDONTWRITEBYTECODE is removed from the child's environment, as a user
-has it. The clone is of this checkout's HEAD.
+has it; LOG_LEVEL=debug is set, for the line that says a proof was recorded. The clone is of
+this checkout's HEAD.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FIRST_PROOF = re.compile(r"engine\.finalize: proved P\d+ of ")
+FIRST_PROOF = re.compile(r"engine\.progress: proved P\d+ of ")
 
 
 def free_port() -> int:
@@ -53,6 +54,7 @@ def one_run(cache: Path | None, timeout: float) -> dict[str, float]:
         clone_s = time.monotonic() - started
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV")}
         env = {k: v for k, v in env.items() if not k.startswith(("PROVINGSITE_", "UV_")) and k != "DATABASE_URL"}
+        env["LOG_LEVEL"] = "debug"  # the engine's own log says "proved" at debug only
         if cache is not None:
             env.update(XDG_CACHE_HOME=str(cache), PIP_CACHE_DIR=str(cache / "pip"))
         port = free_port()

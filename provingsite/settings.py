@@ -7,6 +7,7 @@ PostgreSQL, REDIS_URL at Redis, DEBUG off, PROVINGSITE_HTTPS on behind a TLS pro
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import dj_database_url
@@ -154,11 +155,21 @@ if HTTPS:
     CSRF_COOKIE_SECURE = True
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "info", ("debug", "info", "warning", "error"))
+
+
+def _not_progress(record: logging.LogRecord) -> bool:
+    """A line per claim and per proof (``engine.progress``) would bury the rest of an engine's own
+    log; it still reaches the job's page (the job-log handler) and shows here at ``debug``."""
+    return not record.name.startswith("engine.progress")
+
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)-7s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"no_progress": {"()": "django.utils.log.CallbackFilter", "callback": _not_progress}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
+                             "filters": [] if LOG_LEVEL == "debug" else ["no_progress"]}},
     "loggers": {
         "engine": {"handlers": ["console"], "level": LOG_LEVEL.upper(), "propagate": False},
         "django": {"handlers": ["console"], "level": "WARNING"},

@@ -39,6 +39,8 @@ from engine.models import EngineHost, Partition, ProofJob
 from engine.states import PARTITION_TERMINAL, PartitionState, TransitionError, check_partition_transition
 
 log = logging.getLogger("engine.ledger")
+# A line per claim and per proof: on the job's page always, in the engine's own log at debug.
+progress = logging.getLogger("engine.progress")
 P = PartitionState
 
 
@@ -214,7 +216,7 @@ class StatusWriter:
 
         if limit > 0 and self._commit_if(work):
             for job_id, index, attempt in claimed:
-                log.info("claimed P%d of %s on %s (attempt %d)", index, job_id, self.host.name, attempt,
+                progress.info("claimed P%d of %s on %s (attempt %d)", index, job_id, self.host.name, attempt,
                          extra=about(job_id, index, self.host.name))
         return claims
 

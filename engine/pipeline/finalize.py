@@ -34,6 +34,8 @@ from engine.prover.verify import verify
 from engine.states import PartitionState
 
 log = logging.getLogger("engine.finalize")
+# A line per claim and per proof: on the job's page always, in the engine's own log at debug.
+progress = logging.getLogger("engine.progress")
 P = PartitionState
 
 
@@ -123,7 +125,7 @@ class Finalizers:
         # Said before it is recorded, so it comes before the "job done" its record may bring; it
         # is true either way (a refused record says so in a line of its own).
         t = timings(item)
-        log.info("proved %s: synthesis run %s, launch %s, finish %s; verified", item.label, _ms(t.get("synth_s")),
+        progress.info("proved %s: synthesis run %s, launch %s, finish %s; verified", item.label, _ms(t.get("synth_s")),
                  _ms(t.get("gpu_s")), _ms(t.get("finish_s")), extra=self.book.about(item))
         return lc.Proved()
 

@@ -181,12 +181,13 @@ def write(spec: BlockSpec, assignment: Assignment, seconds: float) -> Written:
                    seconds=seconds)
 
 
-def remove_orphans() -> int:
-    """Blocks left by engines that are gone (killed mid-way): removed; how many."""
+def remove_orphans(own: bool = False) -> int:
+    """Blocks left by engines that are gone (killed mid-way): removed; how many. With ``own``,
+    this process's blocks too (an engine stopping at once, whose partitions are handed back)."""
     removed = 0
     for path in root().glob(f"{PREFIX}*"):
         match = NAME.match(path.name)
-        if match is None or _alive(int(match.group(1))):
+        if match is None or (_alive(int(match.group(1))) and not (own and int(match.group(1)) == os.getpid())):
             continue
         with contextlib.suppress(OSError):
             path.unlink()

@@ -191,6 +191,8 @@ class Engine:
         self.threads: list[threading.Thread] = []
         self.workers: list[ProvingWorker] = []
         self._stopped = threading.Event()
+        # Set by a second Ctrl-C (hurry): the drain stops waiting and hands everything back now.
+        self._hurry = threading.Event()
         # Set when the engine stops or a thread dies: the heartbeat ends then, and its leases lapse.
         self._quiet = threading.Event()
         self.health = Health(on_death=self._quiet.set)
@@ -420,19 +422,29 @@ class Engine:
         # the stop came (or a key the dispatcher was loading) is then drained or handed back.
         for thread in self.threads:
             if thread.name == "dispatch":
-                thread.join(timeout=max(drain_seconds, 5.0))
-        while self.inflight and time.monotonic() < deadline:
+                self._join_unless_hurried(thread, max(drain_seconds, 5.0))
+        while self.inflight and time.monotonic() < deadline and not self._hurry.is_set():
             time.sleep(0.05)
         left = list(self.inflight.items().values())
         for item in left:  # handed back now; each ends once the stage holding it lets it go
             self.inflight.run(item, lifecycle.Stopping())
         for claim in self.inflight.held_claims():
             self.inflight.hand_back(claim, lifecycle.STOPPING_REASON, seconds=STOP_WRITE_SECONDS)
-        if left:
+        if left and not self._hurry.is_set():
             log.warning("handed back %d partition(s) not finished within %.0fs", len(left), drain_seconds)
         self.proof_queue.close()
         self._stopped.set()
         self._quiet.set()
+        if self._hurry.is_set():
+            # Asked to stop now: what is held is back in the queue; the threads still proving
+            # are not waited for (the process exits next, runengine), nor are the synthesis
+            # processes (ended, their partitions handed back above).
+            self.synthesis.kill()
+            handover.remove_orphans(own=True)
+            shutil.rmtree(self.key_images, ignore_errors=True)
+            log.warning("handed back %d partition(s) at once", len(left))
+            self._record_stopped()
+            return
         for thread in self.threads:
             if thread.name != "synth-collect":
                 thread.join(timeout=max(deadline - time.monotonic(), 0) + 10)
@@ -443,6 +455,29 @@ class Engine:
             self.device_memory.clear()
         shutil.rmtree(self.key_images, ignore_errors=True)
         self.figures.close()
+        self._record_stopped()
+        connection.close()
+
+    def hurry(self) -> None:
+        """Stop now (a second Ctrl-C): a drain under way stops waiting for in-flight work and
+        hands it back at once; ``stop`` then returns without waiting for the threads."""
+        self._hurry.set()
+
+    @property
+    def hurried(self) -> bool:
+        return self._hurry.is_set()
+
+    @property
+    def in_flight(self) -> int:
+        """Partitions this engine holds now (what a drain would finish)."""
+        return len(self.inflight.items()) if hasattr(self, "inflight") else 0
+
+    def _join_unless_hurried(self, thread: threading.Thread, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while thread.is_alive() and not self._hurry.is_set() and time.monotonic() < deadline:
+            thread.join(timeout=0.1)
+
+    def _record_stopped(self) -> None:
         try:
             retry_while_down(self.writer.record_stopped, STOP_WRITE_SECONDS, "marking the host stopped")
         except DatabaseError as exc:
@@ -451,7 +486,6 @@ class Engine:
         log.info("engine %s stopped: %d partitions proved, %d failed", self.host.name if self.host else "?",
                  self.stats.completed, self.stats.failed)
         job_log.let_go()  # after every thread that logs about a job has ended: its last lines go too
-        connection.close()
 
     def run_until_idle(self, poll: float = 0.1, timeout: float | None = None) -> bool:
         """Block until nothing is claimable and nothing is in flight (for --once and tests)."""

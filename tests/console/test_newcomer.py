@@ -9,7 +9,8 @@ chip (each asks first), and drains and resumes the host. Beside each step, what 
 numbered points said a newcomer tripped on, checked as the browser renders it: 3 (a registered
 circuit by its name; long ids never wrap a chip or a legend row), 6 (colours that mean one
 thing each), 7 (one name and one format for curves and moments, on pages and in the API) and
-10 (counts, headings, job ids, the log box and form controls). Screenshots of each step are
+10 (counts, headings, job ids, the log box and form controls), and at the end 9 (the engine's own
+log: its address, no line per claim or proof) and 1 (Ctrl-C acknowledged). Screenshots of each step are
 saved under artifacts/ (newcomer-*.png).
 """
 
@@ -19,6 +20,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -66,8 +68,9 @@ def engine(tmp_path: Path) -> Iterator[dict[str, Any]]:
     try:
         wait_for_port(port, server)
         assert server.stdout is not None
-        threading.Thread(target=server.stdout.read, name="server-log", daemon=True).start()
-        yield {"url": f"http://127.0.0.1:{port}/", "token": token}
+        said: list[str] = []
+        threading.Thread(target=lambda: said.extend(server.stdout), name="server-log", daemon=True).start()
+        yield {"url": f"http://127.0.0.1:{port}/", "token": token, "server": server, "said": said}
     finally:
         server.terminate()
         try:
@@ -367,3 +370,19 @@ def test_a_newcomer_logs_in_watches_a_job_downloads_its_proofs_moves_a_key_and_d
             heading = page.evaluate(HEADING_JS)
             assert heading["h1"] == title and heading["leadTop"] >= heading["h1Bottom"], heading
             shoot(page, f"newcomer-9-{title.lower()}.png", full_page=False)
+
+        # ---- (9) the engine's own log: the address stands out, no line per claim or proof -------
+        log = "".join(engine["said"])
+        assert "console and API on " + url in log, log[-3000:]
+        assert "claimed P" not in log and "proved P" not in log, log[-3000:]
+
+        # ---- (1) Ctrl-C: acknowledged at once, saying how to stop now ----------------------------
+        server = engine["server"]
+        server.send_signal(signal.SIGINT)
+        assert server.wait(60) == 0
+        for _ in range(50):  # the reader thread may still hold the last lines
+            log = "".join(engine["said"])
+            if "again to stop now" in log:
+                break
+            time.sleep(0.1)
+        assert "stopping: finishing " in log and "Ctrl-C again to stop now" in log, log[-3000:]

@@ -1,7 +1,8 @@
 """``manage.py runengine``: the proving engine of this host (and, with --serve, the web too).
 
 SIGTERM or Ctrl-C: no new claims; in-flight work finishes within DRAIN_SECONDS or is handed
-back to the queue for another host; exit 0. A thread of the engine that dies (anything but a
+back to the queue for another host; exit 0. A second one while it drains hands everything back
+at once and exits 130 (as a shell reports an interrupted command). A thread of the engine that dies (anything but a
 database error, which it rides out) stops the heartbeat, hands back what the host holds and
 exits 70, for a supervisor to start the engine again.
 """
@@ -60,10 +61,11 @@ class Command(RecordsCommand):
         # From here a SIGTERM or Ctrl-C drains, even one that comes while the engine starts or
         # the demo jobs go in: either used to end the process by the default action (a
         # traceback, undrained, its output unflushed).
-        stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
+        interrupts = Interrupts(self.stdout, drain)
+        stop = interrupts.stop
+        interrupts.install()
         engine = Engine(config).start()
+        interrupts.engine = engine
         watch_for_death(engine, stop)
         if opts["demo"] and ProofJob.objects.exists():
             self.stdout.write("the database already holds jobs: no demo jobs added")
@@ -86,6 +88,7 @@ class Command(RecordsCommand):
         while not stop.wait(0.5):
             pass
         end(engine, drain)
+        exit_if_hurried(engine)
 
     def _serve(self, engine: Engine, host: str, port: int, stop: threading.Event, drain: float) -> None:
         """The project's web server (settings.WEB_SERVER) in this thread; the engine's hints go through its loop."""
@@ -104,12 +107,62 @@ class Command(RecordsCommand):
         def drain_then_stop() -> None:
             stop.wait()
             end(engine, drain, exit_now=False)
+            exit_if_hurried(engine)
             hints.set_event_loop(None)
             # twisted types the global reactor as its interface class: mypy reads stop as unbound.
             reactor.callFromThread(reactor.stop)  # type: ignore[misc]
 
         threading.Thread(target=drain_then_stop, name="drain", daemon=True).start()
         build_server(host, port, signal_handlers=False, ready_callable=ready).run()
+
+
+class Interrupts:
+    """SIGTERM or Ctrl-C: the first drains (and says how much and for how long), the second stops
+    now. The handler runs in the main thread between two steps of whatever it was doing; it only
+    sets events and writes a line."""
+
+    def __init__(self, out: Any, drain: float) -> None:
+        self.out = out
+        self.drain = drain
+        self.stop = threading.Event()
+        self.engine: Engine | None = None
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self.received)
+
+    def received(self, signum: int, _frame: Any) -> None:
+        engine = self.engine
+        if not self.stop.is_set():
+            self.stop.set()
+            held = engine.in_flight if engine is not None else 0
+            again = "Ctrl-C" if signum == signal.SIGINT else "the signal"
+            self.out.write(f"stopping: finishing {held} partition(s) (at most {self.drain:.0f} s); "
+                           f"{again} again to stop now")
+            return
+        if engine is None:  # still starting: it holds nothing yet
+            self.out.write("stopping now")
+            sys.stdout.flush()
+            os._exit(EXIT_INTERRUPTED)
+        if engine.hurried:
+            return
+        self.out.write(f"stopping now: handing back {engine.in_flight} partition(s)")
+        engine.hurry()
+
+
+# Stopped at once by a second interrupt: 128 + SIGINT, what a shell reports for Ctrl-C.
+EXIT_INTERRUPTED = 130
+
+
+def exit_if_hurried(engine: Engine) -> None:
+    """After a stop that did not wait for the threads still proving: exit without joining them
+    (their partitions are back in the queue)."""
+    if not engine.hurried:
+        return
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
 
 
 # A thread of the engine died (engine.pipeline.supervise): EX_SOFTWARE, for the supervisor
