@@ -65,6 +65,12 @@ UTILISATION = Figure("utilisation", "utilisation", "a GPU worker's share of the 
                                                    "on the GPU (a live window is observed from the host's start)")
 DEVICE_BUSY = Figure("device busy", "device_busy", "a host's share of the range its devices had at least one "
                                                    "partition on them, averaged over its devices")
+# What the capacity replay predicts for a farm, beside what was measured: a model's figures under
+# names of their own (its "(now)" row is the model of the current farm, not a measurement).
+MODELLED_JOB_QUEUE = Figure("modelled job queue", "claim_wait", "the job queue the capacity replay predicts on that "
+                                                             "farm: the range's recorded arrivals run through a model "
+                                                             "of its hosts with the service times listed")
+MODELLED_TOTAL = Figure("modelled total", "done_wait", "a job's total as the same replay predicts it on that farm")
 # Timed inside the engine's own process around the work alone; its log line says them.
 SYNTHESIS_RUN = Figure("synthesis run", "synth_s", "inside the synthesis process: the circuit's synthesis alone")
 LAUNCH = Figure("launch", "gpu_s", "inside the proving worker, holding the device's lock: the kernels' launch")

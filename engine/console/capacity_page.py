@@ -14,7 +14,7 @@ from django.utils.dateparse import parse_datetime
 
 from engine.console.auth import require_viewer
 from engine.console.style import circuit_label
-from engine.figures import DEVICE, FINALIZE, JOB_QUEUE, SYNTHESIS, TOTAL
+from engine.figures import DEVICE, FINALIZE, JOB_QUEUE, MODELLED_JOB_QUEUE, MODELLED_TOTAL, SYNTHESIS, TOTAL
 from engine.format import fmt_bytes, fmt_ms
 from engine.status.capacity import TIMES, capacity, check_replays, parse_budgets, parse_hosts
 from engine.status.records import registered_names
@@ -94,7 +94,8 @@ def capacity_page(request: HttpRequest) -> HttpResponse:
                                           times=chosen["times"])
     context: dict[str, Any] = {"chosen": chosen, "errors": errors, "windows": [(k, v[1]) for k, v in WINDOWS.items()],
                                "since": ask["since"], "until": ask["until"], "answer": answer,
-                               "figure_legend": (JOB_QUEUE, TOTAL, SYNTHESIS, DEVICE, FINALIZE)}
+                               "figure_legend": (JOB_QUEUE, TOTAL, MODELLED_JOB_QUEUE, MODELLED_TOTAL, SYNTHESIS, DEVICE,
+                                                 FINALIZE)}
     if answer is not None:
         current = answer["current"]
         context["current"] = current and {**current, "budget": fmt_bytes(current["memory_budget_bytes"])}

@@ -22,8 +22,21 @@ def test_the_page_shows_each_fragment_under_its_own_id_and_is_linked_from_the_he
     for dom_id in ("capacity-form", "capacity-measured", "capacity-farms", "capacity-circuits"):
         assert f'id="{dom_id}"' in html
     assert 'href="/capacity/"' in html
-    assert html.count('<tr class="') >= 4 and 'data-hosts="1"' in html and "(now)" in html
+    assert html.count('<tr class="') >= 4 and 'data-hosts="1"' in html and "(now, modelled)" in html
     assert "porep-c2" in html and "{%" not in html
+
+
+def test_the_replayed_farms_figures_are_named_as_modelled_never_as_the_measured_ones(
+        staff: Client, history: None) -> None:
+    import re
+
+    html = staff.get("/capacity/").content.decode()
+    farms = html[html.index('id="capacity-farms"'):html.index('id="capacity-circuits"')]
+    measured = html[html.index('id="capacity-measured"'):html.index('id="capacity-farms"')]
+    assert set(re.findall(r'data-figure="([^"]+)"', farms)) == {"modelled job queue", "modelled total"}
+    assert set(re.findall(r'data-figure="([^"]+)"', measured)) == {"job queue", "total"}
+    legend = html[html.index('id="figures-legend"'):]
+    assert 'data-figure="modelled job queue"' in legend and 'data-figure="job queue"' in legend
 
 
 def test_the_form_asks_for_other_hosts_and_budgets(staff: Client, history: None) -> None:
