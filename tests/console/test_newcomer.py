@@ -69,7 +69,8 @@ def engine(tmp_path: Path) -> Iterator[dict[str, Any]]:
         wait_for_port(port, server)
         assert server.stdout is not None
         said: list[str] = []
-        threading.Thread(target=lambda: said.extend(server.stdout), name="server-log", daemon=True).start()
+        out = server.stdout
+        threading.Thread(target=lambda: said.extend(out), name="server-log", daemon=True).start()
         yield {"url": f"http://127.0.0.1:{port}/", "token": token, "server": server, "said": said}
     finally:
         server.terminate()

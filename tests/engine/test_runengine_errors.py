@@ -50,3 +50,12 @@ def test_a_bad_setting_is_named_in_one_line() -> None:
 
 def test_a_device_that_is_not_there_is_named_in_one_line() -> None:
     assert_one_line(runengine("--once", PROVINGSITE_DEVICES="cuda:7"), "cuda:7")
+
+
+def test_with_the_console_a_device_that_is_not_there_still_ends_the_command_in_one_line() -> None:
+    # The engine starts behind the console there: its refusal still ends the whole command.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = runengine("--serve", "--port", str(port), PROVINGSITE_DEVICES="cuda:7")
+    assert_one_line(result, "cuda:7")

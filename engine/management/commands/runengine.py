@@ -16,10 +16,12 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
+from django.db import connection
 
 from engine.management.commands._common import RecordsCommand, build_kernels
 from engine.models import ProofJob
@@ -54,30 +56,28 @@ class Command(RecordsCommand):
             split=False if opts["no_split"] else None)
         drain = opts["drain_seconds"]
         drain = float(settings.PROVINGSITE["DRAIN_SECONDS"]) if drain is None else drain
+        interrupts = Interrupts(self.stdout, drain)
+        stop = interrupts.stop
         if opts["serve"]:
             port_is_free(opts["host"], opts["port"])  # before the engine claims any work
             import daphne.server  # noqa: F401 - installs the asyncio reactor before anything imports Twisted
+
+            # The console answers at once; the kernels build (a first start: a while) and the
+            # engine starts behind it, and the console shows the host when it is up.
+            interrupts.install()
+            behind = StartBehind(lambda: self._start(config, opts, interrupts), stop)
+            behind.start()
+            self._serve(behind, opts["host"], opts["port"], stop, drain)
+            behind.raise_failure()
+            if interrupts.engine is not None:
+                exit_if_dead(interrupts.engine)
+            return
         build_kernels(self.stdout, config.devices)  # a first start compiles for minutes: say so, not go quiet
         # From here a SIGTERM or Ctrl-C drains, even one that comes while the engine starts or
         # the demo jobs go in: either used to end the process by the default action (a
         # traceback, undrained, its output unflushed).
-        interrupts = Interrupts(self.stdout, drain)
-        stop = interrupts.stop
         interrupts.install()
-        engine = Engine(config).start()
-        interrupts.engine = engine
-        watch_for_death(engine, stop)
-        if opts["demo"] and ProofJob.objects.exists():
-            self.stdout.write("the database already holds jobs: no demo jobs added")
-        elif opts["demo"]:
-            from engine.ledger.demo import submit_demo_jobs
-
-            jobs = submit_demo_jobs(config.scale, per_kind=max(1, opts["demo_per_kind"]))
-            self.stdout.write(f"submitted {len(jobs)} demo job(s) at scale {config.scale}")
-        if opts["serve"]:
-            self._serve(engine, opts["host"], opts["port"], stop, drain)
-            exit_if_dead(engine)
-            return
+        engine = self._start(config, opts, interrupts, build=False)
         if opts["once"]:
             def idle_then_stop() -> None:
                 engine.run_until_idle()
@@ -90,7 +90,23 @@ class Command(RecordsCommand):
         end(engine, drain)
         exit_if_hurried(engine)
 
-    def _serve(self, engine: Engine, host: str, port: int, stop: threading.Event, drain: float) -> None:
+    def _start(self, config: EngineConfig, opts: dict[str, Any], interrupts: Interrupts, build: bool = True) -> Engine:
+        """Build the kernels (unless built), start the engine, submit the demo jobs if asked."""
+        if build:
+            build_kernels(self.stdout, config.devices)  # a first start compiles for minutes: say so
+        engine = Engine(config).start()
+        interrupts.engine = engine
+        watch_for_death(engine, interrupts.stop)
+        if opts["demo"] and ProofJob.objects.exists():
+            self.stdout.write("the database already holds jobs: no demo jobs added")
+        elif opts["demo"]:
+            from engine.ledger.demo import submit_demo_jobs
+
+            jobs = submit_demo_jobs(config.scale, per_kind=max(1, opts["demo_per_kind"]))
+            self.stdout.write(f"submitted {len(jobs)} demo job(s) at scale {config.scale}")
+        return engine
+
+    def _serve(self, behind: StartBehind, host: str, port: int, stop: threading.Event, drain: float) -> None:
         """The project's web server (settings.WEB_SERVER) in this thread; the engine's hints go through its loop."""
         from django.conf import settings
         from django.utils.module_loading import import_string
@@ -106,14 +122,52 @@ class Command(RecordsCommand):
 
         def drain_then_stop() -> None:
             stop.wait()
-            end(engine, drain, exit_now=False)
-            exit_if_hurried(engine)
+            engine = behind.wait()  # a stop while the kernels build waits for them (a second one does not)
+            if engine is not None:
+                end(engine, drain, exit_now=False)
+                exit_if_hurried(engine)
             hints.set_event_loop(None)
             # twisted types the global reactor as its interface class: mypy reads stop as unbound.
             reactor.callFromThread(reactor.stop)  # type: ignore[misc]
 
         threading.Thread(target=drain_then_stop, name="drain", daemon=True).start()
         build_server(host, port, signal_handlers=False, ready_callable=ready).run()
+
+
+class StartBehind:
+    """The engine's start (``starting``) in a thread of its own, beside the web server: what it
+    raises stops the process (``raise_failure`` in the main thread, once the server is down)."""
+
+    def __init__(self, starting: Callable[[], Engine], stop: threading.Event) -> None:
+        self.starting = starting
+        self.stop = stop
+        self.engine: Engine | None = None
+        self.failure: BaseException | None = None
+        self._done = threading.Event()
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name="engine-start", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self.engine = self.starting()
+        except BaseException as exc:  # noqa: BLE001 - said by the main thread, as a command error
+            self.failure = exc
+            self.stop.set()
+        finally:
+            connection.close()  # this thread's own; the engine's threads open theirs
+            self._done.set()
+
+    def wait(self) -> Engine | None:
+        self._done.wait()
+        return self.engine
+
+    def raise_failure(self) -> None:
+        if self.failure is None:
+            return
+        if isinstance(self.failure, CommandError):
+            raise self.failure
+        raise CommandError(f"the engine did not start: {type(self.failure).__name__}: {self.failure}") from self.failure
 
 
 class Interrupts:
