@@ -58,8 +58,8 @@ P = PartitionState
 J = JobState
 
 # Work moves forward one phase at a time. PENDING is unclaimed work and nothing else: a claim
-# moves it to RESERVING (held by a host, waiting for its key and memory). Any live phase may
-# be handed back to PENDING (drain, lapsed lease, retryable error) or end in FAILED /
+# moves it to RESERVING (held by a host, waiting for its key, its memory or its synthesis
+# process). Any live phase may be handed back to PENDING (drain, lapsed lease, retryable error) or end in FAILED /
 # CANCELLED. A failed or cancelled partition comes back only through an explicit retry.
 PARTITION_TRANSITIONS: dict[str, frozenset[str]] = {
     P.PENDING: frozenset({P.RESERVING, P.FAILED, P.CANCELLED}),

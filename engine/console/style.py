@@ -66,7 +66,7 @@ def circuit_label(circuit_id: str, names: Mapping[str, str]) -> str:
 # What each partition state's colour means, in the legend under the cells.
 STATE_MEANING = {
     "pending": "waiting to be claimed",
-    "reserving": "claimed by a host, waiting for its proving key and memory",
+    "reserving": "claimed by a host, waiting for its proving key, its memory or its synthesis process",
     "synthesizing": "witness synthesis on the CPU",
     "synth_done": "synthesized, waiting for a GPU worker",
     "gpu": "proving on a GPU worker",

@@ -1,8 +1,9 @@
 """Claim: the dispatcher thread takes queued partitions for this host, one at a time.
 
-It claims only while the synthesis pool has a free slot and not too much synthesized work
-already waits for a proving worker (the pacer), so a host never hoards partitions another
-host could be proving. Asking with room to spare marks the host free, which placement by key
+It claims while the synthesis pool has a free slot, or one partition ahead per synthesis
+process (claimed and loaded while the process is busy, started the moment it is free), and
+not too much synthesized work already waits for a proving worker (the pacer), so a host never
+hoards partitions another host could be proving. Asking with room to spare marks the host free, which placement by key
 reads (engine.ledger.placement): a host holding a key keeps its partitions while it is free.
 Each claim is loaded with its circuit's memory needs into a work item, which the dispatcher
 starts (``Start``: its lifecycle reserves it, records it ``synthesizing`` and hands it to a
@@ -42,6 +43,9 @@ class Dispatcher:
         self.idle_poll = 0.1
         self.unloaded: list[Claim] = []  # claimed, not yet loaded into work items
         self.unstarted: list[WorkItem] = []  # loaded, their reservation cut short by the database
+        # Claimed and loaded ahead while every synthesis process is busy (one each at most), so
+        # that a claim's transactions never stand between one partition's synthesis and the next.
+        self.ready: list[WorkItem] = []
 
     def step(self) -> bool:
         """One turn of the claim loop; False once the engine stops. A database error leaves
@@ -53,14 +57,25 @@ class Dispatcher:
         if self.unloaded or self.unstarted:  # held when the database failed: these first
             self.load_claimed()
             return True
+        self.ready = [item for item in self.ready if not item.state.ended]  # a cancel or a stop ended these
+        if self.ready:
+            if self.synthesis.has_room(len(self.proof_queue), self.pace_target, ahead=len(self.ready) - 1):
+                self.start(self.ready.pop(0))  # a process is free: the partition claimed ahead goes in
+                return True
+            if len(self.ready) >= self.synthesis.concurrency:
+                return True
         if signals.draining.is_set():  # drained from the console: finish what is held, claim nothing
-            signals.queue_empty.set()
+            if not self.ready:
+                signals.queue_empty.set()
             signals.stopping.wait(self.idle_poll)
             return True
-        if not self.synthesis.has_room(len(self.proof_queue), self.pace_target) or signals.stopping.is_set():
+        if not self.synthesis.may_claim(len(self.proof_queue), self.pace_target, ahead=len(self.ready)) \
+                or signals.stopping.is_set():
             return True
         # Room for more than this claim: the host is free, and says so for placement by key.
-        free = self.synthesis.spare(len(self.proof_queue), self.pace_target) > 1
+        free = self.synthesis.spare(len(self.proof_queue), self.pace_target) > len(self.ready) + 1
+        # One at a time: each claim chooses with the queue as it is then (a deadline's job sent
+        # a moment ago goes before the ones claimed next).
         claims = self.writer.claim(1, refused=self.refused())
         for claim in claims:
             self.book.hold(claim)  # its lease renewed from now on, whatever fails next
@@ -68,7 +83,8 @@ class Dispatcher:
         if free or not claims:
             self.writer.mark_free()
         if not claims:
-            signals.queue_empty.set()
+            if not self.ready:
+                signals.queue_empty.set()
             signals.wake.wait(self.idle_poll)
             signals.wake.clear()
             return True
@@ -95,7 +111,10 @@ class Dispatcher:
                 self.book.fail_claim(claim, f"reading the job failed: {type(exc).__name__}: {exc}")
                 continue
             self.unloaded.pop(0)
-            self.start(self.book.add(item))
+            item = self.book.add(item)
+            # Claimed while its process was still busy: it waits, held and recorded reserving,
+            # and starts (its reservation, then synthesizing) the moment the process is free.
+            self.ready.append(item)
 
     def start(self, item: WorkItem, again: bool = False) -> None:
         """Start the item's life (its reservation first); ``again``: its reservation, cut short

@@ -98,11 +98,21 @@ class Synthesis:
         """The pool processes' ids (started by warm_up)."""
         return [pid for pool in self.pools for pid in (getattr(pool, "_processes", None) or {})]
 
-    def has_room(self, waiting_for_proof: int, pace_target: int) -> bool:
-        """A free pool slot, and not too much synthesized work already waiting (the pacer);
-        waits a little for one otherwise."""
+    def has_room(self, waiting_for_proof: int, pace_target: int, ahead: int = 0) -> bool:
+        """A free pool slot, and not too much synthesized work already waiting (the pacer),
+        with ``ahead`` partitions more claimed ahead and waiting; waits a little for one
+        otherwise."""
         with self._slots:
-            if self.active >= self.concurrency or self.active + waiting_for_proof >= pace_target:
+            if self.active >= self.concurrency or self.active + ahead + waiting_for_proof >= pace_target:
+                self._slots.wait(0.2)
+                return False
+        return True
+
+    def may_claim(self, waiting_for_proof: int, pace_target: int, ahead: int) -> bool:
+        """Room to claim one more: a free slot, or one partition ahead per busy process, within
+        the pacer's target; waits a little otherwise."""
+        with self._slots:
+            if self.active + ahead >= 2 * self.concurrency or self.active + ahead + waiting_for_proof >= pace_target:
                 self._slots.wait(0.2)
                 return False
         return True
