@@ -3,8 +3,9 @@
 It claims while the synthesis pool has a free slot, or one partition ahead per synthesis
 process (claimed and loaded while the process is busy, started the moment it is free), and
 not too much synthesized work already waits for a proving worker (the pacer), so a host never
-hoards partitions another host could be proving. Asking with room to spare marks the host free, which placement by key
-reads (engine.ledger.placement): a host holding a key keeps its partitions while it is free.
+hoards partitions another host could be proving. Asking with room to spare marks the host
+free, which placement by key reads (engine.ledger.placement): a host holding a key keeps its
+partitions while it is free.
 Each claim is loaded with its circuit's memory needs into a work item, which the dispatcher
 starts (``Start``: its lifecycle reserves it, records it ``synthesizing`` and hands it to a
 synthesis process, engine.pipeline.lifecycle).

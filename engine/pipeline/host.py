@@ -423,6 +423,11 @@ class Engine:
         for thread in self.threads:
             if thread.name == "dispatch":
                 self._join_unless_hurried(thread, max(drain_seconds, 5.0))
+        # Claimed ahead and never started (the dispatcher has ended): nothing to finish, so
+        # handed back now rather than waited for until the drain's end.
+        for item in list(self.inflight.items().values()):
+            if item.state.phase is lifecycle.Phase.CLAIMED:
+                self.inflight.run(item, lifecycle.Stopping())
         while self.inflight and time.monotonic() < deadline and not self._hurry.is_set():
             time.sleep(0.05)
         left = list(self.inflight.items().values())

@@ -10,6 +10,7 @@ exits 70, for a supervisor to start the engine again.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -78,6 +79,7 @@ class Command(RecordsCommand):
         # traceback, undrained, its output unflushed).
         interrupts.install()
         engine = self._start(config, opts, interrupts, build=False)
+        assert engine is not None  # built before: only a build is cut short by a stop
         if opts["once"]:
             def idle_then_stop() -> None:
                 engine.run_until_idle()
@@ -90,10 +92,14 @@ class Command(RecordsCommand):
         end(engine, drain)
         exit_if_hurried(engine)
 
-    def _start(self, config: EngineConfig, opts: dict[str, Any], interrupts: Interrupts, build: bool = True) -> Engine:
-        """Build the kernels (unless built), start the engine, submit the demo jobs if asked."""
+    def _start(self, config: EngineConfig, opts: dict[str, Any], interrupts: Interrupts,
+               build: bool = True) -> Engine | None:
+        """Build the kernels (unless built), start the engine, submit the demo jobs if asked;
+        None when a stop came while the kernels built (nothing started, nothing to drain)."""
         if build:
             build_kernels(self.stdout, config.devices)  # a first start compiles for minutes: say so
+            if interrupts.stop.is_set():
+                return None
         engine = Engine(config).start()
         interrupts.engine = engine
         watch_for_death(engine, interrupts.stop)
@@ -138,7 +144,7 @@ class StartBehind:
     """The engine's start (``starting``) in a thread of its own, beside the web server: what it
     raises stops the process (``raise_failure`` in the main thread, once the server is down)."""
 
-    def __init__(self, starting: Callable[[], Engine], stop: threading.Event) -> None:
+    def __init__(self, starting: Callable[[], Engine | None], stop: threading.Event) -> None:
         self.starting = starting
         self.stop = stop
         self.engine: Engine | None = None
@@ -191,17 +197,22 @@ class Interrupts:
             self.stop.set()
             held = engine.in_flight if engine is not None else 0
             again = "Ctrl-C" if signum == signal.SIGINT else "the signal"
-            self.out.write(f"stopping: finishing {held} partition(s) (at most {self.drain:.0f} s); "
-                           f"{again} again to stop now")
+            self.say(f"stopping: finishing {held} partition(s) (at most {self.drain:.0f} s); {again} again to stop now")
             return
         if engine is None:  # still starting: it holds nothing yet
-            self.out.write("stopping now")
+            self.say("stopping now")
             sys.stdout.flush()
             os._exit(EXIT_INTERRUPTED)
         if engine.hurried:
             return
-        self.out.write(f"stopping now: handing back {engine.in_flight} partition(s)")
+        self.say(f"stopping now: handing back {engine.in_flight} partition(s)")
         engine.hurry()
+
+    def say(self, line: str) -> None:
+        # The signal may have cut into a write of this same thread's to the same stream, which
+        # a second write would re-enter (RuntimeError): the line is lost then, not the stop.
+        with contextlib.suppress(RuntimeError):
+            self.out.write(line)
 
 
 # Stopped at once by a second interrupt: 128 + SIGINT, what a shell reports for Ctrl-C.
