@@ -88,17 +88,23 @@ def _read_until(fd: int, needle: str, timeout: float) -> str:
     return seen
 
 
-def test_ctrl_c_in_a_terminal_stops_the_engine_cleanly_without_a_traceback(engine_params, settings) -> None:
-    # Ctrl-C signals the terminal's whole process group: the engine and its synthesis processes
+def in_a_terminal(settings, *args: str) -> tuple[subprocess.Popen[bytes], int]:
+    """``manage.py runengine *args`` in a terminal of its own (a session leader, as a shell runs
+    it); the process, and the terminal's end this test reads."""
     import pty
 
     env = {**os.environ, "DATABASE_URL": database_url(), "PROVINGSITE_PARAMS_DIR": str(settings.PROVINGSITE["PARAMS_DIR"]),
            "PROVINGSITE_DEVICES": "cpu", "PROVINGSITE_SCALE": "tiny", "PYTHONUNBUFFERED": "1"}
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, str(REPO / "manage.py"), "runengine", "--host-name", "ctrl-c-host",
-                             "--synthesis", "2", "--workers-per-device", "1"],
+    proc = subprocess.Popen([sys.executable, str(REPO / "manage.py"), "runengine", *args],
                             cwd=REPO, env=env, stdin=follower, stdout=follower, stderr=follower, start_new_session=True)
     os.close(follower)
+    return proc, leader
+
+
+def test_ctrl_c_in_a_terminal_stops_the_engine_cleanly_without_a_traceback(engine_params, settings) -> None:
+    # Ctrl-C signals the terminal's whole process group: the engine and its synthesis processes
+    proc, leader = in_a_terminal(settings, "--host-name", "ctrl-c-host", "--synthesis", "2", "--workers-per-device", "1")
     try:
         out = _read_until(leader, "engine ctrl-c-host started", 120)
         assert "engine ctrl-c-host started" in out, out[-3000:]
@@ -137,15 +143,8 @@ def _synthesis_processes(pid: int) -> list[int]:
 
 def test_a_second_ctrl_c_hands_everything_back_and_exits_at_once(engine_params, settings) -> None:
     # Synthesis is frozen (SIGSTOP) so the drain could never finish: only the second Ctrl-C ends it.
-    import pty
-
-    env = {**os.environ, "DATABASE_URL": database_url(), "PROVINGSITE_PARAMS_DIR": str(settings.PROVINGSITE["PARAMS_DIR"]),
-           "PROVINGSITE_DEVICES": "cpu", "PROVINGSITE_SCALE": "tiny", "PYTHONUNBUFFERED": "1"}
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, str(REPO / "manage.py"), "runengine", "--host-name", "hurry-host",
-                             "--synthesis", "1", "--workers-per-device", "1", "--drain-seconds", "600"],
-                            cwd=REPO, env=env, stdin=follower, stdout=follower, stderr=follower, start_new_session=True)
-    os.close(follower)
+    proc, leader = in_a_terminal(settings, "--host-name", "hurry-host", "--synthesis", "1", "--workers-per-device", "1",
+                                 "--drain-seconds", "600")
     frozen = []
     try:
         out = _read_until(leader, "engine hurry-host started", 120)
