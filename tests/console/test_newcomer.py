@@ -9,8 +9,11 @@ chip (each asks first), and drains and resumes the host. Beside each step, what 
 numbered points said a newcomer tripped on, checked as the browser renders it: 3 (a registered
 circuit by its name; long ids never wrap a chip or a legend row), 6 (colours that mean one
 thing each), 7 (one name and one format for curves and moments, on pages and in the API) and
-10 (counts, headings, job ids, the log box and form controls), and at the end 9 (the engine's own
-log: its address, no line per claim or proof) and 1 (Ctrl-C acknowledged). Screenshots of each step are
+10 (counts, headings, job ids, the log box and form controls), 2 (inputs for a circuit without
+its wasm name the witness routes), 5 (key control without a body), and at the end 4 (bin/run's
+help), 9 (the engine's own log: its address, no line per claim or proof) and 1 (Ctrl-C
+acknowledged). Point 8 (a failure's reason said once) is tests/engine/test_heartbeat.py's, point
+11 (the first run's time) bench/first_run.py's. Screenshots of each step are
 saved under artifacts/ (newcomer-*.png).
 """
 
@@ -94,15 +97,21 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
-def api(page: Any, engine: dict[str, Any], method: str, path: str, body: dict[str, Any] | None = None,
-        **kwargs: Any) -> Any:
-    """The API as a client calls it, with the operator's token (Playwright's request context):
-    ``body`` as JSON, or ``multipart=`` a form with files."""
+def answer_of(page: Any, engine: dict[str, Any], method: str, path: str, body: dict[str, Any] | None = None,
+              **kwargs: Any) -> Any:
+    """The API's answer as a client gets it, with the operator's token (Playwright's request
+    context): ``body`` as JSON, or ``multipart=`` a form with files."""
     headers = {"Authorization": f"Bearer {engine['token']}"}
     if body is not None:
         headers["Content-Type"] = "application/json"
         kwargs["data"] = json.dumps(body)
-    answer = page.request.fetch(engine["url"] + path.lstrip("/"), method=method, headers=headers, **kwargs)
+    return page.request.fetch(engine["url"] + path.lstrip("/"), method=method, headers=headers, **kwargs)
+
+
+def api(page: Any, engine: dict[str, Any], method: str, path: str, body: dict[str, Any] | None = None,
+        **kwargs: Any) -> Any:
+    """What the API answers, which must be a success."""
+    answer = answer_of(page, engine, method, path, body, **kwargs)
     assert answer.status < 300, f"{method} {path}: {answer.status} {answer.text()}"
     return answer.json()
 
@@ -207,6 +216,12 @@ def test_a_newcomer_logs_in_watches_a_job_downloads_its_proofs_moves_a_key_and_d
             "zkey": {"name": CHAIN_NAME, "mimeType": "application/octet-stream",
                      "buffer": (CHAIN / "circuit.zkey").read_bytes()}})
         assert circuit["name"] == CHAIN_NAME and (circuit["curve"], circuit["curve_name"]) == ("bn128", "BN254")
+        # (2) inputs for a circuit registered without its wasm: refused, naming the routes that take a witness
+        refused = answer_of(page, engine, "POST", "api/v1/jobs", {"circuit": circuit["id"], "job_id": "no-wasm",
+                                                                  "inputs": {"k": 3}})
+        assert refused.status == 409 and refused.json()["error"] == "no_wasm", refused.text()
+        assert f"POST /api/v1/circuits/{circuit['id']}/jobs" in refused.json()["detail"]
+        assert "POST /api/v1/jobs/custom" in refused.json()["detail"]
         api(page, engine, "POST", f"api/v1/circuits/{circuit['id']}/jobs", multipart={
             "job_id": "chain-1", "wtns": {"name": "witness.wtns", "mimeType": "application/octet-stream",
                                           "buffer": (CHAIN / "witness.wtns").read_bytes()}})
@@ -347,6 +362,9 @@ def test_a_newcomer_logs_in_watches_a_job_downloads_its_proofs_moves_a_key_and_d
         shoot(page, "newcomer-7-keys.png")
         assert questions[0] == questions[1] and questions[0].startswith(f"evict {kind_key} to cold on "), questions
         assert questions[2].startswith(f"preload {kind_key} to hot on "), questions
+        # (5) the API's key control needs no body: the default tier, on every host
+        asked = api(page, engine, "POST", f"api/v1/keys/{kind_key}/preload")
+        assert [(r["action"], r["tier"]) for r in asked["requests"]] == [("preload", "hot")], asked
 
         # ---- drain the host and resume it ------------------------------------------------------
         host = page.get_attribute("#frag-hosts [data-host]", "data-host")
@@ -355,9 +373,10 @@ def test_a_newcomer_logs_in_watches_a_job_downloads_its_proofs_moves_a_key_and_d
         with page.expect_navigation():
             page.click(f"button:text('drain {host}')")
         until(page, "() => document.querySelector('#frag-hosts .flag.draining') !== null", seconds=30)
-        reason = page.query_selector("[data-synthesis-reason]")
-        assert reason is not None and reason.text_content() == "draining: claims nothing new"
-        assert reason.evaluate("el => getComputedStyle(el).color") == AMBER  # (6) a host held back is a warning
+        # Read in one evaluation: a live swap may replace the element between two reads.
+        text, colour = page.eval_on_selector("[data-synthesis-reason]", "el => [el.textContent, getComputedStyle(el).color]")
+        assert text == "draining: claims nothing new"
+        assert colour == AMBER  # (6) a host held back is a warning
         shoot(page, "newcomer-8-drained.png", full_page=False)
         with page.expect_navigation():
             page.click("#frag-hosts a.host-action:text('resume')")
@@ -371,6 +390,11 @@ def test_a_newcomer_logs_in_watches_a_job_downloads_its_proofs_moves_a_key_and_d
             heading = page.evaluate(HEADING_JS)
             assert heading["h1"] == title and heading["leadTop"] >= heading["h1Bottom"], heading
             shoot(page, f"newcomer-9-{title.lower()}.png", full_page=False)
+
+        # ---- (4) bin/run's help: its port and address, at once (no setup, no migration) -----------
+        helped = subprocess.run(["bash", str(ROOT / "bin" / "run"), "--help"], capture_output=True, text=True,
+                                timeout=60)
+        assert helped.returncode == 0 and "PORT=8000" in helped.stdout and "HOST=127.0.0.1" in helped.stdout
 
         # ---- (9) the engine's own log: the address stands out, no line per claim or proof -------
         log = "".join(engine["said"])
