@@ -63,9 +63,11 @@ class Command(RecordsCommand):
             port_is_free(opts["host"], opts["port"])  # before the engine claims any work
             import daphne.server  # noqa: F401 - installs the asyncio reactor before anything imports Twisted
 
-            # The console answers at once; the kernels build (a first start: a while) and the
-            # engine starts behind it, and the console shows the host when it is up.
+            # The console answers at once, the demo jobs already queued on it; the kernels build
+            # (a first start: a while) and the engine starts behind it, and the console shows the
+            # host when it is up.
             interrupts.install()
+            self._demo(config, opts)
             behind = StartBehind(lambda: self._start(config, opts, interrupts), stop)
             behind.start()
             self._serve(behind, opts["host"], opts["port"], stop, drain)
@@ -78,6 +80,7 @@ class Command(RecordsCommand):
         # the demo jobs go in: either used to end the process by the default action (a
         # traceback, undrained, its output unflushed).
         interrupts.install()
+        self._demo(config, opts)
         engine = self._start(config, opts, interrupts, build=False)
         assert engine is not None  # built before: only a build is cut short by a stop
         if opts["once"]:
@@ -94,8 +97,8 @@ class Command(RecordsCommand):
 
     def _start(self, config: EngineConfig, opts: dict[str, Any], interrupts: Interrupts,
                build: bool = True) -> Engine | None:
-        """Build the kernels (unless built), start the engine, submit the demo jobs if asked;
-        None when a stop came while the kernels built (nothing started, nothing to drain)."""
+        """Build the kernels (unless built) and start the engine; None when a stop came while
+        the kernels built (nothing started, nothing to drain)."""
         if build:
             build_kernels(self.stdout, config.devices)  # a first start compiles for minutes: say so
             if interrupts.stop.is_set():
@@ -103,6 +106,11 @@ class Command(RecordsCommand):
         engine = Engine(config).start()
         interrupts.engine = engine
         watch_for_death(engine, interrupts.stop)
+        return engine
+
+    def _demo(self, config: EngineConfig, opts: dict[str, Any]) -> None:
+        """The demo jobs, if asked and the database holds no jobs yet: queued before the engine
+        starts, which claims them as soon as it is up."""
         if opts["demo"] and ProofJob.objects.exists():
             self.stdout.write("the database already holds jobs: no demo jobs added")
         elif opts["demo"]:
@@ -110,7 +118,6 @@ class Command(RecordsCommand):
 
             jobs = submit_demo_jobs(config.scale, per_kind=max(1, opts["demo_per_kind"]))
             self.stdout.write(f"submitted {len(jobs)} demo job(s) at scale {config.scale}")
-        return engine
 
     def _serve(self, behind: StartBehind, host: str, port: int, stop: threading.Event, drain: float) -> None:
         """The project's web server (settings.WEB_SERVER) in this thread; the engine's hints go through its loop."""
