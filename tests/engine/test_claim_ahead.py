@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from engine.circuits.kinds import validate_inputs
 from engine.ledger.demo import demo_inputs
@@ -60,15 +62,20 @@ def test_a_stop_hands_back_at_once_the_partition_claimed_ahead(start_engine: Cal
     engine = start_engine(synthesis=1, workers_per_device=1)
     inputs, n, process = warm(engine)
     os.kill(process, signal.SIGSTOP)
+    job, _ = submit_job(kind="porep-c2", job_id="ahead-stop", inputs=inputs, num_partitions=n,
+                        circuit_id="porep-c2/tiny", scale="tiny")
+    wait_until(lambda: states(job)[P.RESERVING] == 1 and states(job)[P.SYNTHESIZING] == 1)
+    ahead = Partition.objects.get(job=job, state=P.RESERVING)
+    # The frozen synthesis holds the drain to its end (3 s); it goes on after that, so the stop
+    # can end its processes.
+    thawed = threading.Timer(4.0, os.kill, (process, signal.SIGCONT))
+    thawed.start()
+    asked = timezone.now()
     try:
-        job, _ = submit_job(kind="porep-c2", job_id="ahead-stop", inputs=inputs, num_partitions=n,
-                            circuit_id="porep-c2/tiny", scale="tiny")
-        wait_until(lambda: states(job)[P.RESERVING] == 1 and states(job)[P.SYNTHESIZING] == 1)
-        ahead = Partition.objects.get(job=job, state=P.RESERVING)
-        engine.hurry()  # the drain hands back what it holds without waiting for the frozen synthesis
-        engine.stop(drain_seconds=30)
+        engine.stop(drain_seconds=3)
     finally:
-        os.kill(process, signal.SIGCONT)
+        thawed.join()
     ahead.refresh_from_db()
-    assert ahead.state == P.PENDING and ahead.host is None
+    assert ahead.state == P.PENDING and ahead.host is None and ahead.requeued_at is not None
+    assert (ahead.requeued_at - asked).total_seconds() < 1.5, "handed back only at the drain's end"
     assert not Partition.objects.filter(job=job, state__in=(P.RESERVING, P.SYNTHESIZING)).exists()
