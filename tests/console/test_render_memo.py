@@ -49,3 +49,18 @@ def test_a_running_phase_ticks_in_a_kept_cell_as_in_a_new_one(farm: Farm) -> Non
     after = units()[f"pipelines/{farm.snap.pk}/5"]
     assert "data-started-at" in (after[0] or "") and after[1] == before[1]
     assert after == afresh()[f"pipelines/{farm.snap.pk}/5"]
+
+
+def test_a_quiet_panel_whose_content_stayed_is_the_unit_the_last_pass_made(farm: Farm) -> None:
+    first = render(["counters"]).units["counters"]
+    move(SNAP_ID, 3, PartitionState.SYNTH_DONE, synth_finished_at=timezone.now())  # no job or pending count moved
+    assert render(["counters"]).units["counters"] is first
+
+
+def test_a_quiet_panel_whose_content_moved_is_rendered_as_a_fresh_pass_renders_it(farm: Farm) -> None:
+    before = render(["counters", "synthesis"]).units
+    move(SNAP_ID, 6, PartitionState.SYNTHESIZING, host=farm.host, synth_started_at=timezone.now())
+    after = render(["counters", "synthesis"]).units
+    assert after["synthesis"].html != before["synthesis"].html
+    markup._QUIET.clear()
+    assert render(["counters", "synthesis"]).units == after
