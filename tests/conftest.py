@@ -35,3 +35,26 @@ def require_service(available: bool, reason: str) -> None:
     if os.environ.get("PROVINGSITE_REQUIRE_SERVICES") == "1":
         pytest.fail(f"required service missing: {reason}")
     pytest.skip(reason)
+
+
+# What makes a test database-facing: pytest-django's marker, or a fixture that opens the test
+# database (the engines a test starts as processes are handed it through one of these too).
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "live_server", "django_db_reset_sequences",
+                               "django_db_serialized_rollback"})
+
+
+def database_facing(item: pytest.Item) -> bool:
+    return item.get_closest_marker("django_db") is not None or bool(
+        DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With PROVINGSITE_TESTS_DATABASE_ONLY=1 (bin/test's PostgreSQL pass) only the tests that
+    use the database run: the rest (arithmetic, provers, parsers) ran on SQLite already and would
+    run the same code again."""
+    if os.environ.get("PROVINGSITE_TESTS_DATABASE_ONLY") != "1":
+        return
+    kept = [item for item in items if database_facing(item)]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if not database_facing(item)])
+        items[:] = kept
