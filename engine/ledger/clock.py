@@ -23,6 +23,7 @@ from functools import reduce
 from operator import or_
 from typing import Any
 
+from django.db import connection
 from django.db.models import F, Q
 
 from engine.models import WEB_CLOCK, StatusClock
@@ -81,12 +82,27 @@ def next_stamp(clock: int = WEB_CLOCK) -> Stamp:
     The UPDATE holds the clock row's lock until commit, so that clock's values follow its
     commits; only writers of the same clock wait for it.
     """
-    if StatusClock.objects.filter(pk=clock).update(value=F("value") + 1) == 0:
+    value = _advance(clock)
+    if value is None:
         if clock != WEB_CLOCK:
             raise LookupError(f"status clock {clock} does not exist (clock_for creates it)")
         ensure_clock()  # the web's clock is made on its first write, as a fresh database has none
-        StatusClock.objects.filter(pk=clock).update(value=F("value") + 1)
-    return Stamp(clock, int(StatusClock.objects.values_list("value", flat=True).get(pk=clock)))
+        value = _advance(clock)
+        assert value is not None  # made just above, inside this transaction
+    return Stamp(clock, value)
+
+
+def _advance(clock: int) -> int | None:
+    """The clock's next value, in one statement (SQLite 3.35+ and PostgreSQL both return the
+    updated row); None where the clock has no row. Every write of every writer takes this step:
+    the ORM's UPDATE then SELECT compiled two queries each time, a tenth of a tiny partition's
+    engine time."""
+    q = connection.ops.quote_name
+    table, pk, value = q(StatusClock._meta.db_table), q(StatusClock._meta.pk.column), q("value")
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET {value} = {value} + 1 WHERE {pk} = %s RETURNING {value}", [clock])
+        row = cursor.fetchone()
+    return None if row is None else int(row[0])
 
 
 def written_after(reading: Reading) -> Q:

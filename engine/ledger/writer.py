@@ -60,6 +60,10 @@ class Refused(Exception):
     """A write the records no longer allow (stale claim or a state the machine forbids)."""
 
 
+# Every column of a partition's row but its key, by attribute name (a foreign key's "_id").
+_PARTITION_COLUMNS = tuple(f.attname for f in Partition._meta.concrete_fields if not f.primary_key)
+
+
 class StatusWriter:
     """The one writer of a host. Thread-safe: callers from any engine thread share its lock."""
 
@@ -177,6 +181,7 @@ class StatusWriter:
 
     def _write_partition(self, row: Partition, t: Transition, stamp: Stamp) -> dict[str, Any]:
         target = self._resolved_target(row, t)
+        before = [getattr(row, name) for name in _PARTITION_COLUMNS]
         if target == P.GPU:
             row.gpu_finished_at = None  # a new attempt's interval: the last one's end is not its
             row.batch = ""  # alone unless this transition names its batch
@@ -198,7 +203,11 @@ class StatusWriter:
             transaction.on_commit(lambda: log.debug("v%d P%d of %s %s → %s", *args, extra=fields))
         row.state = target
         stamp.put(row)
-        row.save()
+        # The columns this transition changed, not all 37: a whole row's UPDATE (its JSON columns
+        # encoded again) was most of a transition's cost. Every change here assigns a new value,
+        # so a column left out is one whose value is the one read under the row's lock.
+        row.save(update_fields=[name for name, was in zip(_PARTITION_COLUMNS, before, strict=True)
+                                if getattr(row, name) != was])
         return {"job": row.job.job_id, "partition": row.index}
 
     # -- claims, hand-backs and host rows ------------------------------------------------

@@ -328,6 +328,7 @@ class Engine:
         self.synthesis = Synthesis(self.inflight, self.config.synthesis,
                                    float(settings.PROVINGSITE["WITNESS_SECONDS"]), memory=self.memory,
                                    charge_processes=self.config.charge_processes, nice=self.plan.nice)
+        self.proof_queue.on_taken = self.synthesis.nudge
         self.reservations = Reservations(self.inflight, self.keycache, self.memory, self.signals.stopping,
                                          prepare=self.synthesis.prepare)
         self.dispatcher = Dispatcher(self.writer, self.inflight, self.signals, self.synthesis, self.proof_queue,

@@ -58,11 +58,13 @@ Accepts = Callable[[WorkItem], bool] | None  # the items a lane's workers take (
 class ProofQueue:
     """Synthesized partitions waiting for a proving worker, served in claim order."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_taken: Callable[[], None] = lambda: None) -> None:
         self._heap: list[tuple[Any, int, WorkItem]] = []
         self._seq = itertools.count()
         self._cond = threading.Condition()
         self.closed = False
+        # Told (outside the queue's lock) whenever items leave for a worker: the pacer waits on it.
+        self.on_taken = on_taken
 
     def put(self, item: WorkItem) -> None:
         with self._cond:
@@ -83,7 +85,9 @@ class ProofQueue:
             if item is None and not self.closed:
                 self._cond.wait(timeout)
                 item = self._pop(accepts)
-            return item
+        if item is not None:
+            self.on_taken()
+        return item
 
     def _pop(self, accepts: Accepts) -> WorkItem | None:
         if accepts is None:
@@ -113,8 +117,11 @@ class ProofQueue:
                 heapq.heapify(self._heap)
                 left = deadline - time.monotonic()
                 if len(batch) >= limit or left <= 0 or self.closed:
-                    return batch
+                    break
                 self._cond.wait(left)
+        if len(batch) > 1:
+            self.on_taken()
+        return batch
 
     def remove(self, partition_id: int) -> WorkItem | None:
         with self._cond:
