@@ -98,7 +98,8 @@ def _advance(clock: int) -> int | None:
     the ORM's UPDATE then SELECT compiled two queries each time, a tenth of a tiny partition's
     engine time."""
     q = connection.ops.quote_name
-    table, pk, value = q(StatusClock._meta.db_table), q(StatusClock._meta.pk.column), q("value")
+    # The model's own column names: "id" and "value" (names Django gives its fields' columns).
+    table, pk, value = q(StatusClock._meta.db_table), q("id"), q("value")
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {table} SET {value} = {value} + 1 WHERE {pk} = %s RETURNING {value}", [clock])
         row = cursor.fetchone()
