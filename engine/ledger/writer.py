@@ -33,6 +33,7 @@ from engine.ledger.hints import publish_hint
 from engine.ledger.job_log import about
 from engine.ledger.key_requests import fail_pending_of_stopped
 from engine.ledger.leases import any_lapsed, requeue_lapsed_rows
+from engine.ledger.locked import locked_partition
 from engine.ledger.new_work import announce_new_work
 from engine.ledger.settle import error_entry, failures_since_retry, settle_job
 from engine.models import EngineHost, Partition, ProofJob
@@ -76,6 +77,7 @@ class StatusWriter:
         self.listeners: list[Callable[[Stamp], None]] = []  # called with each committed stamp
         self.clock = host_clock(host.name)
         self._free_marked = float("-inf")  # when mark_free last wrote (monotonic)
+        self._job_names: dict[int, str] = {}  # job pk → job id (engine.ledger.writer._job_name)
 
     # -- the one path every write takes --------------------------------------------------
 
@@ -116,11 +118,14 @@ class StatusWriter:
                 list(ProofJob.objects.select_for_update().filter(pk=job_id).values_list("pk", flat=True))
             # of=self: the partition's lock only. Locking the joined job too would take the job
             # after the partition, against that order, and every transition would queue on it.
-            row = Partition.objects.select_for_update(of=("self",)).select_related("job").get(pk=t.claim.partition_id)
+            # The row alone: its job's row (with the job's inputs) is read only where it is used
+            # (a refusal's log line), and its name from the writer's own memory (_job_name).
+            row = locked_partition(t.claim.partition_id)
             self._fence(row, t)
             hints = [self._write_partition(row, t, stamp)]
             if row.state in PARTITION_TERMINAL:  # only an ending partition can end its job
-                hints += settle_job(row.job, stamp, self.max_attempts, host=self.host.name)
+                # settle_job reads the job again under its lock, by its key
+                hints += settle_job(ProofJob(pk=row.job_id), stamp, self.max_attempts, host=self.host.name)
             return hints
 
         try:
@@ -198,8 +203,8 @@ class StatusWriter:
             row.finished_at = row.finished_at or timezone.now()
             row.lease_expires_at = None
         if log.isEnabledFor(logging.DEBUG):  # said once committed: the job log must not keep a rolled-back step
-            args, fields = (stamp.version, row.index, row.job.job_id, row.state, target), about(row.job.job_id, row.index,
-                                                                                                 self.host.name)
+            job_id = self._job_name(row)
+            args, fields = (stamp.version, row.index, job_id, row.state, target), about(job_id, row.index, self.host.name)
             transaction.on_commit(lambda: log.debug("v%d P%d of %s %s → %s", *args, extra=fields))
         row.state = target
         stamp.put(row)
@@ -208,7 +213,17 @@ class StatusWriter:
         # so a column left out is one whose value is the one read under the row's lock.
         row.save(update_fields=[name for name, was in zip(_PARTITION_COLUMNS, before, strict=True)
                                 if getattr(row, name) != was])
-        return {"job": row.job.job_id, "partition": row.index}
+        return {"job": self._job_name(row), "partition": row.index}
+
+    def _job_name(self, row: Partition) -> str:
+        """The id of a partition's job, read once per job: a job's id never changes, and the
+        job's whole row (its inputs decoded) read with every transition was a third of one."""
+        name = self._job_names.get(row.job_id)
+        if name is None:
+            if len(self._job_names) >= 4096:
+                self._job_names.clear()
+            name = self._job_names[row.job_id] = ProofJob.objects.values_list("job_id", flat=True).get(pk=row.job_id)
+        return name
 
     # -- claims, hand-backs and host rows ------------------------------------------------
 

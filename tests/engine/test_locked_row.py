@@ -1,0 +1,44 @@
+"""The writer's compiled read of a partition under its lock is the ORM's own read of it: every
+column, its JSON and its moments converted alike, on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from engine.ledger.locked import locked_partition
+from engine.models import Partition, ProofJob
+
+pytestmark = pytest.mark.django_db
+
+
+def columns(row: Partition) -> dict[str, object]:
+    return {f.attname: getattr(row, f.attname) for f in Partition._meta.concrete_fields}
+
+
+def test_a_locked_read_is_the_orm_s_read_column_for_column(make_job: Callable[..., ProofJob]) -> None:
+    job = make_job(partitions=3)
+    now = timezone.now()
+    Partition.objects.filter(job=job, index=1).update(
+        state="done", attempt=2, synth_started_at=now - timedelta(seconds=2), finished_at=now,
+        errors=[{"attempt": 1, "reason": "a GPU fell off the bus"}], proof={"pi_a": ["1", "2", "1"]},
+        public_inputs=["7", "8"], reserved_bytes=12 * 2**30)
+    for part in Partition.objects.filter(job=job):
+        with transaction.atomic():
+            assert columns(locked_partition(part.pk)) == columns(Partition.objects.get(pk=part.pk))
+
+
+def test_a_missing_partition_is_the_orm_s_missing_row() -> None:
+    with transaction.atomic(), pytest.raises(Partition.DoesNotExist):
+        locked_partition(10**9)
+
+
+@pytest.mark.django_db(transaction=True)  # no test transaction around it
+def test_outside_a_transaction_it_refuses_rather_than_lock_nothing(make_job: Callable[..., ProofJob]) -> None:
+    part = Partition.objects.filter(job=make_job()).get()
+    with pytest.raises(RuntimeError, match="outside a transaction"):
+        locked_partition(part.pk)
