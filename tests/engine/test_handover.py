@@ -73,6 +73,16 @@ def test_freeing_the_abc_block_gives_its_pages_back_while_a_view_is_still_held()
     blocks.free()
 
 
+@pytest.mark.skipif(not hasattr(os, "posix_fallocate"), reason="posix_fallocate is Linux's")
+def test_a_partition_s_blocks_hold_their_pages_from_the_moment_they_are_reserved() -> None:
+    blocks = Blocks("test-allocated", witness_rows=1024, domain_rows=4096)
+    try:
+        for path, rows in ((blocks.spec.witness_path, 1024), (blocks.spec.abc_path, 3 * 4096)):
+            assert os.stat(path).st_blocks * 512 >= rows * 32  # allocated, not a sparse file
+    finally:
+        blocks.free()
+
+
 def test_blocks_left_by_a_dead_engine_are_removed_by_the_next_one() -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     pid = int(dead.stdout)  # a process that has exited
