@@ -12,6 +12,7 @@ Conventions (shared with engine.prover.r1cs and the snarkjs formats):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -131,6 +132,12 @@ def root_of_unity(curve: str | CurveParams, log_n: int) -> int:
 
     Squaring down from w[s] gives nqr^((r-1)/2^k) again, so compute it directly.
     """
+    return _root_of_unity(get_curve(curve).name, log_n)
+
+
+@lru_cache(maxsize=256)
+def _root_of_unity(curve: str, log_n: int) -> int:
+    """Remembered: a proof asks for its domain's roots several times, each a 255-bit power."""
     c = get_curve(curve)
     if not 0 <= log_n <= c.two_adicity:
         raise ValueError(f"log_n must be in [0, {c.two_adicity}] for {c.name}")
