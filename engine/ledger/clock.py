@@ -23,6 +23,7 @@ from functools import reduce
 from operator import or_
 from typing import Any
 
+from django.core.management.color import no_style
 from django.db import connection
 from django.db.models import F, Q
 
@@ -64,6 +65,17 @@ def clock_for(source: str) -> int:
     if source == "web":
         ensure_clock()
         return WEB_CLOCK
+    found = StatusClock.objects.filter(source=source).values_list("pk", flat=True).first()
+    if found is not None:
+        return found
+    # The web's row is made with its fixed key, which PostgreSQL's sequence does not count: a
+    # web write before any engine's left the sequence at 1, and the first engine's clock then
+    # collided with it (the engine could not register). The web's row first, the sequence past
+    # every key after it, then this clock.
+    ensure_clock()
+    with connection.cursor() as cursor:
+        for sql in connection.ops.sequence_reset_sql(no_style(), [StatusClock]):
+            cursor.execute(sql)
     row, _ = StatusClock.objects.get_or_create(source=source)
     return row.pk
 

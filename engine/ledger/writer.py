@@ -116,10 +116,10 @@ class StatusWriter:
                 # them, so two hosts ending partitions of one job queue instead of deadlocking.
                 job_id = Partition.objects.values_list("job_id", flat=True).get(pk=t.claim.partition_id)
                 list(ProofJob.objects.select_for_update().filter(pk=job_id).values_list("pk", flat=True))
-            # of=self: the partition's lock only. Locking the joined job too would take the job
-            # after the partition, against that order, and every transition would queue on it.
-            # The row alone: its job's row (with the job's inputs) is read only where it is used
-            # (a refusal's log line), and its name from the writer's own memory (_job_name).
+            # The partition's row alone, and its lock alone (taking the job's too would take it
+            # after the partition, against the order above, and every transition would queue on
+            # it). The job's row (its inputs decoded) is read only where it is used (a refusal's
+            # log line); its name comes from the writer's own memory (_job_name).
             row = locked_partition(t.claim.partition_id)
             self._fence(row, t)
             hints = [self._write_partition(row, t, stamp)]
