@@ -23,8 +23,7 @@ from functools import reduce
 from operator import or_
 from typing import Any
 
-from django.core.management.color import no_style
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 
 from engine.models import WEB_CLOCK, StatusClock
@@ -68,15 +67,21 @@ def clock_for(source: str) -> int:
     found = StatusClock.objects.filter(source=source).values_list("pk", flat=True).first()
     if found is not None:
         return found
-    # The web's row is made with its fixed key, which PostgreSQL's sequence does not count: a
-    # web write before any engine's left the sequence at 1, and the first engine's clock then
-    # collided with it (the engine could not register). The web's row first, the sequence past
-    # every key after it, then this clock.
     ensure_clock()
-    with connection.cursor() as cursor:
-        for sql in connection.ops.sequence_reset_sql(no_style(), [StatusClock]):
-            cursor.execute(sql)
-    row, _ = StatusClock.objects.get_or_create(source=source)
+    # The web's row has its fixed key, which PostgreSQL's key sequence does not count, so on a
+    # database whose web wrote first the sequence's first value collides with it. That failed
+    # insert used the value up and the second try draws the next. Resetting the sequence to the
+    # table's largest key instead raced with another engine registering at the same moment (its
+    # key not yet committed, the reset handed it out again).
+    try:
+        return _made(source)
+    except IntegrityError:
+        return _made(source)
+
+
+def _made(source: str) -> int:
+    with transaction.atomic():
+        row, _ = StatusClock.objects.get_or_create(source=source)
     return row.pk
 
 

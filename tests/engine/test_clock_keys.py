@@ -1,7 +1,8 @@
 """Every writer gets a clock of its own on a fresh database, whichever writes first: a web
 write before any engine's (a job submitted before the first engine starts) once left
 PostgreSQL's key sequence behind the web clock's fixed key, and the first engine then could not
-register."""
+register. Making that right by resetting the sequence then raced with a second engine registering
+at the same moment: the reset handed out its uncommitted key again."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from django.db import connection, transaction
 
 from engine.ledger.clock import WEB_CLOCK, host_clock, next_stamp
 from engine.models import StatusClock
+from tests.engine.sessions import another_session_holding, commits_within
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
@@ -39,3 +41,14 @@ def test_an_engine_registering_first_leaves_the_web_its_own_clock(fresh_clocks: 
     assert engine != WEB_CLOCK
     with transaction.atomic():
         assert next_stamp().version == 1 and next_stamp(engine).version == 1
+
+
+def test_an_engine_registers_while_another_engines_registration_is_still_open(fresh_clocks: None) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time: engines cannot register at the same moment there")
+    with transaction.atomic():
+        next_stamp()  # the web writes first
+    first = host_clock("gpu-a")
+    with another_session_holding("INSERT INTO engine_statusclock (source, value) VALUES ('host:gpu-b', 0)"):
+        assert commits_within(10, lambda: host_clock("gpu-c")), "gpu-c waited on gpu-b's uncommitted key"
+    assert len({WEB_CLOCK, first, host_clock("gpu-c")}) == 3

@@ -5,13 +5,11 @@ does not hold up another's."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from typing import Any
 
-import psycopg
 import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
@@ -26,37 +24,11 @@ from engine.models import EngineHost, Partition, ProofJob
 from engine.states import JobState, PartitionState
 from engine.status.records import current_version
 from tests.engine.conftest import walk
+from tests.engine.sessions import another_session_holding, commits_within
 
 pytestmark = pytest.mark.django_db(transaction=True)
 P = PartitionState
 ONE_WRITER = "SQLite has one writer at a time whatever the rows: which locks a write waits for is PostgreSQL's question"
-
-
-@contextlib.contextmanager
-def another_session_holding(sql: str, params: Sequence[object] = ()) -> Iterator[None]:
-    """Another session that ran ``sql`` (taking its locks) in a transaction it leaves open."""
-    holder = psycopg.connect(**connection.get_connection_params())
-    try:
-        holder.execute(sql, params)
-        yield
-    finally:
-        holder.rollback()
-        holder.close()
-
-
-def commits_within(seconds: float, write: Callable[[], object]) -> bool:
-    """Whether ``write``, on a thread of its own (its own connection), is done in time."""
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            write()
-            done.set()
-        finally:
-            connection.close()
-
-    threading.Thread(target=run, daemon=True).start()
-    return done.wait(seconds)
 
 
 def test_a_heartbeat_records_liveness_without_a_version(make_writer: Callable[[str], StatusWriter]) -> None:
