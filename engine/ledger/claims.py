@@ -73,7 +73,8 @@ def claim_partitions(host: EngineHost, limit: int, stamp: Stamp, refused: Collec
         stamp.put(row)
         row.save(update_fields=["attempt", "state", "host", "lease_expires_at", "claimed_at", "error", "clock", "version",
                               "revision"])
-        _start_job(row.job, host, now, stamp)
+        if row.job.state == JobState.QUEUED:  # as the claim read it: a running job stays running
+            _start_job(row.job, host, now, stamp)
     return rows
 
 
