@@ -24,7 +24,7 @@ MAX_SHAPES = 16
 
 
 class _Compiled:
-    __slots__ = ("connection", "sql", "params", "slots", "converters")
+    __slots__ = ("connection", "sql", "params", "slots", "converters", "width")
 
     def __init__(self, queryset: QuerySet[Any, Any], n_values: int, connection: Any) -> None:
         compiler = queryset.query.get_compiler(using=DEFAULT_DB_ALIAS)
@@ -34,6 +34,8 @@ class _Compiled:
         self.slots = tuple(_STAND_IN - p if isinstance(p, int) and 0 <= _STAND_IN - p < n_values else None
                            for p in params)
         columns = [column[0] for column in compiler.select[:compiler.col_count]]
+        # the columns asked for, without those a DISTINCT's ordering adds to the SELECT
+        self.width = compiler.col_count if compiler.has_extra_select else None
         self.converters = [(pos, convs, expr) for pos, (convs, expr) in compiler.get_converters(columns).items()]
 
 
@@ -58,6 +60,8 @@ class Bound:
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, bound)
             fetched = cursor.fetchall()
+        if compiled.width is not None:
+            fetched = [row[:compiled.width] for row in fetched]
         if not compiled.converters:
             return fetched
         out = []

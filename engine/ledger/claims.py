@@ -6,7 +6,7 @@ One code path for every database: ``select_for_update(skip_locked=True)`` become
 the same row and never wait on each other; SQLite ignores it (its IMMEDIATE transactions
 serialise writers, which is right for the single-host default).
 
-A claim moves the partition from ``pending`` (unclaimed, and only that) to ``reserving``: the
+The order they are served in is engine.ledger.order's. A claim moves the partition from ``pending`` (unclaimed, and only that) to ``reserving``: the
 host holds it and is getting its key and memory. Each claim bumps ``attempt`` — the fencing
 token every later write is checked against — and sets the host and the lease the heartbeat
 renews.
@@ -20,13 +20,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from engine.ledger import placement
 from engine.ledger.clock import Stamp
+from engine.ledger.order import claim_order
 from engine.models import EngineHost, Partition, ProofJob
-from engine.states import JOB_ACTIVE, JobState, PartitionState
+from engine.states import JobState, PartitionState
 
 
 @dataclass(frozen=True)
@@ -38,16 +38,6 @@ class Claim:
     host_id: int
 
 
-def claim_order() -> QuerySet[Partition]:
-    """Unclaimed pending partitions of live jobs, in the order they should be served."""
-    return (
-        Partition.objects.filter(state=PartitionState.PENDING, host__isnull=True, job__state__in=JOB_ACTIVE)
-        # A priority's jobs by least slack (deadlines.latest_start), those without a deadline after, then by age.
-        .order_by("job__priority", F("job__latest_start_at").asc(nulls_last=True), "job__submitted_at", "job_id",
-                  "index")
-    )
-
-
 def lease_deadline() -> datetime:
     return timezone.now() + timedelta(seconds=float(settings.PROVINGSITE["LEASE_SECONDS"]))
 
@@ -55,10 +45,10 @@ def lease_deadline() -> datetime:
 def claim_partitions(host: EngineHost, limit: int, stamp: Stamp, refused: Collection[str] = ()) -> list[Partition]:
     """Claim up to ``limit`` partitions for ``host``, none of a circuit in ``refused`` (the host
     has no key for it, or not the farm's); call inside a transaction."""
-    order = claim_order().exclude(job__circuit_id__in=list(refused)) if refused else claim_order()
+    order = claim_order(refused)
     now = timezone.now()
     if placement.enabled():  # by which keys each host holds (engine.ledger.placement)
-        rows = placement.placed(host.pk, order, limit, now)
+        rows = placement.placed(host.pk, refused, limit, now)
     else:  # first come, first served
         # of=("self",): lock the partition rows only, never the job rows other hosts also read.
         rows = list(order.select_for_update(skip_locked=True, of=("self",)).select_related("job")[:limit])

@@ -6,7 +6,7 @@ zkey is its job's alone, so no host holds it beforehand and it is placed like an
 
 Within the claim's own transaction, a host ranks the partitions first in the claim order:
 
-* a priority class at a time, in the claim order's (claims.claim_order): placement never
+* a priority class at a time, in the claim order's (engine.ledger.order): placement never
   serves a lower priority first because its key is resident; while any partition of a class is
   left for its key's holder, nothing of a lower class is taken;
 * a partition whose latest start (engine.ledger.deadlines) falls within the wait is taken
@@ -28,16 +28,18 @@ re-checked as still unclaimed, so two hosts choosing the same row never wait for
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db import DEFAULT_DB_ALIAS
 
+from engine.ledger.bound import Bound
 from engine.ledger.circuits import is_registered
-from engine.models import EngineHost, Partition
+from engine.ledger.order import claim_order
+from engine.models import EngineHost, Partition, ProofJob
 from engine.states import JOB_ACTIVE, PARTITION_LIVE, PartitionState, ProofKind
 
 WINDOW = 64  # partitions read from the head of the claim order per claim
@@ -100,17 +102,23 @@ class Residency:
         return self.mine.get(key, Tier.COLD) if key else Tier.COLD
 
 
+# Every claim runs these reads; they differ between claims only in the host's refused circuits,
+# so each is compiled once per thread and shape (engine.ledger.bound): Django's compiler was a
+# third of a claim's time.
+_HELD = Bound(lambda shape, values: Partition.objects.filter(state__in=sorted(PARTITION_LIVE), host__isnull=False)
+              .order_by().values_list("host_id", "job__circuit_id").distinct())
+_HOSTS = Bound(lambda shape, values: EngineHost.objects.filter(stopped_at__isnull=True)
+               .values_list("pk", "key_cache", "free_at", "heartbeat_at", "draining"))
+
+
 def residency(host_id: int, now: datetime, wait: float) -> Residency:
     lease = timedelta(seconds=float(settings.PROVINGSITE["LEASE_SECONDS"]))
     held: dict[int, dict[str, Tier]] = {}
-    for other, circuit_id in (Partition.objects.filter(state__in=PARTITION_LIVE, host__isnull=False)
-                              .values_list("host_id", "job__circuit_id").distinct()):
+    for other, circuit_id in _HELD.rows((), ()):
         held.setdefault(other, {})[circuit_id] = Tier.HOT  # claimed: its key is loaded or loading there
     mine: dict[str, Tier] = {}
     kept: set[str] = set()
-    rows = EngineHost.objects.filter(stopped_at__isnull=True).values_list("pk", "key_cache", "free_at", "heartbeat_at",
-                                                                           "draining")
-    for pk, key_cache, free_at, heartbeat_at, draining in rows:
+    for pk, key_cache, free_at, heartbeat_at, draining in _HOSTS.rows((), ()):
         keys = {**tiers_of(key_cache), **held.get(pk, {})}
         if pk == host_id:
             mine = keys
@@ -148,6 +156,15 @@ def by_residency(takeable: list[Candidate], farm: Residency, wait: float) -> lis
 
 
 _FIELDS = ("pk", "job__kind", "job__circuit_id", "job__priority", "job__latest_start_at", "job__submitted_at")
+# The head of the claim order for a host refusing the circuits ``shape`` names.
+_WINDOW = Bound(lambda shape, values: claim_order(cast(tuple[str, ...], shape)).values_list(*_FIELDS)[:WINDOW])
+_PARTITION_COLUMNS = tuple(f.attname for f in Partition._meta.concrete_fields)
+_JOB_COLUMNS = tuple(f.attname for f in ProofJob._meta.concrete_fields)
+# A chosen partition locked, still unclaimed, with its job's row.
+_TAKE = Bound(lambda shape, values: Partition.objects
+              .filter(pk=values[0], state=PartitionState.PENDING, host__isnull=True, job__state__in=sorted(JOB_ACTIVE))
+              .select_for_update(skip_locked=True, of=("self",))
+              .values_list(*_PARTITION_COLUMNS, *(f"job__{name}" for name in _JOB_COLUMNS)))
 
 
 def _candidates(rows: Iterable[tuple[Any, ...]]) -> list[Candidate]:
@@ -155,10 +172,10 @@ def _candidates(rows: Iterable[tuple[Any, ...]]) -> list[Candidate]:
             for pk, kind, circuit_id, priority, latest, submitted in rows]
 
 
-def candidates(order: QuerySet[Partition], farm: Residency) -> list[Candidate]:
+def candidates(refused: tuple[str, ...], farm: Residency) -> list[Candidate]:
     """The head of the claim order, and the first partition of this host's hot and warm keys in
     the head's priority class where that lies beyond the window (one query per tier)."""
-    window = _candidates(order.values_list(*_FIELDS)[:WINDOW])
+    window = _candidates(_WINDOW.rows(refused, ()))
     if not window:
         return window
     priority = window[0].priority
@@ -166,21 +183,30 @@ def candidates(order: QuerySet[Partition], farm: Residency) -> list[Candidate]:
     for tier in (Tier.HOT, Tier.WARM):
         missing = [k for k, t in farm.mine.items() if t == tier and k not in seen]
         if missing:
-            beyond = order.filter(job__priority=priority, job__circuit_id__in=missing).values_list(*_FIELDS)
-            window += [c for c in _candidates(beyond[:1]) if c.pk not in {w.pk for w in window}]
+            beyond = claim_order(refused).filter(job__priority=priority, job__circuit_id__in=missing)
+            window += [c for c in _candidates(beyond.values_list(*_FIELDS)[:1]) if c.pk not in {w.pk for w in window}]
     return window
 
 
-def placed(host_id: int, order: QuerySet[Partition], limit: int, now: datetime) -> list[Partition]:
-    """Up to ``limit`` partitions for the host, locked, best placed first; call inside the claim's
-    transaction."""
+def taken(pk: int) -> Partition | None:
+    """Partition ``pk`` locked with its job's row, if no one holds or has claimed it meanwhile."""
+    rows = _TAKE.rows((), (pk,))
+    if not rows:
+        return None
+    n = len(_PARTITION_COLUMNS)
+    row = Partition.from_db(DEFAULT_DB_ALIAS, list(_PARTITION_COLUMNS), rows[0][:n])
+    row.job = ProofJob.from_db(DEFAULT_DB_ALIAS, list(_JOB_COLUMNS), rows[0][n:])
+    return row
+
+
+def placed(host_id: int, refused: Collection[str], limit: int, now: datetime) -> list[Partition]:
+    """Up to ``limit`` partitions for the host, none of a circuit in ``refused``, locked, best
+    placed first; call inside the claim's transaction."""
     wait = wait_seconds()
     farm = residency(host_id, now, wait)
     rows: list[Partition] = []
-    for pk in rank(candidates(order, farm), farm, now, wait):
-        row = (Partition.objects.filter(pk=pk, state=PartitionState.PENDING, host__isnull=True,
-                                        job__state__in=JOB_ACTIVE)
-               .select_for_update(skip_locked=True, of=("self",)).select_related("job").first())
+    for pk in rank(candidates(tuple(sorted(refused)), farm), farm, now, wait):
+        row = taken(pk)
         if row is not None:
             rows.append(row)
             if len(rows) >= limit:

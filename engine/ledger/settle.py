@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from engine.format import fmt_ms
+from engine.ledger.bound import Bound
 from engine.ledger.callbacks import owe as owe_callback
 from engine.ledger.claims import close_gpu_interval
 from engine.ledger.clock import Stamp
@@ -42,18 +43,28 @@ def error_entry(attempt: int, host: str, reason: str, **extra: Any) -> dict[str,
     return {"attempt": attempt, "host": host, "at": timezone.now().isoformat(), "reason": reason, **extra}
 
 
+# Every partition that ends runs these two; compiled once (engine.ledger.bound).
+_JOB_STATE = Bound(lambda shape, values: ProofJob.objects.select_for_update().filter(pk=values[0])
+                   .values_list("state"))
+_STATES = Bound(lambda shape, values: Partition.objects.select_for_update().filter(job_id=values[0])
+                .values_list("state"))
+
+
 def settle_job(job: ProofJob, stamp: Stamp, max_attempts: int, host: str = "") -> list[dict[str, Any]]:
     """Derive the job's state from its partitions, in the caller's transaction; ``host``, the
     engine host settling it, is named in the outcome's line of the job log."""
-    job = ProofJob.objects.select_for_update().get(pk=job.pk)
-    if job.state in JOB_TERMINAL:
+    [(state,)] = _JOB_STATE.rows((), (job.pk,)) or [(None,)]
+    if state is None:
+        raise ProofJob.DoesNotExist(f"no job {job.pk}")
+    if state in JOB_TERMINAL:
         return []
     # The states first (every row locked): most partitions that end leave their job running,
     # and reading each row whole (its proof decoded) at every end made a job's settling
-    # quadratic in its partitions.
-    states = list(Partition.objects.select_for_update().filter(job=job).values_list("state", flat=True))
+    # quadratic in its partitions. The job's whole row (its inputs decoded) only when it ends.
+    states = [state for (state,) in _STATES.rows((), (job.pk,))]
     if P.FAILED not in states and any(state != P.DONE for state in states):
         return []
+    job = ProofJob.objects.get(pk=job.pk)  # locked above
     parts = list(Partition.objects.filter(job=job).order_by("index"))  # locked above
     failed = [p for p in parts if p.state == P.FAILED]
     if failed:

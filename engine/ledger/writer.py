@@ -33,7 +33,7 @@ from engine.ledger.hints import publish_hint
 from engine.ledger.job_log import about
 from engine.ledger.key_requests import fail_pending_of_stopped
 from engine.ledger.leases import any_lapsed, requeue_lapsed_rows
-from engine.ledger.locked import locked_partition
+from engine.ledger.locked import lock_job_of, locked_partition
 from engine.ledger.new_work import announce_new_work
 from engine.ledger.settle import error_entry, failures_since_retry, settle_job
 from engine.models import EngineHost, Partition, ProofJob
@@ -114,8 +114,7 @@ class StatusWriter:
                 # An ending partition may settle its job, which locks the job and then all its
                 # partitions: take the job's lock first, in the order cancel and retry take
                 # them, so two hosts ending partitions of one job queue instead of deadlocking.
-                job_id = Partition.objects.values_list("job_id", flat=True).get(pk=t.claim.partition_id)
-                list(ProofJob.objects.select_for_update().filter(pk=job_id).values_list("pk", flat=True))
+                lock_job_of(t.claim.partition_id)
             # The partition's row alone, and its lock alone (taking the job's too would take it
             # after the partition, against the order above, and every transition would queue on
             # it). The job's row (its inputs decoded) is read only where it is used (a refusal's

@@ -7,7 +7,7 @@ What it models is what engine.pipeline does, one host at a time, each host alike
 
 * **claim**: one dispatcher per host claims one partition at a time, in the claims' order
   (priority, then the earliest latest start with no deadline last, then age, then the
-  partition's index: ledger.claims.claim_order), while a synthesis slot is free and fewer
+  partition's index: ledger.order.claim_order), while a synthesis slot is free and fewer
   than ``synthesis + 2 × workers`` partitions are synthesizing or waiting for a worker (the
   pacer, pipeline.claim); without room it sleeps until a synthesis ends or its poll is up;
 * **reserve**: the dispatcher then spends the circuit's recorded claim-to-synthesis time and
@@ -228,7 +228,7 @@ class _Part:
 
     @property
     def order(self) -> Order:
-        """The claims' order (ledger.claims.claim_order; pipeline.work.WorkItem.order)."""
+        """The claims' order (ledger.order.claim_order; pipeline.work.WorkItem.order)."""
         a = self.job.arrival
         latest = a.at_s + a.latest_start_s if a.latest_start_s is not None else math.inf
         return (a.priority, latest, a.at_s, self.job.seq, self.index)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
+import psycopg
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
-from engine.ledger.locked import locked_partition
+from engine.ledger.locked import lock_job_of, locked_partition
 from engine.models import Partition, ProofJob
 
 pytestmark = pytest.mark.django_db
@@ -42,3 +43,20 @@ def test_outside_a_transaction_it_refuses_rather_than_lock_nothing(make_job: Cal
     part = Partition.objects.filter(job=make_job()).get()
     with pytest.raises(RuntimeError, match="outside a transaction"):
         locked_partition(part.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_locking_a_partitions_job_locks_the_job_and_not_the_partition(make_job: Callable[..., ProofJob]) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite's write transaction holds the whole database: which rows are locked is PostgreSQL's question")
+    part = Partition.objects.filter(job=make_job()).get()
+    other = psycopg.connect(**connection.get_connection_params(), autocommit=True)
+    try:
+        with transaction.atomic():
+            lock_job_of(part.pk)
+            assert other.execute("SELECT id FROM engine_partition WHERE id = %s FOR UPDATE NOWAIT",
+                                 [part.pk]).fetchall() == [(part.pk,)]
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                other.execute("SELECT id FROM engine_proofjob WHERE id = %s FOR UPDATE NOWAIT", [part.job_id])
+    finally:
+        other.close()
