@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from engine.ledger import placement
 from engine.ledger.clock import Stamp
+from engine.ledger.locked import write_columns
 from engine.ledger.order import claim_order
 from engine.models import EngineHost, Partition, ProofJob
 from engine.states import JobState, PartitionState
@@ -61,8 +62,8 @@ def claim_partitions(host: EngineHost, limit: int, stamp: Stamp, refused: Collec
         row.claimed_at = now
         row.error = ""
         stamp.put(row)
-        row.save(update_fields=["attempt", "state", "host", "lease_expires_at", "claimed_at", "error", "clock", "version",
-                              "revision"])
+        write_columns(row, ["attempt", "state", "host_id", "lease_expires_at", "claimed_at", "error", "clock", "version",
+                            "revision"])
         if row.job.state == JobState.QUEUED:  # as the claim read it: a running job stays running
             _start_job(row.job, host, now, stamp)
     return rows

@@ -33,7 +33,7 @@ from engine.ledger.hints import publish_hint
 from engine.ledger.job_log import about
 from engine.ledger.key_requests import fail_pending_of_stopped
 from engine.ledger.leases import any_lapsed, requeue_lapsed_rows
-from engine.ledger.locked import lock_job_of, locked_partition
+from engine.ledger.locked import lock_job_of, locked_partition, write_columns
 from engine.ledger.new_work import announce_new_work
 from engine.ledger.settle import error_entry, failures_since_retry, settle_job
 from engine.models import EngineHost, Partition, ProofJob
@@ -210,8 +210,8 @@ class StatusWriter:
         # The columns this transition changed, not all 37: a whole row's UPDATE (its JSON columns
         # encoded again) was most of a transition's cost. Every change here assigns a new value,
         # so a column left out is one whose value is the one read under the row's lock.
-        row.save(update_fields=[name for name, was in zip(_PARTITION_COLUMNS, before, strict=True)
-                                if getattr(row, name) != was])
+        write_columns(row, [name for name, was in zip(_PARTITION_COLUMNS, before, strict=True)
+                            if getattr(row, name) != was])
         return {"job": self._job_name(row), "partition": row.index}
 
     def _job_name(self, row: Partition) -> str:

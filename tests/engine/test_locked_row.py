@@ -11,8 +11,8 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from engine.ledger.locked import lock_job_of, locked_partition
-from engine.models import Partition, ProofJob
+from engine.ledger.locked import lock_job_of, locked_partition, write_columns
+from engine.models import EngineHost, Partition, ProofJob
 
 pytestmark = pytest.mark.django_db
 
@@ -60,3 +60,22 @@ def test_locking_a_partitions_job_locks_the_job_and_not_the_partition(make_job: 
                 other.execute("SELECT id FROM engine_proofjob WHERE id = %s FOR UPDATE NOWAIT", [part.job_id])
     finally:
         other.close()
+
+
+def test_writing_changed_columns_stores_what_the_orm_s_save_stores(make_job: Callable[..., ProofJob],
+                                                                    make_writer: Callable[[str], object]) -> None:
+    make_writer("host-a")
+    host = EngineHost.objects.get(name="host-a")
+    ours, theirs = Partition.objects.filter(job=make_job(partitions=2)).order_by("index")
+    now = timezone.now()
+    changes = {"state": "finalizing", "host_id": host.pk, "gpu_finished_at": now, "lease_expires_at": None,
+               "errors": [{"attempt": 1, "reason": "out of memory", "at": now.isoformat()}],
+               "proof": {"pi_a": ["1", "2"], "protocol": "groth16"}, "reserved_bytes": 5 * 2**40, "error": "out of memory", "batch": "b-7"}
+    for row in (ours, theirs):
+        for name, value in changes.items():
+            setattr(row, name, value)
+    with transaction.atomic():
+        write_columns(ours, list(changes))
+    theirs.save(update_fields=list(changes))
+    stored = {row.index: columns(row) for row in Partition.objects.filter(pk__in=[ours.pk, theirs.pk])}
+    assert {k: v for k, v in stored[0].items() if k in changes} == {k: v for k, v in stored[1].items() if k in changes}
