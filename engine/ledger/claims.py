@@ -6,10 +6,10 @@ One code path for every database: ``select_for_update(skip_locked=True)`` become
 the same row and never wait on each other; SQLite ignores it (its IMMEDIATE transactions
 serialise writers, which is right for the single-host default).
 
-The order they are served in is engine.ledger.order's. A claim moves the partition from ``pending`` (unclaimed, and only that) to ``reserving``: the
-host holds it and is getting its key and memory. Each claim bumps ``attempt`` — the fencing
-token every later write is checked against — and sets the host and the lease the heartbeat
-renews.
+The order they are served in is engine.ledger.order's. A claim moves the partition from
+``pending`` (unclaimed, and only that) to ``reserving``: the host holds it and is getting its
+key and memory. Each claim bumps ``attempt`` — the fencing token every later write is checked
+against — and sets the host and the lease the heartbeat renews.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from engine.models import Partition, ProofJob
 
 _COLUMNS = tuple(f.attname for f in Partition._meta.concrete_fields)
 _FIELDS = {f.attname: f for f in Partition._meta.concrete_fields if not f.primary_key}
+_KEY = str(Partition._meta.pk.column) if Partition._meta.pk is not None else "id"
 _LOCKED = Bound(lambda shape, values: Partition.objects.select_for_update().filter(pk=values[0])
                 .values_list(*_COLUMNS))
 # The job's row alone (of: PostgreSQL locks no partition with it).
@@ -29,8 +30,6 @@ def locked_partition(pk: int) -> Partition:
     return Partition.from_db(DEFAULT_DB_ALIAS, list(_COLUMNS), rows[0])
 
 
-
-
 def lock_job_of(partition_pk: int) -> None:
     """Lock the job of partition ``partition_pk`` until the transaction ends."""
     if not connections[DEFAULT_DB_ALIAS].in_atomic_block:
@@ -47,8 +46,8 @@ def write_columns(row: Partition, attnames: list[str]) -> None:
     connection = connections[DEFAULT_DB_ALIAS]
     q = connection.ops.quote_name
     fields = [_FIELDS[name] for name in attnames]
-    sets = ", ".join(f"{q(f.column)} = %s" for f in fields)
+    sets = ", ".join(f"{q(str(f.column))} = %s" for f in fields)
     values = [f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields]
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {q(Partition._meta.db_table)} SET {sets} WHERE {q(Partition._meta.pk.column)} = %s",
+        cursor.execute(f"UPDATE {q(Partition._meta.db_table)} SET {sets} WHERE {q(_KEY)} = %s",
                        [*values, row.pk])

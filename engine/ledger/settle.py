@@ -53,10 +53,10 @@ _STATES = Bound(lambda shape, values: Partition.objects.select_for_update().filt
 def settle_job(job: ProofJob, stamp: Stamp, max_attempts: int, host: str = "") -> list[dict[str, Any]]:
     """Derive the job's state from its partitions, in the caller's transaction; ``host``, the
     engine host settling it, is named in the outcome's line of the job log."""
-    [(state,)] = _JOB_STATE.rows((), (job.pk,)) or [(None,)]
-    if state is None:
+    found = _JOB_STATE.rows((), (job.pk,))
+    if not found:
         raise ProofJob.DoesNotExist(f"no job {job.pk}")
-    if state in JOB_TERMINAL:
+    if found[0][0] in JOB_TERMINAL:
         return []
     # The states first (every row locked): most partitions that end leave their job running,
     # and reading each row whole (its proof decoded) at every end made a job's settling
