@@ -44,6 +44,29 @@ def init_worker(engine_pid: int, kernel_tied: bool, nice: int = 0) -> None:
     configure_worker(1)  # one native product thread per process: the pool's size is the parallelism
 
 
+def serve(conn: Any, engine_pid: int, kernel_tied: bool, nice: int = 0) -> None:
+    """A synthesis process's life (engine.pipeline.process_slot): set up, then run each call
+    the engine sends and send back (True, its result) or (False, what it raised), until told
+    to stop (None) or the engine is gone."""
+    init_worker(engine_pid, kernel_tied, nice)
+    while True:
+        try:
+            call = conn.recv()
+        except (EOFError, OSError):
+            return
+        if call is None:
+            return
+        fn, args = call
+        try:
+            answer: tuple[bool, Any] = (True, fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - the engine's to judge, as the pool's was
+            answer = (False, exc)
+        try:
+            conn.send(answer)
+        except Exception as exc:  # noqa: BLE001 - a result or an error that does not pickle
+            conn.send((False, RuntimeError(f"{type(exc).__name__}: {exc} (sending back {fn.__name__}'s answer)")))
+
+
 def die_with(engine_pid: int, kernel_tied: bool) -> None:
     """End this process when the engine ends, however it ends.
 

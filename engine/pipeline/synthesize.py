@@ -1,11 +1,11 @@
 """Synthesize: reserved partitions become assignments on real cores.
 
 The lifecycle's ``Record synthesizing``, ``Synthesize`` and ``Record synth_done`` are carried
-out here: the partition goes to a pool of processes (a built-in kind runs its circuit on the
+out here: the partition goes to a synthesis process (a built-in kind runs its circuit on the
 job's inputs; a circom circuit's assignment comes from the client's witness, or from the
 witness its generator computes from the request's inputs, under the partition's reservation
 and a budget of instructions and time), which writes the assignment into the partition's
-shared blocks (engine.pipeline.handover: no arrays pickled back). Each pool process
+shared blocks (engine.pipeline.handover: no arrays pickled back). Each process
 keeps one built-in circuit's compiled matrices for its next partitions; the engine reserves
 them under "compiled <circuit> in synthesis-<n>" before that process first synthesizes the
 circuit, and gives them back when it moves to another circuit. Before that first partition
@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import multiprocessing
 import os
 import queue
 import signal
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -38,6 +37,7 @@ from engine.pipeline import lifecycle as lc
 from engine.pipeline import synthesis_process
 from engine.pipeline.inflight import InFlight
 from engine.pipeline.memory import MemoryManager, Reservation
+from engine.pipeline.process_slot import ProcessSlot
 from engine.pipeline.work import CircuitSource, NotPrepared, SynthOutput, WorkItem, public_inputs_of
 from engine.states import PartitionState
 from engine.status.holdings import compiled_owner
@@ -46,16 +46,16 @@ log = logging.getLogger("engine.synthesize")
 P = PartitionState
 
 
-def new_pool(concurrency: int, nice: int = 0) -> ProcessPoolExecutor:
-    """Processes that end with the engine, kill -9 included (see synthesis_process.die_with).
+def new_slot(nice: int = 0) -> ProcessSlot:
+    """A synthesis process that ends with the engine, kill -9 included (see
+    synthesis_process.die_with).
 
-    The kernel's death signal is tied to the spawning thread; the pool spawns from the thread
-    that builds it and warms it up (Engine.start), which lives as long as the engine only when it
-    is the main thread, so elsewhere the workers rely on their watcher alone.
+    The kernel's death signal is tied to the spawning thread; the engine makes its processes from
+    the thread that builds the stage and warms it up (Engine.start), which lives as long as the
+    engine only when it is the main thread, so elsewhere the processes rely on their watcher alone.
     """
     kernel_tied = threading.current_thread() is threading.main_thread()
-    return ProcessPoolExecutor(max_workers=concurrency, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=synthesis_process.init_worker, initargs=(os.getpid(), kernel_tied, nice))
+    return ProcessSlot((os.getpid(), kernel_tied, nice))
 
 
 def first_use_nbytes(circuit_id: str, charge_processes: bool) -> tuple[int, int]:
@@ -67,9 +67,8 @@ def first_use_nbytes(circuit_id: str, charge_processes: bool) -> tuple[int, int]
 
 
 class Synthesis:
-    """One single-process pool per synthesis process, so the engine knows which process takes a
-    partition and so which holds which circuit's compiled matrices (a shared pool hands work to
-    any process). A partition goes to a free process already holding its circuit if there is one.
+    """One slot per synthesis process (engine.pipeline.process_slot), so the engine knows which
+    process takes a partition and so which holds which circuit's compiled matrices. A partition goes to a free process already holding its circuit if there is one.
     Without ``memory`` (a bare test) the matrices are not reserved; ``charge_processes`` counts
     a compiling child's interpreter, as the engine counts its processes at rest."""
 
@@ -81,7 +80,7 @@ class Synthesis:
         self.witness_seconds = witness_seconds
         self.concurrency = concurrency
         self.memory = memory
-        self.pools = [new_pool(1, nice) for _ in range(concurrency)]
+        self.slots = [new_slot(nice) for _ in range(concurrency)]
         self.busy = [False] * concurrency
         # what each process keeps: (circuit id, the reservation of its compiled matrices)
         self.compiled: list[tuple[str, Reservation] | None] = [None] * concurrency
@@ -90,16 +89,16 @@ class Synthesis:
         self._done: queue.Queue[tuple[WorkItem, Future[Any], int] | None] = queue.Queue()
 
     def warm_up(self) -> None:
-        """Start every pool process now, so the first partition does not pay their start."""
-        for f in [pool.submit(synthesis_process.nothing) for pool in self.pools]:
+        """Have every synthesis process up now, so the first partition does not pay their start."""
+        for f in [slot.submit(synthesis_process.nothing) for slot in self.slots]:
             f.result()
 
     def pids(self) -> list[int]:
-        """The pool processes' ids (started by warm_up)."""
-        return [pid for pool in self.pools for pid in (getattr(pool, "_processes", None) or {})]
+        """The synthesis processes' ids."""
+        return [pid for slot in self.slots if (pid := slot.pid) is not None]
 
     def has_room(self, waiting_for_proof: int, pace_target: int, ahead: int = 0) -> bool:
-        """A free pool slot, and not too much synthesized work already waiting (the pacer),
+        """A free process, and not too much synthesized work already waiting (the pacer),
         with ``ahead`` partitions more claimed ahead and waiting; waits a little for one
         otherwise."""
         with self._slots:
@@ -156,16 +155,16 @@ class Synthesis:
         with self._slots:
             self.active += 1
             self.busy[process] = True
-        pool = self.pools[process]
+        slot = self.slots[process]
         spec = held.blocks.spec if held.blocks is not None else None
         future: Future[Any]
         try:
             if item.source is CircuitSource.BUILTIN:
-                future = pool.submit(synthesis_process.synthesize_builtin, item.circuit_id, item.inputs, item.index,
+                future = slot.submit(synthesis_process.synthesize_builtin, item.circuit_id, item.inputs, item.index,
                                      spec)
             else:
                 # the client's generator may use what the partition reserved, no more
-                future = pool.submit(synthesis_process.synthesize_circom, item.upload_dir, held.reservation.nbytes,
+                future = slot.submit(synthesis_process.synthesize_circom, item.upload_dir, held.reservation.nbytes,
                                      self.witness_seconds, spec)
         except BrokenProcessPool as exc:  # it died since prepare: the collector fails the item, renews it
             future = Future()
@@ -186,14 +185,14 @@ class Synthesis:
             self.busy[process] = False
 
     def _renew_if_dead(self, process: int) -> None:
-        """A process that died (killed for memory, crashed) breaks its single-process pool for
+        """A process that died (killed for memory, crashed) breaks its slot for
         good: a new process takes its place, and what the engine reserved for the dead one's
         compiled matrices is given back (its next circuit is reserved again, as for any
         process). Called from the engine's own threads, which may write the host's row."""
         with self._slots:
-            if not getattr(self.pools[process], "_broken", False):
+            if not self.slots[process].broken:
                 return
-            self.pools[process] = new_pool(1, self.nice)
+            self.slots[process] = new_slot(self.nice)
             held, self.compiled[process] = self.compiled[process], None
         if held is not None:
             held[1].release()
@@ -215,7 +214,7 @@ class Synthesis:
             return
         if held is not None:  # dropped by the process before its bytes are given back
             try:
-                self.pools[process].submit(synthesis_process.drop_circuits).result()
+                self.slots[process].submit(synthesis_process.drop_circuits).result()
             except BrokenProcessPool:
                 self._renew_if_dead(process)  # gone with the process, and given back
             else:
@@ -228,7 +227,7 @@ class Synthesis:
             log.info("synthesis-%d compiles %s (the matrices cache lacks it) under %s reserved", process + 1,
                      item.circuit_id, fmt_bytes(nbytes))
         try:
-            seconds = self.pools[process].submit(synthesis_process.load_circuit, item.circuit_id).result()
+            seconds = self.slots[process].submit(synthesis_process.load_circuit, item.circuit_id).result()
         except Exception as exc:  # the compile failed, or the process died
             reservation.release()
             self._renew_if_dead(process)
@@ -285,8 +284,8 @@ class Synthesis:
 
     def stop(self) -> None:
         self._done.put(None)
-        for pool in self.pools:
-            pool.shutdown(wait=True, cancel_futures=True)
+        for slot in self.slots:
+            slot.shutdown(wait=True, cancel=True)
         # What finished after the collector left (the engine stopping) is still posted: each such
         # partition ends and gives its memory and blocks back.
         collector_told = False
