@@ -63,8 +63,9 @@ class ProcessSlot:
         return future
 
     def _send(self, future: Future[Any], fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        """Under the lock: the call to the idle process."""
-        future.set_running_or_notify_cancel()
+        """Under the lock: the call to the idle process (unless it was cancelled meanwhile)."""
+        if not future.set_running_or_notify_cancel():
+            return
         self._running = future
         try:
             self._conn.send((fn, args))
@@ -85,9 +86,7 @@ class ProcessSlot:
             with self._lock:
                 future, self._running = self._running, None
                 while self._waiting and self._running is None:
-                    waiting, fn, args = self._waiting.popleft()
-                    if not waiting.cancelled():
-                        self._send(waiting, fn, args)
+                    self._send(*self._waiting.popleft())
                 if self._closing and self._running is None:
                     self._stop_when_idle()
             if future is not None:
@@ -118,15 +117,15 @@ class ProcessSlot:
                 for future, _, _ in self._waiting:
                     future.cancel()
                 self._waiting.clear()
-            idle = self._running is None and not self._waiting
-        if idle or cancel:
-            self._stop_when_idle()
+            if cancel or (self._running is None and not self._waiting):
+                self._stop_when_idle()
         if wait:
             self._reader.join()
             self.process.join()
 
     def _stop_when_idle(self) -> None:
-        """The process is told to exit once it has answered what it runs (a None after it)."""
+        """Under the lock (one writer of the pipe at a time): the process is told to exit once
+        it has answered what it runs (a None after it)."""
         try:
             self._conn.send(None)
         except (OSError, ValueError):
