@@ -55,6 +55,9 @@ class Transition:
     # For target FAILED: the reason, and whether another attempt may fix it.
     reason: str = ""
     retryable: bool = False
+    # Moment columns set to when the transition is written, under the writer's lock: a moment
+    # taken before waiting for the lock counted another transition's write as this one's.
+    written_at: tuple[str, ...] = ()
 
 
 class Refused(Exception):
@@ -191,6 +194,10 @@ class StatusWriter:
             row.batch = ""  # alone unless this transition names its batch
         for name, value in t.fields.items():
             setattr(row, name, value)
+        if t.written_at:
+            now = timezone.now()
+            for name in t.written_at:
+                setattr(row, name, now)
         if target != P.GPU:
             close_gpu_interval(row)
         if t.target == P.FAILED:

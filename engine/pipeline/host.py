@@ -42,6 +42,7 @@ from engine.ledger.writer import StatusWriter
 from engine.models import EngineHost, Partition
 from engine.pipeline import devices as devices_mod
 from engine.pipeline import handover, job_log, lifecycle
+from engine.pipeline.block_pool import BlockPool
 from engine.pipeline.claim import Dispatcher
 from engine.pipeline.device_memory import DeviceMemory, device_budget_bytes
 from engine.pipeline.finalize import Finalizers
@@ -61,7 +62,7 @@ from engine.pipeline.synthesize import Synthesis
 from engine.pipeline.work import WorkItem, load_item
 from engine.prover.backends.cpu.native_build import default_threads
 from engine.states import PartitionState
-from engine.status.holdings import PROCESSES_OWNER, engine_held
+from engine.status.holdings import HANDOVER_OWNER, PROCESSES_OWNER, engine_held
 from engine.status.host_report import ThreadDown
 
 log = logging.getLogger("engine")
@@ -72,6 +73,9 @@ RECHARGE_STEP = 16 << 20
 # How long the stop's own writes (hand-backs, the host marked stopped) wait for a database
 # that went away: a restart takes seconds; an engine told to stop must not hang for ever.
 STOP_WRITE_SECONDS = 10.0
+# Handover blocks at rest this long are freed: an idle engine holds no tmpfs for work that may
+# not come (engine.pipeline.block_pool).
+BLOCKS_REST_SECONDS = 60.0
 
 
 def write_retry_seconds() -> float:
@@ -177,6 +181,8 @@ class Engine:
         self.memory = MemoryManager(budget_bytes(self.config.budget, self.config.margin))
         self._held_lock = threading.Lock()
         self.memory.watch(engine_held, self._report_engine_held)
+        # Before the key cache: memory running short frees blocks at rest before idle keys.
+        self.blocks = BlockPool(self.memory, keep_at_rest=self._blocks_at_rest())
         self.device_memory = self._device_memory()
         # Each key a host loads is checked against the farm's record of the circuit's key.
         # Warm keys' images live in this engine's own directory, removed when it stops.
@@ -300,8 +306,9 @@ class Engine:
         if now - self._idle_since < settle:
             return
         held = self.memory.snapshot()["by_owner"]
+        # Handover blocks at rest are on tmpfs, mapped by no process: in no resident figure.
         rest = tree_rss([os.getpid(), *self.synthesis.pids()]) - sum(
-            n for owner, n in held.items() if owner != PROCESSES_OWNER)
+            n for owner, n in held.items() if owner not in (PROCESSES_OWNER, HANDOVER_OWNER))
         growth = rest - held.get(PROCESSES_OWNER, 0)
         if growth < RECHARGE_STEP or self._busy():  # work that began while measuring is not rest
             return
@@ -330,7 +337,7 @@ class Engine:
                                    charge_processes=self.config.charge_processes, nice=self.plan.nice)
         self.proof_queue.on_taken = self.synthesis.nudge
         self.reservations = Reservations(self.inflight, self.keycache, self.memory, self.signals.stopping,
-                                         prepare=self.synthesis.prepare)
+                                         prepare=self.synthesis.prepare, pool=self.blocks)
         self.dispatcher = Dispatcher(self.writer, self.inflight, self.signals, self.synthesis, self.proof_queue,
                                      scale=self.config.scale,
                                      pace_target=self.plan.pace_target(len(self.devices) + self.plan.cpu_lane),
@@ -446,6 +453,7 @@ class Engine:
             # are not waited for (the process exits next, runengine), nor are the synthesis
             # processes (ended, their partitions handed back above).
             self.synthesis.kill()
+            self.blocks.close()
             handover.remove_orphans(own=True)
             shutil.rmtree(self.key_images, ignore_errors=True)
             log.warning("handed back %d partition(s) at once", len(left))
@@ -456,6 +464,7 @@ class Engine:
                 thread.join(timeout=max(deadline - time.monotonic(), 0) + 10)
         self.synthesis.stop()
         self.finalizers.stop()
+        self.blocks.close()
         self.keycache.clear()
         if self.device_memory is not None:
             self.device_memory.clear()
@@ -513,6 +522,13 @@ class Engine:
         down = tuple(ThreadDown(d.thread, d.since, d.error) for d in self.health.down())
         return {"heartbeat_at": timezone.now(), "devices": devices_mod.device_report(self.devices),
                 "figures": replace(self.figures.sample(), threads_down=down).to_json()}
+
+    def _blocks_at_rest(self) -> int:
+        """The handover blocks kept at rest: a witness and an a/b/c block for every partition the
+        pacer keeps synthesizing or waiting and every proving worker's."""
+        lanes = len(self.devices) + self.plan.cpu_lane
+        workers = len(self.devices) * self.config.workers_per_device + self.plan.cpu_lane
+        return 2 * (self.plan.pace_target(lanes) + workers)
 
     def engine_held(self) -> dict[str, int]:
         """The engine's own reservations (engine.status.holdings.engine_held), by owner."""
@@ -608,6 +624,7 @@ class Engine:
             return False
         self.beat()
         self.recharge_processes()
+        self.blocks.expire(BLOCKS_REST_SECONDS)
         return True
 
     def sweep(self) -> None:

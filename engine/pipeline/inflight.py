@@ -200,13 +200,14 @@ class InFlight:
 
     # -- writing an item's transitions ---------------------------------------------------------
 
-    def record(self, item: WorkItem, target: str, **fields: Any) -> lc.Event:
+    def record(self, item: WorkItem, target: str, written_at: tuple[str, ...] = (), **fields: Any) -> lc.Event:
         """Write one transition for ``item``, tried again while the database is away (a blip
         must not throw a finished proof away): ``Recorded``, or ``Refused`` when the records
         no longer allow it or the database stayed away past every retry (its lease lapses and
-        another host, or this one later, proves it again)."""
+        another host, or this one later, proves it again). The moment columns ``written_at`` names
+        are set to when the transition is written (engine.ledger.writer.Transition)."""
         try:
-            self._apply(item, Transition(item.claim, target, fields))
+            self._apply(item, Transition(item.claim, target, fields, written_at=written_at))
         except RecordRefused:
             return lc.Refused()
         except DatabaseError as exc:

@@ -114,7 +114,7 @@ class MemoryManager:
         ``cancelled`` is polled while waiting; when it turns true the wait ends with
         InterruptedError (a cancelled job must not keep its place in the line).
         """
-        self._check_possible(owner, nbytes)
+        self.check_possible(owner, nbytes)
         ticket = _Ticket(priority, next(self._seq))
         with self._cond:
             self._waiting.append(ticket)
@@ -132,7 +132,7 @@ class MemoryManager:
     def extend(self, reservation: Reservation, nbytes: int, priority: int = 2, timeout: float | None = None) -> None:
         """Grow ``reservation`` by ``nbytes``, blocking as acquire does (a key found larger,
         once loaded, than its estimate)."""
-        self._check_possible(reservation.owner, reservation.nbytes + nbytes)
+        self.check_possible(reservation.owner, reservation.nbytes + nbytes)
         more = self.acquire(reservation.owner, nbytes, priority, timeout=timeout)
         reservation.nbytes += more.nbytes
         more.nbytes = 0
@@ -160,7 +160,8 @@ class MemoryManager:
                     raise TimeoutError(f"{owner}: {fmt_bytes(nbytes)} not available within {timeout}s")
                 self._cond.wait(timeout=min(left, 0.25) if left is not None else 0.25)
 
-    def _check_possible(self, owner: str, nbytes: int) -> None:
+    def check_possible(self, owner: str, nbytes: int) -> None:
+        """Raise MemoryBudgetError when ``nbytes`` could never fit the budget."""
         if nbytes < 0:
             raise MemoryBudgetError(f"{owner}: negative request {nbytes}")
         if nbytes > self.budget:

@@ -6,8 +6,9 @@ first (reserved before the partition's own bytes, so a compile's peak never wait
 them), its proving key is checked out of the host's key cache (a built-in kind's or a
 registered circuit's), its memory reserved from the circuit's real needs, blocking until the
 bytes fit (memory is the back-pressure that keeps a host from taking more than it can prove),
-and its shared blocks made inside that reservation (engine.pipeline.handover). A client's
-uploaded zkey is read only inside the job's reservation, so its bytes are counted.
+and its shared blocks lent by the engine's block pool (whose bytes they are) or made inside
+that reservation (engine.pipeline.block_pool, engine.pipeline.handover). A client's uploaded
+zkey is read only inside the job's reservation, so its bytes are counted.
 
 ``Release``: the a/b/c block and its share of the memory once the device has them, the rest
 (the witness block, the memory, the key) when the partition ends.
@@ -24,6 +25,7 @@ from django.db import DatabaseError
 
 from engine.format import fmt_bytes
 from engine.pipeline import lifecycle as lc
+from engine.pipeline.block_pool import BlockPool
 from engine.pipeline.handover import Blocks
 from engine.pipeline.inflight import InFlight
 from engine.pipeline.keycache import KeyCache
@@ -53,11 +55,14 @@ class Reservations:
     """The Reserve and Release instructions' executor."""
 
     def __init__(self, book: InFlight, keycache: KeyCache, memory: MemoryManager, stopping: threading.Event,
-                 prepare: Callable[[WorkItem], int | None] = lambda item: None) -> None:
+                 prepare: Callable[[WorkItem], int | None] = lambda item: None, pool: BlockPool | None = None) -> None:
         self.book = book
         self.keycache = keycache
         self.memory = memory
         self.stopping = stopping
+        # Lends each partition its blocks, pages allocated, from what earlier ones let go; without
+        # it a partition makes its own inside its reservation.
+        self.pool = pool
         # The synthesis process that will take the item, its circuit's compiled matrices held
         # (engine.pipeline.synthesize.Synthesis.prepare); raises NotPrepared, MemoryBudgetError,
         # InterruptedError like a reservation.
@@ -78,16 +83,25 @@ class Reservations:
                 if item.source is CircuitSource.REGISTERED:  # its vk is the cached key's
                     vk = key.vk
                 _check_fits_with_key(item, self.keycache.reserved_bytes(item.circuit_id), self.memory)
-            reservation = self.memory.acquire(partition_owner(item.kind, item.job_id), item.partition_bytes,
-                                              item.priority, cancelled=lambda: item.abandoned() or self.stopping.is_set())
+            owner = partition_owner(item.kind, item.job_id)
+            # Whole, as if it made its blocks: a partition that could never fit does not wait.
+            self.memory.check_possible(owner, item.partition_bytes)
+            cancelled = lambda: item.abandoned() or self.stopping.is_set()  # noqa: E731
+            if self.pool is not None:  # the pool's bytes, not the partition's
+                blocks = self.pool.lend(item.sizes.witness_rows, item.sizes.domain_rows, item.priority, cancelled)
+            reservation = self.memory.acquire(owner, item.partition_bytes - (blocks.kept_nbytes if blocks else 0),
+                                              item.priority, cancelled=cancelled)
             if not item.source.shares_key:  # the client's own key, read once per job, inside its reservation
                 from engine.prover import read_zkey
 
                 key = read_zkey(item.zkey_path)
                 vk = key.vk
-            blocks = Blocks(f"{item.claim.partition_id}-{item.claim.attempt}", item.sizes.witness_rows,
-                            item.sizes.domain_rows)
+            if blocks is None:
+                blocks = Blocks.made(f"{item.claim.partition_id}-{item.claim.attempt}", item.sizes.witness_rows,
+                                     item.sizes.domain_rows)
         except BaseException as exc:
+            if blocks is not None:
+                blocks.free()
             if reservation is not None:
                 reservation.release()
             if checked_out:
@@ -126,9 +140,11 @@ class Reservations:
         if held is None:
             return
         if instruction.holds == {lc.Hold.ABC}:
+            kept = 0
             if held.blocks is not None:
+                kept = held.blocks.abc_kept_nbytes  # the pool's bytes: never the partition's to give
                 held.blocks.free_abc()
-            held.reservation.release_part(item.abc_bytes)
+            held.reservation.release_part(item.abc_bytes - kept)
             return
         if held.blocks is not None:
             held.blocks.free()

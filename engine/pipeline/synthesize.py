@@ -28,6 +28,7 @@ import signal
 import threading
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
@@ -86,7 +87,7 @@ class Synthesis:
         self.compiled: list[tuple[str, Reservation] | None] = [None] * concurrency
         self.active = 0
         self._slots = threading.Condition()
-        self._done: queue.Queue[tuple[WorkItem, Future[Any], int] | None] = queue.Queue()
+        self._done: queue.Queue[tuple[WorkItem, Future[Any], int, datetime] | None] = queue.Queue()
 
     def warm_up(self) -> None:
         """Have every synthesis process up now, so the first partition does not pay their start."""
@@ -139,12 +140,15 @@ class Synthesis:
         return process
 
     def record_started(self, item: WorkItem, instruction: lc.Record) -> lc.Event:
+        """Synthesizing from the moment that is written (not from before a wait for the writer)."""
         assert item.held is not None
-        return self.book.record(item, P.SYNTHESIZING, synth_started_at=timezone.now(),
+        return self.book.record(item, P.SYNTHESIZING, written_at=("synth_started_at",),
                                 reserved_bytes=item.held.reservation.nbytes)
 
     def record_done(self, item: WorkItem, instruction: lc.Record) -> lc.Event:
-        return self.book.record(item, P.SYNTH_DONE, synth_finished_at=timezone.now())
+        """Synthesized at the moment the process's answer came back."""
+        arrived = item.synthesized.arrived_at if item.synthesized is not None else None
+        return self.book.record(item, P.SYNTH_DONE, synth_finished_at=arrived or timezone.now())
 
     def synthesize(self, item: WorkItem, instruction: lc.Synthesize) -> None:
         """Submit ``item`` (reserved, its process prepared) to its process; the collector
@@ -169,9 +173,10 @@ class Synthesis:
         except BrokenProcessPool as exc:  # it died since prepare: the collector fails the item, renews it
             future = Future()
             future.set_exception(exc)
-        # the process is free before the collector may let the next partition in
+        # the process is free before the collector may let the next partition in; the answer's
+        # arrival is the synthesis's end, taken here on the slot's reader thread
         future.add_done_callback(lambda f: self._free(process))
-        future.add_done_callback(lambda f: self._done.put((item, f, process)))
+        future.add_done_callback(lambda f: self._done.put((item, f, process, timezone.now())))
 
     def _pick(self, item: WorkItem) -> int:
         """A free process, one that already holds the item's compiled circuit first."""
@@ -245,10 +250,10 @@ class Synthesis:
         entry = self._done.get()
         if entry is None:
             return False
-        item, future, process = entry
+        item, future, process, arrived = entry
         try:
             self._renew_if_dead(process)
-            self.collect(item, future)
+            self.collect(item, future, arrived)
         finally:
             # The slot is free only once the partition is recorded out of synthesizing: freed
             # before, a third partition was claimed and recorded synthesizing first, and the
@@ -258,15 +263,17 @@ class Synthesis:
                 self._slots.notify_all()
         return True
 
-    def collect(self, item: WorkItem, future: Future[Any]) -> None:
-        """Post what became of ``item``'s synthesis: its assignment read where the process
-        wrote it (views over the partition's blocks), or why it failed."""
+    def collect(self, item: WorkItem, future: Future[Any], arrived: datetime | None = None) -> None:
+        """Post what became of ``item``'s synthesis (its answer back at ``arrived``): its
+        assignment read where the process wrote it (views over the partition's blocks), or why
+        it failed."""
         event: lc.Event
         try:
             written = future.result()
             assert item.held is not None and item.held.blocks is not None
             assignment = item.held.blocks.assignment(written)
-            item.synthesized = SynthOutput(assignment, public_inputs_of(assignment.public_inputs), written.seconds)
+            item.synthesized = SynthOutput(assignment, public_inputs_of(assignment.public_inputs), written.seconds,
+                                           arrived)
             event = lc.Synthesized()
         except Exception as exc:  # the circuit refused the inputs, or the process died
             event = lc.Failed(item.public_reason(f"synthesis failed: {type(exc).__name__}: {exc}"),
@@ -297,8 +304,8 @@ class Synthesis:
             if entry is None:  # the collector has not got there yet: it still must
                 collector_told = True
                 continue
-            item, future, _ = entry
-            self.collect(item, future)
+            item, future, _, arrived = entry
+            self.collect(item, future, arrived)
         if collector_told:
             self._done.put(None)
         for held in self.compiled:

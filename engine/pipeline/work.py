@@ -105,6 +105,9 @@ class SynthOutput:
     assignment: Assignment
     publics: list[str]
     seconds: float  # in the synthesis process
+    # When its answer came back from the process: the synthesis's end as recorded, however long
+    # the engine then took to record it.
+    arrived_at: datetime | None = None
 
 
 @dataclass

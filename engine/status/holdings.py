@@ -38,6 +38,9 @@ def key_owner(circuit_id: str) -> str:
 # Reservations no partition's transition records: the engine writes them to its host row when
 # one changes (EngineHost.reserved_by_engine), and they are read from there.
 PROCESSES_OWNER = "engine processes"
+# The handover blocks the engine keeps between partitions (engine.pipeline.block_pool), lent or
+# at rest: evictable, so not held for good.
+HANDOVER_OWNER = "handover blocks"
 
 
 def compiled_owner(circuit_id: str, process: int) -> str:
@@ -52,14 +55,15 @@ def loading_owner(circuit_id: str) -> str:
 
 def engine_held(owner: str) -> bool:
     """An owner of the engine's own (see above)."""
-    return owner == PROCESSES_OWNER or owner.startswith(("compiled ", "loading "))
+    return owner in (PROCESSES_OWNER, HANDOVER_OWNER) or owner.startswith(("compiled ", "loading "))
 
 
 def held_for_good(owner: str) -> bool:
     """An engine's own reservation that no partition's progress gives back (its processes at
-    rest, a synthesis process's compiled matrices): not a key load's buffers. Work that cannot
-    fit beside these and its key would wait for ever."""
-    return engine_held(owner) and not owner.startswith("loading ")
+    rest, a synthesis process's compiled matrices): not a key load's buffers nor the handover
+    blocks (given back when memory runs short). Work that cannot fit beside these and its key
+    would wait for ever."""
+    return engine_held(owner) and owner != HANDOVER_OWNER and not owner.startswith("loading ")
 
 
 def device_reserved(column: Any) -> list[dict[str, Any]]:
@@ -83,7 +87,7 @@ def device_reserved(column: Any) -> list[dict[str, Any]]:
 
 def holder_of(owner: str) -> str:
     """Who a memory owner is: "key", "engine" (its processes, compiled matrices, a load's
-    buffers) or "job" (a claimed partition's reservation)."""
+    buffers, its handover blocks) or "job" (a claimed partition's reservation)."""
     if owner.startswith(KEY_OWNER_PREFIX):
         return "key"
     return "engine" if engine_held(owner) else "job"

@@ -19,6 +19,7 @@ import pytest
 from engine.pipeline import handover
 from engine.pipeline.handover import Blocks, HandoverError, Written, write
 from engine.prover.r1cs import Assignment
+from engine.status.holdings import HANDOVER_OWNER
 
 
 def assignment(n_vars: int = 7, n: int = 5, seed: int = 1) -> Assignment:
@@ -39,7 +40,7 @@ def mapped(array: np.ndarray) -> bool:
 
 def test_what_the_synthesis_writes_is_read_in_place_byte_for_byte() -> None:
     made = assignment()
-    blocks = Blocks("test-roundtrip", witness_rows=7, domain_rows=8)
+    blocks = Blocks.made("test-roundtrip", witness_rows=7, domain_rows=8)
     try:
         written = write(blocks.spec, made, seconds=0.25)
         assert len(pickle.dumps(written)) < 300  # what goes back through the pipe: sizes, not arrays
@@ -54,7 +55,7 @@ def test_what_the_synthesis_writes_is_read_in_place_byte_for_byte() -> None:
 
 
 def test_an_assignment_larger_than_its_reservation_is_refused() -> None:
-    blocks = Blocks("test-too-large", witness_rows=6, domain_rows=8)
+    blocks = Blocks.made("test-too-large", witness_rows=6, domain_rows=8)
     try:
         with pytest.raises(HandoverError, match="7 signals"):
             write(blocks.spec, assignment(n_vars=7), seconds=0.0)
@@ -64,7 +65,7 @@ def test_an_assignment_larger_than_its_reservation_is_refused() -> None:
 
 def test_freeing_the_abc_block_gives_its_pages_back_while_a_view_is_still_held() -> None:
     made = assignment(n_vars=4, n=4096)
-    blocks = Blocks("test-free-abc", witness_rows=4, domain_rows=4096)
+    blocks = Blocks.made("test-free-abc", witness_rows=4, domain_rows=4096)
     read = blocks.assignment(write(blocks.spec, made, seconds=0.0))
     blocks.free_abc()  # the device has a, b, c: their pages go now, whoever still holds a view
     assert not Path(blocks.spec.abc_path).exists()
@@ -75,7 +76,7 @@ def test_freeing_the_abc_block_gives_its_pages_back_while_a_view_is_still_held()
 
 @pytest.mark.skipif(not hasattr(os, "posix_fallocate"), reason="posix_fallocate is Linux's")
 def test_a_partition_s_blocks_hold_their_pages_from_the_moment_they_are_reserved() -> None:
-    blocks = Blocks("test-allocated", witness_rows=1024, domain_rows=4096)
+    blocks = Blocks.made("test-allocated", witness_rows=1024, domain_rows=4096)
     try:
         for path, rows in ((blocks.spec.witness_path, 1024), (blocks.spec.abc_path, 3 * 4096)):
             assert os.stat(path).st_blocks * 512 >= rows * 32  # allocated, not a sparse file
@@ -88,7 +89,7 @@ def test_blocks_left_by_a_dead_engine_are_removed_by_the_next_one() -> None:
     pid = int(dead.stdout)  # a process that has exited
     left = handover.root() / f"{handover.PREFIX}{pid}-99-1-w"
     left.write_bytes(b"\0" * 64)
-    mine = Blocks("test-mine", witness_rows=1, domain_rows=1)  # this process is alive: kept
+    mine = Blocks.made("test-mine", witness_rows=1, domain_rows=1)  # this process is alive: kept
     try:
         assert handover.remove_orphans() >= 1
         assert not left.exists() and Path(mine.spec.witness_path).exists()
@@ -107,16 +108,17 @@ def test_an_engine_s_partition_comes_back_from_its_synthesis_process_as_a_few_nu
     inside: list[bool] = []
     real = Synthesis.collect
 
-    def collect(self: Synthesis, item: Any, future: Any) -> None:
+    def collect(self: Synthesis, item: Any, future: Any, arrived: Any = None) -> None:
         results.append(future.result())
-        spec = item.held.blocks.spec  # the blocks are inside what the partition reserved
+        spec = item.held.blocks.spec  # the blocks are inside what the partition and the block pool reserved
         inside.append(os.path.getsize(spec.witness_path) + os.path.getsize(spec.abc_path)
-                      <= item.held.reservation.nbytes)
-        real(self, item, future)
+                      <= item.held.reservation.nbytes + item.held.blocks.kept_nbytes)
+        real(self, item, future, arrived)
         if item.synthesized is not None:
             views.append(all(mapped(getattr(item.synthesized.assignment, n)) for n in ("witness", "a", "b", "c")))
 
     monkeypatch.setattr(Synthesis, "collect", collect)
+    before = set(handover.root().glob(f"{handover.PREFIX}{os.getpid()}-*"))  # earlier tests' engines'
     engine = start_engine()
     job = winning_post("handed-over")
     assert engine.run_until_idle(timeout=120)
@@ -124,5 +126,9 @@ def test_an_engine_s_partition_comes_back_from_its_synthesis_process_as_a_few_nu
     assert job.state == "done" and job.verified, job.error
     assert [type(r) for r in results] == [Written] and views == [True] and inside == [True]
     assert len(pickle.dumps(results[0])) < 300
-    # every block given back with the partition
-    assert not list(handover.root().glob(f"{handover.PREFIX}{os.getpid()}-*"))
+    # every block given back with the partition: at rest in the engine's pool, under its reservation
+    left = set(handover.root().glob(f"{handover.PREFIX}{os.getpid()}-*")) - before
+    assert len(left) == engine.blocks.at_rest() == 2
+    assert sum(path.stat().st_size for path in left) == engine.memory.snapshot()["by_owner"][HANDOVER_OWNER]
+    engine.stop(drain_seconds=5)
+    assert not set(handover.root().glob(f"{handover.PREFIX}{os.getpid()}-*")) - before
