@@ -91,16 +91,30 @@ def once[**A](loop: Callable[A, None], *args: A.args, **kwargs: A.kwargs) -> boo
 
 
 def tree_rss(pids: list[int]) -> int:
-    """The resident bytes of these processes together (those gone are skipped)."""
+    """The resident bytes of these processes together (those gone are skipped), less their
+    shared-memory pages: the handover blocks a synthesis process keeps mapped, reserved already
+    under the block pool's own name (and counted once however many processes map them)."""
     import psutil
 
     total = 0
     for pid in pids:
         try:
-            total += psutil.Process(pid).memory_info().rss
+            total += psutil.Process(pid).memory_info().rss - _rss_shmem(pid)
         except psutil.Error:
             pass
     return total
+
+
+def _rss_shmem(pid: int) -> int:
+    """Resident shared-memory (tmpfs) bytes of ``pid``, where Linux says (0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("RssShmem:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 @dataclass(frozen=True)

@@ -89,8 +89,9 @@ class Reservations:
             cancelled = lambda: item.abandoned() or self.stopping.is_set()  # noqa: E731
             if self.pool is not None:  # the pool's bytes, not the partition's
                 blocks = self.pool.lend(item.sizes.witness_rows, item.sizes.domain_rows, item.priority, cancelled)
-            reservation = self.memory.acquire(owner, item.partition_bytes - (blocks.kept_nbytes if blocks else 0),
-                                              item.priority, cancelled=cancelled)
+            # (0 where the sizes could not be read: reading the key fails the partition next)
+            rest = max(item.partition_bytes - (blocks.kept_nbytes if blocks else 0), 0)
+            reservation = self.memory.acquire(owner, rest, item.priority, cancelled=cancelled)
             if not item.source.shares_key:  # the client's own key, read once per job, inside its reservation
                 from engine.prover import read_zkey
 

@@ -117,7 +117,7 @@ def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int, spec
     assignment = synthesize_partition_into(circuit_id, inputs, index, *views(spec, n_vars, n))
     written = Written(curve=assignment.curve, n_vars=n_vars, n_constraints=n, n_public=int(assignment.n_public),
                       seconds=time.perf_counter() - started)
-    del assignment  # the last views: the blocks are unmapped here
+    del assignment  # the last views: a block the pool did not lend is unmapped here
     _trim()  # the witness's intermediates, freed: what the process keeps is what the engine reserved for it
     return written
 

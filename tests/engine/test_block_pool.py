@@ -184,3 +184,38 @@ def test_written_pages_are_what_the_next_reader_of_the_same_partition_sees() -> 
     blocks.free()
     pool.close()
 
+
+
+def test_a_synthesis_process_keeps_a_kept_block_mapped_until_the_engine_frees_it() -> None:
+    pool = BlockPool(MemoryManager(64 * MiB), keep_at_rest=4)
+    blocks = pool.lend(witness_rows=8, domain_rows=8)
+    assert blocks.spec.kept
+    first = handover.views(blocks.spec, 8, 8)
+    again = handover.views(blocks.spec, 8, 8)
+    assert first[0].base is not None and np.shares_memory(first[0], again[0])  # one mapping, not two
+    assert blocks.spec.witness_path in handover._KEPT._maps
+    del first, again
+    blocks.free()
+    pool.close()  # the pool frees its blocks at rest: truncated and unlinked
+    other = Blocks.made("test-kept-gone", witness_rows=1, domain_rows=1)
+    handover.views(kept_spec(other), 1, 1)  # the next synthesis forgets what is gone
+    assert blocks.spec.witness_path not in handover._KEPT._maps
+    other.free()
+
+
+def kept_spec(blocks: Blocks) -> handover.BlockSpec:
+    from dataclasses import replace
+
+    return replace(blocks.spec, kept=True)
+
+
+def test_the_engine_s_resident_figure_leaves_out_shared_memory_it_reserves_elsewhere() -> None:
+    from engine.pipeline.host import tree_rss
+
+    blocks = Blocks.made("test-rss", witness_rows=1, domain_rows=64 * 1024)  # 6 MiB of a/b/c
+    try:
+        before = tree_rss([os.getpid()])
+        blocks.abc.view(3 * 64 * 1024)[:] = 1  # every page resident in this process
+        assert tree_rss([os.getpid()]) - before < 2 * MiB
+    finally:
+        blocks.free()
