@@ -69,7 +69,8 @@ def first_use_nbytes(circuit_id: str, charge_processes: bool) -> tuple[int, int]
 
 class Synthesis:
     """One slot per synthesis process (engine.pipeline.process_slot), so the engine knows which
-    process takes a partition and so which holds which circuit's compiled matrices. A partition goes to a free process already holding its circuit if there is one.
+    process takes a partition and so which holds which circuit's compiled matrices. A partition
+    goes to a free process already holding its circuit if there is one.
     Without ``memory`` (a bare test) the matrices are not reserved; ``charge_processes`` counts
     a compiling child's interpreter, as the engine counts its processes at rest."""
 
