@@ -24,6 +24,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -60,13 +61,15 @@ class BlockSpec:
 
 @dataclass(frozen=True)
 class Written:
-    """What the synthesis process wrote, and how long the synthesis itself took."""
+    """What the synthesis process wrote, how long the synthesis itself took, and when the
+    process was done with it (the wall clock's seconds: the synthesis's recorded end)."""
 
     curve: str
     n_vars: int
     n_constraints: int
     n_public: int
     seconds: float
+    finished_at: float = 0.0
 
 
 # Linux maps a file's pages up front with it; elsewhere a plain shared mapping.
@@ -333,7 +336,7 @@ def write(spec: BlockSpec, assignment: Assignment, seconds: float) -> Written:
         finally:
             os.close(fd)
     return Written(curve=assignment.curve, n_vars=n_vars, n_constraints=n, n_public=int(assignment.n_public),
-                   seconds=seconds)
+                   seconds=seconds, finished_at=time.time())
 
 
 def remove_orphans(own: bool = False) -> int:

@@ -115,11 +115,12 @@ def synthesize_builtin(circuit_id: str, inputs: dict[str, Any], index: int, spec
     n_vars, n = partition_rows(circuit_id)
     # The kernels write the witness and A·w, B·w, C·w straight into the engine's blocks.
     assignment = synthesize_partition_into(circuit_id, inputs, index, *views(spec, n_vars, n))
-    written = Written(curve=assignment.curve, n_vars=n_vars, n_constraints=n, n_public=int(assignment.n_public),
-                      seconds=time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    curve, n_public = assignment.curve, int(assignment.n_public)
     del assignment  # the last views: a block the pool did not lend is unmapped here
     _trim()  # the witness's intermediates, freed: what the process keeps is what the engine reserved for it
-    return written
+    return Written(curve=curve, n_vars=n_vars, n_constraints=n, n_public=n_public, seconds=seconds,
+                   finished_at=time.time())
 
 
 def load_circuit(circuit_id: str) -> float:

@@ -28,7 +28,7 @@ import signal
 import threading
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.utils import timezone
@@ -147,9 +147,9 @@ class Synthesis:
                                 reserved_bytes=item.held.reservation.nbytes)
 
     def record_done(self, item: WorkItem, instruction: lc.Record) -> lc.Event:
-        """Synthesized at the moment the process's answer came back."""
-        arrived = item.synthesized.arrived_at if item.synthesized is not None else None
-        return self.book.record(item, P.SYNTH_DONE, synth_finished_at=arrived or timezone.now())
+        """Synthesized at the moment its process was done with it."""
+        finished = item.synthesized.finished_at if item.synthesized is not None else None
+        return self.book.record(item, P.SYNTH_DONE, synth_finished_at=finished or timezone.now())
 
     def synthesize(self, item: WorkItem, instruction: lc.Synthesize) -> None:
         """Submit ``item`` (reserved, its process prepared) to its process; the collector
@@ -175,7 +175,7 @@ class Synthesis:
             future = Future()
             future.set_exception(exc)
         # the process is free before the collector may let the next partition in; the answer's
-        # arrival is the synthesis's end, taken here on the slot's reader thread
+        # arrival, taken here on the slot's reader thread, bounds the synthesis's recorded end
         future.add_done_callback(lambda f: self._free(process))
         future.add_done_callback(lambda f: self._done.put((item, f, process, timezone.now())))
 
@@ -274,7 +274,7 @@ class Synthesis:
             assert item.held is not None and item.held.blocks is not None
             assignment = item.held.blocks.assignment(written)
             item.synthesized = SynthOutput(assignment, public_inputs_of(assignment.public_inputs), written.seconds,
-                                           arrived)
+                                           _finished(written, arrived))
             event = lc.Synthesized()
         except Exception as exc:  # the circuit refused the inputs, or the process died
             event = lc.Failed(item.public_reason(f"synthesis failed: {type(exc).__name__}: {exc}"),
@@ -313,6 +313,15 @@ class Synthesis:
             if held is not None:
                 held[1].release()
         self.compiled = [None] * self.concurrency
+
+
+def _finished(written: Any, arrived: datetime | None) -> datetime | None:
+    """When the process was done with a synthesis, by its own clock (the machine's), never
+    after its answer arrived."""
+    if not written.finished_at:
+        return arrived
+    finished = datetime.fromtimestamp(written.finished_at, tz=UTC)
+    return min(finished, arrived) if arrived is not None else finished
 
 
 def _deterministic(exc: BaseException) -> bool:

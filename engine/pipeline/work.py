@@ -105,9 +105,9 @@ class SynthOutput:
     assignment: Assignment
     publics: list[str]
     seconds: float  # in the synthesis process
-    # When its answer came back from the process: the synthesis's end as recorded, however long
-    # the engine then took to record it.
-    arrived_at: datetime | None = None
+    # The synthesis's recorded end: when its process was done with it (not when an engine thread
+    # busy elsewhere got round to reading the answer).
+    finished_at: datetime | None = None
 
 
 @dataclass

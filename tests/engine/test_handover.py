@@ -132,3 +132,30 @@ def test_an_engine_s_partition_comes_back_from_its_synthesis_process_as_a_few_nu
     assert sum(path.stat().st_size for path in left) == engine.memory.snapshot()["by_owner"][HANDOVER_OWNER]
     engine.stop(drain_seconds=5)
     assert not set(handover.root().glob(f"{handover.PREFIX}{os.getpid()}-*")) - before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_recorded_synthesis_spans_the_work_its_process_did_and_ends_before_the_answer_arrived(
+        start_engine, monkeypatch) -> None:
+    from django.utils import timezone
+
+    from engine.models import Partition
+    from engine.pipeline.synthesize import Synthesis
+    from tests.engine.test_drain import winning_post
+
+    seen: list[tuple[float, Any]] = []  # (the process's own seconds, when the answer arrived)
+    real = Synthesis.collect
+
+    def collect(self: Synthesis, item: Any, future: Any, arrived: Any = None) -> None:
+        seen.append((future.result().seconds, arrived))
+        real(self, item, future, arrived)
+
+    monkeypatch.setattr(Synthesis, "collect", collect)
+    engine = start_engine()
+    job = winning_post("recorded-span")
+    assert engine.run_until_idle(timeout=120)
+    (part,) = Partition.objects.filter(job=job)
+    ((seconds, arrived),) = seen
+    assert part.synth_started_at is not None and part.synth_finished_at is not None
+    assert (part.synth_finished_at - part.synth_started_at).total_seconds() >= seconds  # the work fits inside
+    assert part.synth_finished_at <= arrived <= timezone.now()
