@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -130,6 +130,7 @@ class Efficiency(TypedDict):
     bare_synth_ms: float
     one_core_synth_ms: float
     tree_built_synth_ms: float
+    beside_prover_synth_ms: float | None
     recorded_synth_ms: float
     in_process_synth_ms: float
     synthesis: int
@@ -189,6 +190,44 @@ def one_core_synthesis(scale: str, partitions: int, jobs: int) -> tuple[float, f
         return fresh / (jobs * partitions), warm_tree / (jobs * partitions)
     finally:
         os.sched_setaffinity(0, cores)
+
+
+def beside_prover(scale: str, partitions: int, jobs: int) -> float:
+    """``one_core_synthesis``'s figure (new sectors) while a process proves the scale's
+    partitions without a pause on the other cores, as the engine's prover does beside its
+    synthesis process under ``--prover-cores``: what sharing the machine costs a synthesis."""
+    import multiprocessing
+
+    cores = sorted(os.sched_getaffinity(0))
+    context = multiprocessing.get_context("spawn")
+    proving, stop = context.Event(), context.Event()
+    prover = context.Process(target=prove_beside, args=(scale, set(cores[1:]) or set(cores), proving, stop),
+                             daemon=True)
+    prover.start()
+    try:
+        if not proving.wait(JOB_TIMEOUT_S):
+            raise SystemExit("the prover beside the synthesis never started: see its error above")
+        return one_core_synthesis(scale, partitions, jobs)[0]
+    finally:
+        stop.set()
+        prover.join(30)
+
+
+def prove_beside(scale: str, cores: set[int], proving: Any, stop: Any) -> None:
+    """In a process of its own, on ``cores``: prove one partition of ``scale`` over and over."""
+    os.sched_setaffinity(0, cores)
+    from engine.circuits.synthesis import synthesize_partition
+    from engine.pipeline.keys import load_proving_key
+    from engine.prover import gpu_prove_finish, gpu_prove_start
+
+    circuit_id = f"porep-c2/{scale}"
+    inputs, _ = validate_inputs("porep-c2", demo_inputs("porep-c2"))
+    key = load_proving_key(circuit_id)
+    assignment = synthesize_partition(circuit_id, inputs, 0)
+    gpu_prove_finish(gpu_prove_start(key, assignment, "cpu"))
+    proving.set()
+    while not stop.is_set():
+        gpu_prove_finish(gpu_prove_start(key, assignment, "cpu"))
 
 
 def engine_job(scale: str, args: argparse.Namespace) -> tuple[float, float, int, int, float]:
@@ -266,9 +305,11 @@ def efficiency(scale: str, args: argparse.Namespace) -> Efficiency:
     runs = [bare_loop(scale, PARTITIONS, device) for _ in range(args.repeat)]
     bare_s, bare_synth = min(r[0] for r in runs), sum(r[1] for r in runs) / len(runs)
     one_core, tree_built = one_core_synthesis(scale, PARTITIONS, args.repeat)
+    beside = beside_prover(scale, PARTITIONS, args.repeat) if args.beside_prover else None
     return {"bare_s": bare_s, "engine_s": engine_s, "efficiency": bare_s / engine_s if engine_s else 0.0,
             "bare_synth_ms": 1000 * bare_synth, "one_core_synth_ms": 1000 * one_core,
             "tree_built_synth_ms": 1000 * tree_built, "recorded_synth_ms": 1000 * recorded, "synthesis": synthesis,
+            "beside_prover_synth_ms": 1000 * beside if beside is not None else None,
             "failed": failed, "in_process_synth_ms": in_process}
 
 
@@ -277,17 +318,22 @@ def efficiency_table(args: argparse.Namespace) -> None:
           f"{' but ' + overrides(args) if overrides(args) else ''} against a bare loop in one process; "
           f"{len(os.sched_getaffinity(0))} cores")
     print(f"{'scale':7} {'bare s':>7} {'engine s':>8} {'efficiency':>10} {'synth procs':>11} {'bare synth ms':>13} "
-          f"{'1-core synth ms':>15} {'(tree built)':>12} {'recorded synth ms':>17} {'ratio':>6} {'in process ms':>13} "
-          f"{'load avg (1 min)':>16}")
+          f"{'1-core synth ms':>15} {'(tree built)':>12} {'(beside prover)':>15} {'recorded synth ms':>17} {'ratio':>6} "
+          f"{'in process ms':>13} {'load avg (1 min)':>16}")
     for scale in args.scales.split(","):
         load = os.getloadavg()[0]
         r = efficiency(scale, args)
         print(f"{scale:7} {r['bare_s']:>7.2f} {r['engine_s']:>8.2f} {r['efficiency']:>10.2f} {r['synthesis']:>11} "
               f"{r['bare_synth_ms']:>13.0f} {r['one_core_synth_ms']:>15.1f} {r['tree_built_synth_ms']:>12.1f} "
+              f"{_ms(r['beside_prover_synth_ms']):>15} "
               f"{r['recorded_synth_ms']:>17.1f} {r['recorded_synth_ms'] / max(r['one_core_synth_ms'], 1e-9):>6.2f} "
               f"{r['in_process_synth_ms']:>13.0f} "
               f"{load:>7.2f} → {os.getloadavg()[0]:<6.2f}{'  FAILED ' + str(r['failed']) if r['failed'] else ''}",
               flush=True)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def overrides(args: argparse.Namespace) -> str:
@@ -346,6 +392,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2,
                         help="timed jobs through the engine and rounds of the bare loop; the best of each is compared "
                              "(a shared machine's load comes and goes)")
+    parser.add_argument("--beside-prover", action="store_true",
+                        help="efficiency: also time the one-core synthesis while a process proves on the other cores")
     parser.add_argument("--prover-cores", type=int, default=0,
                         help="the engine's process on this many cores, its synthesis processes on the rest")
     parser.add_argument("--split", action="store_true", help="split proving on against off instead")

@@ -12,12 +12,13 @@ a partition that borrows reserves only the rest of what it needs. So the reserva
 when the pool grows (no block of the size at rest), when a block beyond what it keeps at rest
 is freed, and when memory runs short (the pool is asked first, before idle keys): the host's
 row is written a few times, not at every partition. A block that comes back while a view of it
-is still alive is freed rather than kept, so nothing can read another partition's assignment
-through it.
+is still alive has that view's pages swapped for zeros first (freed instead where that cannot
+be done), so nothing can read another partition's assignment through it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
@@ -67,7 +68,7 @@ class BlockPool:
         if path is not None:
             try:
                 return Block(path, nbytes, keeper=self, made=True)
-            except OSError:  # removed under us (another engine's orphan sweep): make one instead
+            except OSError:  # removed from /dev/shm by hand meanwhile: a new one instead
                 self._drop(path)
         reservation = self.memory.acquire(HANDOVER_OWNER, nbytes, priority, cancelled=cancelled)
         path = root() / f"{PREFIX}{os.getpid()}-kept-{next(_NAMES)}"
@@ -81,8 +82,9 @@ class BlockPool:
         return block
 
     def keep(self, block: Block) -> None:
-        """``block`` let go by its partition: at rest for the next one, unless a view of it is still
-        alive or the pool keeps enough at rest (then freed, its bytes given back)."""
+        """``block`` let go by its partition: at rest for the next one, its engine mapping gone
+        (engine.pipeline.handover.Block.unmap); freed instead, its bytes given back, where that
+        mapping could not be taken from a view still alive, or the pool keeps enough at rest."""
         if not block.unmap():
             block.free()
             self._drop(block.path)
@@ -140,11 +142,10 @@ class BlockPool:
             return sum(r.nbytes for r in self._held.values())
 
     def _discard(self, path: Path) -> int:
-        """A block at rest freed (nobody maps it: its length goes, then its name); its bytes."""
-        try:
+        """A block at rest freed, its length first (a synthesis process may still map it: the
+        truncation takes the pages all the same), then its name; its bytes."""
+        with contextlib.suppress(OSError):
             os.truncate(path, 0)
-        except OSError:
-            pass
         path.unlink(missing_ok=True)
         return self._drop(path)
 
