@@ -339,7 +339,7 @@ class Engine:
         if now - self._idle_since < settle:
             return
         held = self.memory.snapshot()["by_owner"]
-        # Handover blocks at rest are on tmpfs, mapped by no process: in no resident figure.
+        # Handover blocks are tmpfs pages, which tree_rss leaves out: nothing of theirs to take off.
         rest = tree_rss([os.getpid(), *self.synthesis.pids()]) - sum(
             n for owner, n in held.items() if owner not in (PROCESSES_OWNER, HANDOVER_OWNER))
         growth = rest - held.get(PROCESSES_OWNER, 0)
