@@ -87,6 +87,10 @@ class Synthesis:
         # what each process keeps: (circuit id, the reservation of its compiled matrices)
         self.compiled: list[tuple[str, Reservation] | None] = [None] * concurrency
         self.active = 0
+        # Set by kill and stop: a process found dead then is not replaced (a process spawned as
+        # the engine exits at once read its start-up data from a pipe already closed, and
+        # printed that traceback on the operator's terminal).
+        self._ending = False
         self._slots = threading.Condition()
         self._done: queue.Queue[tuple[WorkItem, Future[Any], int, datetime] | None] = queue.Queue()
 
@@ -196,7 +200,7 @@ class Synthesis:
         compiled matrices is given back (its next circuit is reserved again, as for any
         process). Called from the engine's own threads, which may write the host's row."""
         with self._slots:
-            if not self.slots[process].broken:
+            if not self.slots[process].broken or self._ending:
                 return
             self.slots[process] = new_slot(self.nice)
             held, self.compiled[process] = self.compiled[process], None
@@ -286,11 +290,15 @@ class Synthesis:
     def kill(self) -> None:
         """End every synthesis process at once (the engine stops now: their partitions are
         already handed back, and the process exits next without waiting for them)."""
+        with self._slots:
+            self._ending = True
         for pid in self.pids():
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 
     def stop(self) -> None:
+        with self._slots:
+            self._ending = True
         self._done.put(None)
         for slot in self.slots:
             slot.shutdown(wait=True, cancel=True)
