@@ -246,11 +246,10 @@ def views(spec: BlockSpec, n_vars: int, n: int) -> tuple[np.ndarray, np.ndarray,
     import numpy as np
 
     _fits(spec, n_vars, n)
-    if spec.kept:
-        _KEPT.forget_gone()
+    seen = _KEPT.forget_gone() if spec.kept else {}
     out: list[np.ndarray] = []
     for path, parts in ((spec.witness_path, (n_vars,)), (spec.abc_path, (n, n, n))):
-        mapped = _KEPT.mapped(path) if spec.kept else _map(path)
+        mapped = _KEPT.mapped(path, seen.get(path)) if spec.kept else _map(path)
         offset = 0
         for rows in parts:
             out.append(np.frombuffer(mapped, dtype=np.uint64, count=4 * rows, offset=offset).reshape(rows, 4))
@@ -278,8 +277,9 @@ class _KeptMappings:
     def __init__(self) -> None:
         self._maps: dict[str, tuple[tuple[int, int, int], mmap.mmap]] = {}
 
-    def mapped(self, path: str) -> mmap.mmap:
-        identity = _identity(path)
+    def mapped(self, path: str, identity: tuple[int, int, int] | None = None) -> mmap.mmap:
+        """``path``'s mapping, kept or made; ``identity`` where the caller has just read it."""
+        identity = identity or _identity(path)
         entry = self._maps.get(path)
         if entry is not None and entry[0] == identity:
             return entry[1]
@@ -289,14 +289,19 @@ class _KeptMappings:
         self._maps[path] = (identity, mapped)
         return mapped
 
-    def forget_gone(self) -> None:
+    def forget_gone(self) -> dict[str, tuple[int, int, int]]:
+        """Mappings of blocks freed or replaced closed; the identities of those kept, by path."""
+        kept = {}
         for path, (identity, _) in list(self._maps.items()):
             try:
                 alive = _identity(path) == identity
             except OSError:
                 alive = False
-            if not alive:
+            if alive:
+                kept[path] = identity
+            else:
                 self._close(path)
+        return kept
 
     def _close(self, path: str) -> None:
         _, mapped = self._maps.pop(path)
@@ -315,26 +320,15 @@ _KEPT = _KeptMappings()
 
 def write(spec: BlockSpec, assignment: Assignment, seconds: float) -> Written:
     """In the synthesis process: ``assignment`` copied into the blocks the engine made for it
-    (a circom witness, which comes from the client's generator or file)."""
+    (a circom witness, which comes from the client's generator or file), through the same
+    mappings a built-in synthesis writes into."""
     import numpy as np
 
     n_vars, n = int(assignment.witness.shape[0]), int(assignment.a.shape[0])
-    _fits(spec, n_vars, n)
-    for path, parts in ((spec.witness_path, [assignment.witness]), (spec.abc_path, [assignment.a, assignment.b,
-                                                                                    assignment.c])):
-        fd = os.open(path, os.O_RDWR)
-        try:
-            size = os.fstat(fd).st_size
-            with mmap.mmap(fd, size) as mapped:
-                offset = 0
-                for part in parts:
-                    rows = int(part.shape[0])
-                    out = np.frombuffer(mapped, dtype=np.uint64, count=4 * rows, offset=offset).reshape(rows, 4)
-                    np.copyto(out, part)
-                    del out
-                    offset += rows * FR
-        finally:
-            os.close(fd)
+    blocks = views(spec, n_vars, n)
+    for out, part in zip(blocks, (assignment.witness, assignment.a, assignment.b, assignment.c), strict=True):
+        np.copyto(out, part)
+    del blocks
     return Written(curve=assignment.curve, n_vars=n_vars, n_constraints=n, n_public=int(assignment.n_public),
                    seconds=seconds, finished_at=time.time())
 
