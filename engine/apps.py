@@ -21,8 +21,10 @@ class EngineConfig(AppConfig):
         connection_created.connect(forgive_unreadable_times, dispatch_uid="engine.moments")
 
         from engine.circuits.compiled import use_disk_cache
+        from engine.circuits.tree_cache import use_tree_cache
         from engine.prover.config import ProverConfig, configure
 
         cache = settings.PROVINGSITE["CACHE_DIR"]
         configure(ProverConfig.from_env().but(cache_dir=Path(cache)))
         use_disk_cache(cache)
+        use_tree_cache(cache)

@@ -13,6 +13,7 @@ is left for the test that loads it to report.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -25,10 +26,9 @@ def builds() -> list[tuple[str, Callable[[], object]]]:
     from tests.prover import grid_emu
 
     selected = native_build.select_isa()
+    others = [isa for isa in sorted(native_build.ISA_FLAGS) if isa != selected and native_build.cpu_supports(isa)]
     out: list[tuple[str, Callable[[], object]]] = [
-        (f"CPU kernels ({selected})", lambda: native_build.build_isa(selected))]
-    out += [(f"CPU kernels ({isa})", lambda isa=isa: native_build.build_isa(isa))
-            for isa in sorted(native_build.ISA_FLAGS) if isa != selected and native_build.cpu_supports(isa)]
+        (f"CPU kernels ({isa})", functools.partial(native_build.build_isa, isa)) for isa in (selected, *others)]
     out.append(("emulated GPU grid", grid_emu.build))
     return out
 

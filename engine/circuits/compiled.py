@@ -150,7 +150,7 @@ _SOURCES = ("cs.py", "program.py", "gadgets.py", "grain.py", "poseidon.py", "pos
 
 
 @functools.cache
-def _source_hash() -> str:
+def sources_hash() -> str:
     import hashlib
 
     here = Path(__file__).parent
@@ -161,7 +161,7 @@ def _source_hash() -> str:
 
 
 def _cache_path(shape: CircuitShape) -> Path | None:
-    return None if _DISK_CACHE is None else _DISK_CACHE / f"{shape.kind}-{shape.scale}-{_source_hash()}.npz"
+    return None if _DISK_CACHE is None else _DISK_CACHE / f"{shape.kind}-{shape.scale}-{sources_hash()}.npz"
 
 
 def _load_cached(shape: CircuitShape) -> CompiledShape | None:

@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.circuits import tree_cache
 from engine.circuits.compiled import compiled
 from engine.circuits.cs import ConstraintSystem, Slot
 from engine.circuits.gadgets import alloc_bits, enforce_packing
@@ -138,9 +139,19 @@ def _seeded(seed: int, indices: range, hashes: Hash2Many) -> list[int]:
     return hashes([seed] * len(indices), list(indices))
 
 
+def _tree(key: str, build: Callable[[], SectorTree], hashes: Hash2Many) -> SectorTree:
+    """A tree built natively is shared with the host's other processes (engine.circuits.tree_cache);
+    the Python oracle's are built where they are asked for."""
+    if hashes is not hash2_many:
+        return build()
+    return tree_cache.cached(key, build, SectorTree.to_bytes, SectorTree.from_bytes)
+
+
 @functools.lru_cache(maxsize=16)
 def _sector(seed_hex: str, depth: int, hashes: Hash2Many = hash2_many) -> SectorTree:
-    return SectorTree(depth, _seeded(_fe(seed_hex), range(1 << min(depth, TILE_DEPTH)), hashes), hashes=hashes)
+    return _tree(f"sector {seed_hex.lower()} {depth}",
+                 lambda: SectorTree(depth, _seeded(_fe(seed_hex), range(1 << min(depth, TILE_DEPTH)), hashes),
+                                    hashes=hashes), hashes)
 
 
 @functools.lru_cache(maxsize=16)
@@ -148,9 +159,14 @@ def _snap_trees(sector_hex: str, data_hex: str, randomness_hex: str, depth: int,
                 hashes: Hash2Many = hash2_many) -> tuple[SectorTree, SectorTree, int]:
     old = _sector(sector_hex, depth, hashes)
     (rho,) = hashes([_fe(randomness_hex)], [SNAP_RHO_INDEX])
-    data = _seeded(_fe(data_hex), range(1 << old.tile), hashes)
-    new = SectorTree(depth, [(leaf + rho * d) % R for leaf, d in zip(old.levels[0], data, strict=True)], hashes=hashes)
-    return old, new, rho
+
+    def new_tree() -> SectorTree:
+        data = _seeded(_fe(data_hex), range(1 << old.tile), hashes)
+        return SectorTree(depth, [(leaf + rho * d) % R for leaf, d in zip(old.levels[0], data, strict=True)],
+                          hashes=hashes)
+
+    key = f"snap-update {sector_hex.lower()} {data_hex.lower()} {randomness_hex.lower()} {depth}"
+    return old, _tree(key, new_tree, hashes), rho
 
 
 @dataclass

@@ -9,6 +9,7 @@ lookup. The circuit does not know or use the periodicity: it proves full D-level
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 
 from engine.circuits.cs import ConstraintSystem
@@ -43,6 +44,28 @@ class SectorTree:
     @property
     def root(self) -> int:
         return self.upper[-1]
+
+    def to_bytes(self) -> bytes:
+        """Depth, tile, then every node (the tile's levels bottom first, then the upper ones),
+        32 bytes little-endian each: what engine.circuits.tree_cache stores."""
+        nodes = [node for level in self.levels for node in level] + self.upper
+        return struct.pack("<II", self.depth, self.tile) + b"".join(node.to_bytes(32, "little") for node in nodes)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> SectorTree:
+        depth, tile = struct.unpack_from("<II", data)
+        sizes = [1 << (tile - level) for level in range(tile + 1)] + [depth - tile + 1] if tile <= min(depth, 40) else []
+        if not sizes or len(data) != 8 + 32 * sum(sizes):
+            raise ValueError(f"{len(data)} bytes are not a tree of depth {depth} over a tile of depth {tile}")
+        nodes = [int.from_bytes(data[at:at + 32], "little") for at in range(8, len(data), 32)]
+        tree = cls.__new__(cls)
+        tree.depth, tree.tile, tree.levels = depth, tile, []
+        start = 0
+        for size in sizes:
+            tree.levels.append(nodes[start:start + size])
+            start += size
+        tree.upper = tree.levels.pop()
+        return tree
 
     def leaf(self, index: int) -> int:
         return self.levels[0][index & ((1 << self.tile) - 1)]
