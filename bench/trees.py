@@ -31,8 +31,10 @@ sys.path.insert(0, str(REPO))
 
 from bench._table import markdown_table  # noqa: E402
 
+WAIT_S = 600.0
 
-def _share(circuit_id: str, jobs: list[dict], process: int, processes: int, tree_dir: str | None,
+
+def _share(circuit_id: str, jobs: list[tuple[dict, int]], process: int, processes: int, tree_dir: str | None,
            start: Any) -> float:
     """In a process of its own: partitions ``process``, ``process + P``, … of every job,
     synthesized; the CPU seconds it took."""
@@ -43,14 +45,12 @@ def _share(circuit_id: str, jobs: list[dict], process: int, processes: int, tree
     use_disk_cache(REPO / ".cache")
     use_tree_cache(tree_dir)
     configure_worker(1)
-    warm = {k: v for k, v in jobs[0].items()}
-    warm["sector_seed"] = secrets.token_hex(32)
-    synthesize_partition(circuit_id, warm, 0)  # the compiled circuit loaded, not timed
-    start.wait()  # every process warm: they start together
+    synthesize_partition(circuit_id, {**jobs[0][0], "sector_seed": secrets.token_hex(32)}, 0)  # loaded, not timed
+    start.wait(WAIT_S)  # every process warm: they start together
     cpu = time.process_time()
-    for inputs in jobs:
-        for index in range(process, inputs["_partitions"], processes):
-            synthesize_partition(circuit_id, {k: v for k, v in inputs.items() if k != "_partitions"}, index)
+    for inputs, partitions in jobs:
+        for index in range(process, partitions, processes):
+            synthesize_partition(circuit_id, inputs, index)
     return time.process_time() - cpu
 
 
@@ -59,19 +59,17 @@ def run(circuit_id: str, processes: int, jobs: int, shared: bool) -> tuple[float
     from engine.circuits.kinds import demo_inputs, parse_circuit_id, validate_inputs
 
     shape = parse_circuit_id(circuit_id)
-    batch = []
-    for _ in range(jobs):
-        inputs, partitions = validate_inputs(shape.kind, demo_inputs(shape.kind))
-        batch.append({**inputs, "_partitions": partitions})
+    batch = [validate_inputs(shape.kind, demo_inputs(shape.kind)) for _ in range(jobs)]
     context = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="bench-trees-") as tree_dir, context.Manager() as manager:
         start = manager.Barrier(processes + 1)
         with context.Pool(processes) as pool:
             pending = pool.starmap_async(_share, [(circuit_id, batch, p, processes, tree_dir if shared else None, start)
-                                                  for p in range(processes)])
-            start.wait()
+                                                  for p in range(processes)],
+                                         error_callback=lambda _: start.abort())
+            start.wait(WAIT_S)  # broken (and raising) where a process failed before it
             started = time.perf_counter()
-            cpu = pending.get()
+            cpu = pending.get(WAIT_S)
             wall = time.perf_counter() - started
     return sum(cpu) / jobs, wall / jobs
 
