@@ -158,3 +158,11 @@ def test_only_the_newest_trees_are_kept(cache: Path, monkeypatch: pytest.MonkeyP
         kinds._sector(secrets.token_hex(32), 4)
     assert len(list(cache.glob("*.tree"))) == 3
     assert len(list(cache.glob("*.lock"))) == 3
+
+
+def test_a_value_stored_whole_that_is_not_a_tree_is_rebuilt(cache: Path) -> None:
+    tree_cache.cached("k", lambda: b"not a tree", bytes, bytes)
+    tree = tree_cache.cached("k", lambda: SectorTree(6, lambda i: i, tile_depth=4), SectorTree.to_bytes,
+                             SectorTree.from_bytes)
+    assert _same(tree, SectorTree(6, lambda i: i, tile_depth=4))
+    assert _same(SectorTree.from_bytes(tree_cache.cached("k", bytes, bytes, bytes)), tree)  # and stored again
