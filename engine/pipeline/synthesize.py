@@ -91,7 +91,9 @@ class Synthesis:
         # the engine exits at once read its start-up data from a pipe already closed, and
         # printed that traceback on the operator's terminal).
         self._ending = False
-        self._slots = threading.Condition()
+        # Guards busy, active, compiled and the slots' replacement; notified when a process is
+        # freed or the pacer's count moves.
+        self._changed = threading.Condition()
         self._done: queue.Queue[tuple[WorkItem, Future[Any], int, datetime] | None] = queue.Queue()
 
     def warm_up(self) -> None:
@@ -107,32 +109,32 @@ class Synthesis:
         """A free process, and not too much synthesized work already waiting (the pacer),
         with ``ahead`` partitions more claimed ahead and waiting; waits a little for one
         otherwise."""
-        with self._slots:
+        with self._changed:
             if self.active >= self.concurrency or self.active + ahead + waiting_for_proof >= pace_target:
-                self._slots.wait(0.2)
+                self._changed.wait(0.2)
                 return False
         return True
 
     def may_claim(self, waiting_for_proof: int, pace_target: int, ahead: int) -> bool:
         """Room to claim one more: a free slot, or one partition ahead per busy process, within
         the pacer's target; waits a little otherwise."""
-        with self._slots:
+        with self._changed:
             if self.active + ahead >= 2 * self.concurrency or self.active + ahead + waiting_for_proof >= pace_target:
-                self._slots.wait(0.2)
+                self._changed.wait(0.2)
                 return False
         return True
 
     def spare(self, waiting_for_proof: int, pace_target: int) -> int:
         """How many more partitions has_room would let in now."""
-        with self._slots:
+        with self._changed:
             return max(0, min(self.concurrency - self.active, pace_target - self.active - waiting_for_proof))
 
     def nudge(self) -> None:
         """The pacer's count moved (a worker took a synthesized partition off the proof queue):
         a claim or start waiting on it looks again now rather than at the end of its wait (on a
         device that proves a tiny partition in 40 ms, that wait left the device idle)."""
-        with self._slots:
-            self._slots.notify_all()
+        with self._changed:
+            self._changed.notify_all()
 
     def prepare(self, item: WorkItem) -> int:
         """The process that will synthesize ``item``, its compiled matrices reserved (reserve
@@ -161,7 +163,7 @@ class Synthesis:
         held = item.held
         assert held is not None
         process = held.slot if held.slot is not None else self._pick(item)
-        with self._slots:
+        with self._changed:
             self.active += 1
             self.busy[process] = True
         slot = self.slots[process]
@@ -185,13 +187,13 @@ class Synthesis:
 
     def _pick(self, item: WorkItem) -> int:
         """A free process, one that already holds the item's compiled circuit first."""
-        with self._slots:
+        with self._changed:
             free = [i for i in range(self.concurrency) if not self.busy[i]] or list(range(self.concurrency))
             holding = [i for i in free if (self.compiled[i] or ("",))[0] == item.circuit_id]
             return (holding or free)[0]
 
     def _free(self, process: int) -> None:
-        with self._slots:
+        with self._changed:
             self.busy[process] = False
 
     def _renew_if_dead(self, process: int) -> None:
@@ -199,7 +201,7 @@ class Synthesis:
         good: a new process takes its place, and what the engine reserved for the dead one's
         compiled matrices is given back (its next circuit is reserved again, as for any
         process). Called from the engine's own threads, which may write the host's row."""
-        with self._slots:
+        with self._changed:
             if not self.slots[process].broken or self._ending:
                 return
             self.slots[process] = new_slot(self.nice)
@@ -263,9 +265,9 @@ class Synthesis:
             # The slot is free only once the partition is recorded out of synthesizing: freed
             # before, a third partition was claimed and recorded synthesizing first, and the
             # records said "3/2 active" for a moment.
-            with self._slots:
+            with self._changed:
                 self.active -= 1
-                self._slots.notify_all()
+                self._changed.notify_all()
         return True
 
     def collect(self, item: WorkItem, future: Future[Any], arrived: datetime | None = None) -> None:
@@ -290,14 +292,14 @@ class Synthesis:
     def kill(self) -> None:
         """End every synthesis process at once (the engine stops now: their partitions are
         already handed back, and the process exits next without waiting for them)."""
-        with self._slots:
+        with self._changed:
             self._ending = True
         for pid in self.pids():
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 
     def stop(self) -> None:
-        with self._slots:
+        with self._changed:
             self._ending = True
         self._done.put(None)
         for slot in self.slots:

@@ -28,6 +28,8 @@ def synthesized(engine: Engine, claim) -> WorkItem:
     with no engine thread running: it waits for a worker, which the test is."""
     item = engine.adopt(claim)
     engine.inflight.run(item, Start())  # reserved, recorded synthesizing, sent to the pool
+    # (one that failed to reserve would leave collect_one waiting for ever: said here instead)
+    assert item.state.phase is Phase.SYNTHESIZING, item.state
     engine.synthesis.collect_one()  # written to its blocks, recorded synth_done, queued
     assert item.state.phase is Phase.WAITING, item.state
     assert engine.proof_queue.remove(claim.partition_id) is item  # the test's worker takes it itself
