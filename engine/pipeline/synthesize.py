@@ -91,7 +91,7 @@ class Synthesis:
         # the engine exits at once read its start-up data from a pipe already closed, and
         # printed that traceback on the operator's terminal).
         self._ending = False
-        # Guards busy, active, compiled and the slots' replacement; notified when a process is
+        # Guards busy, active and a dead slot's replacement; notified when a process is
         # freed or the pacer's count moves.
         self._changed = threading.Condition()
         self._done: queue.Queue[tuple[WorkItem, Future[Any], int, datetime] | None] = queue.Queue()
