@@ -44,14 +44,17 @@ DATABASE_FIXTURES = frozenset({"db", "transactional_db", "live_server", "django_
 
 
 def database_facing(item: pytest.Item) -> bool:
+    if item.get_closest_marker("database_agnostic") is not None:
+        return False
     return item.get_closest_marker("django_db") is not None or bool(
         DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With PROVINGSITE_TESTS_DATABASE_ONLY=1 (bin/test's PostgreSQL pass) only the tests that
-    use the database run: the rest (arithmetic, provers, parsers) ran on SQLite already and would
-    run the same code again."""
+    use the database run: the rest (arithmetic, provers, parsers, and the tests marked
+    database_agnostic: a client's wasm or circom circuit through the API) ran on SQLite already
+    and would run the same code again."""
     if os.environ.get("PROVINGSITE_TESTS_DATABASE_ONLY") != "1":
         return
     kept = [item for item in items if database_facing(item)]

@@ -19,7 +19,8 @@ from engine.pipeline.host import Engine, EngineConfig
 from engine.states import JobState
 from tests.hostile_wasm import GROWS, LOOPS, generator
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+# The budgets of the client's wasm are the subject, the job's rows those of any job.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.database_agnostic]
 
 ZKEY = Path(__file__).resolve().parents[1] / "fixtures" / "snarkjs" / "bn128" / "circuit.zkey"
 

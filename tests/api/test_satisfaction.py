@@ -18,7 +18,8 @@ from tests.api.test_upload_validation import WTNS, WVALUES, ZKEY, fixture, patch
 from tests.oracle import snarkjs as oracle
 from tests.oracle.circom import CircomBuild, circom_product  # noqa: F401  the session fixture
 
-pytestmark = pytest.mark.django_db
+# What is refused, and why, is the subject; the rows written are those of any upload.
+pytestmark = [pytest.mark.django_db, pytest.mark.database_agnostic]
 
 R1CS = fixture("circuit.r1cs")
 CONSTRAINTS = payload(R1CS, 2)  # the first constraint: A's term count, its terms, then B, C
