@@ -12,7 +12,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 
-from engine.circuits.cs import ConstraintSystem
+import numpy as np
+
+from engine.circuits.cs import ConstraintSystem, ints_to_limbs, limbs_to_ints
 from engine.circuits.gadgets import conditional_swap
 from engine.circuits.poseidon import Hash2Many, hash2, hash2_gadget, hash2_many
 
@@ -49,7 +51,7 @@ class SectorTree:
         """Depth, tile, then every node (the tile's levels bottom first, then the upper ones),
         32 bytes little-endian each: what engine.circuits.tree_cache stores."""
         nodes = [node for level in self.levels for node in level] + self.upper
-        return struct.pack("<II", self.depth, self.tile) + b"".join(node.to_bytes(32, "little") for node in nodes)
+        return struct.pack("<II", self.depth, self.tile) + ints_to_limbs(nodes).tobytes()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> SectorTree:
@@ -57,7 +59,7 @@ class SectorTree:
         sizes = [1 << (tile - level) for level in range(tile + 1)] + [depth - tile + 1] if tile <= min(depth, 40) else []
         if not sizes or len(data) != 8 + 32 * sum(sizes):
             raise ValueError(f"{len(data)} bytes are not a tree of depth {depth} over a tile of depth {tile}")
-        nodes = [int.from_bytes(data[at:at + 32], "little") for at in range(8, len(data), 32)]
+        nodes = limbs_to_ints(np.frombuffer(data, dtype="<u8", offset=8))
         tree = cls.__new__(cls)
         tree.depth, tree.tile, tree.levels = depth, tile, []
         start = 0
