@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -50,7 +51,24 @@ def database_facing(item: pytest.Item) -> bool:
         DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
+FARM_TESTS = Path(__file__).resolve().parent / "farm"
+
+
+def takes_the_machine(item: pytest.Item) -> bool:
+    """A test that runs a farm (engines, consoles, the shared Redis restarted under it) or a
+    browser against a server: under pytest-xdist (bin/test) these run one after another on one
+    worker, beside the lighter tests but never beside each other."""
+    return item.get_closest_marker("browser") is not None or FARM_TESTS in item.path.parents
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if takes_the_machine(item):
+            item.add_marker(pytest.mark.xdist_group("machine"))
+    only_database_facing(config, items)
+
+
+def only_database_facing(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With PROVINGSITE_TESTS_DATABASE_ONLY=1 (bin/test's PostgreSQL pass) only the tests that
     use the database run: the rest (arithmetic, provers, parsers, and the tests marked
     database_agnostic: a client's wasm or circom circuit through the API) ran on SQLite already

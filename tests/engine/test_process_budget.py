@@ -6,6 +6,10 @@ circuit (a process keeps one circuit's), and a key's load holds its reader's buf
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from engine.circuits.kinds import CircuitShape, circuit_for
@@ -146,16 +150,36 @@ def test_the_engines_own_reservations_are_reported_when_they_change_and_only_the
     assert reports == [{"partition P0": 100, compiled_owner("porep-c2/tiny", 0): 300}, {"partition P0": 100}]
 
 
+@pytest.fixture
+def own_circuits_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[Path]:
+    """A cache directory of this test's own, its compiled kernels the shared ones': another test
+    process (bin/test runs several) may compile any circuit into the shared cache at any moment,
+    and this test's engine must find its circuit missing."""
+    from engine.circuits import compiled
+
+    shared = Path(settings.PROVINGSITE["CACHE_DIR"])
+    (shared / "kernels").mkdir(parents=True, exist_ok=True)  # none built yet: they are built there
+    (tmp_path / "kernels").symlink_to(shared / "kernels", target_is_directory=True)
+    monkeypatch.setenv("PROVINGSITE_CACHE_DIR", str(tmp_path))  # the synthesis processes' settings
+    settings.PROVINGSITE = {**settings.PROVINGSITE, "CACHE_DIR": tmp_path}
+    compiled.use_disk_cache(tmp_path)
+    try:
+        yield tmp_path
+    finally:
+        compiled.use_disk_cache(shared)
+
+
 @pytest.mark.django_db(transaction=True)
-def test_a_process_compiling_a_circuit_the_cache_lacks_holds_the_compiles_peak_until_it_has_it(start_engine) -> None:
+def test_a_process_compiling_a_circuit_the_cache_lacks_holds_the_compiles_peak_until_it_has_it(
+        own_circuits_cache: Path, start_engine) -> None:
     from engine.circuits import compiled
     from engine.models import ProofJob
     from engine.states import JobState
 
     shape, _, _ = tiny_figures("window-post")
     path = compiled._cache_path(shape)
-    assert path is not None
-    path.unlink(missing_ok=True)  # every process of this test's engine then finds the cache without it
+    assert path is not None and path.is_relative_to(own_circuits_cache)
+    assert not path.exists()  # every process of this test's engine then finds the cache without it
     engine = start_engine(synthesis=1, workers_per_device=1)
     owner = compiled_owner("window-post/tiny", 0)
     seen: list[int] = []
