@@ -3,6 +3,7 @@ CI, where PROVINGSITE_REQUIRE_SERVICES=1 turns the skip into a failure."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,19 +57,24 @@ FARM_TESTS = Path(__file__).resolve().parent / "farm"
 
 def takes_the_machine(item: pytest.Item) -> bool:
     """A test that runs a farm (engines, consoles, the shared Redis restarted under it) or a
-    browser against a server: under pytest-xdist (bin/test) these run one after another on one
-    worker, beside the lighter tests but never beside each other."""
+    browser against a server."""
     return item.get_closest_marker("browser") is not None or FARM_TESTS in item.path.parents
 
 
+@pytest.fixture(autouse=True)
+def machine_to_itself(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under pytest-xdist (bin/test) the tests that take the machine run one at a time, each
+    beside the lighter tests of the other workers but never beside another of their own: a
+    file lock in the run's shared temporary folder (the workers' own folders are inside it)."""
+    if not takes_the_machine(request.node) or "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    with open(tmp_path_factory.getbasetemp().parent / "machine.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if takes_the_machine(item):
-            item.add_marker(pytest.mark.xdist_group("machine"))
-    only_database_facing(config, items)
-
-
-def only_database_facing(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With PROVINGSITE_TESTS_DATABASE_ONLY=1 (bin/test's PostgreSQL pass) only the tests that
     use the database run: the rest (arithmetic, provers, parsers, and the tests marked
     database_agnostic: a client's wasm or circom circuit through the API) ran on SQLite already
