@@ -195,8 +195,9 @@ def test_a_paused_host_that_resumes_after_its_lease_lapsed_cannot_overwrite_the_
 def test_a_host_frozen_inside_a_transaction_does_not_stall_the_other_hosts(farm: Farm) -> None:
     frozen, other = farm.start_engines("stall-a", "stall-b", **FIRST_COME)
     # Enough work that stall-a still holds some when it is frozen: woken at once by each
-    # submission, two engines finish two small jobs before a poll of the records sees them.
-    jobs = farm.submit(batch("stall", {"window-post": 8}, window_partitions=3))
+    # submission, two engines finish two small jobs before a poll of the records sees them, and
+    # eight before it on a machine other tests share (bin/test runs several at once).
+    jobs = farm.submit(batch("stall", {"window-post": 32}, window_partitions=3))
     wait_for(lambda: farm.live_partitions_of("stall-a"), 90, "stall-a to be proving", on_timeout=frozen.tail)
 
     # Freeze stall-a inside one of its writes, holding its clock row and the rows it writes.
