@@ -12,8 +12,9 @@ that compute it. The first process to need a tree builds it under the key's file
 needs it meanwhile waits for it rather than building it again; later ones read it (1–2 ms at
 medium, most of it turning the bytes back into Python ints). A file is whole or absent
 (written aside, then renamed), carries its key and a digest of its contents, and is rebuilt
-when either does not match or what it holds does not load. The newest MAX_TREES are kept. Until a directory is named (a bare script, the circuit tests) every tree is built in
-the process, as before.
+when either does not match or what it holds does not load. The newest MAX_TREES are kept.
+Until a directory is named (a bare script, the circuit tests) every tree is built in the
+process, as before.
 """
 
 from __future__ import annotations
