@@ -9,9 +9,17 @@ partition let go, pages and all, so the synthesis writes into memory that is alr
 A kept block's bytes are the engine's own, reserved under ``handover blocks``
 (engine.status.holdings.HANDOVER_OWNER) for as long as the pool has the block, lent or at rest;
 a partition that borrows reserves only the rest of what it needs. So the reservation moves only
-when the pool grows (no block of the size at rest), when a block beyond what it keeps at rest
-is freed, and when memory runs short (the pool is asked first, before idle keys): the host's
-row is written a few times, not at every partition. A block that comes back while a view of it
+when the pool grows (no block of the size at rest), when blocks have rested long, and when
+memory runs short (the pool is asked first, before idle keys): the host's row is written a few
+times, not at every partition.
+
+The pool sizes itself: it makes a block only when none of the size rests, so it never has more
+blocks of a size than partitions once held at the same time, and it lends the block let go last,
+so blocks beyond what the work needs now rest untouched until they expire. A fixed count kept
+at rest (the witness and a/b/c blocks counted together) freed a witness block every job, as
+witness blocks live longer (until the proof is finished) than a/b/c ones, and the next
+partition had a new block made and mapped anew in its synthesis process: about 1 ms of a
+medium partition's synthesis, once a job. A block that comes back while a view of it
 is still alive has that view's pages swapped for zeros first (freed instead where that cannot
 be done), so nothing can read another partition's assignment through it.
 """
@@ -39,12 +47,11 @@ class BlockPool:
     """Lends blocks (``lend``), takes them back (``keep``, a block's keeper), frees the oldest at
     rest when memory runs short (``evict``) or when they have rested long (``expire``)."""
 
-    def __init__(self, memory: MemoryManager, keep_at_rest: int) -> None:
+    def __init__(self, memory: MemoryManager) -> None:
         self.memory = memory
-        self.keep_at_rest = keep_at_rest
         self._lock = threading.Lock()
         self._held: dict[Path, Reservation] = {}  # every block the pool has, lent or at rest
-        self._rest: OrderedDict[Path, tuple[int, float]] = OrderedDict()  # at rest, oldest first: bytes, since
+        self._rest: OrderedDict[Path, tuple[int, float]] = OrderedDict()  # at rest, in the order let go: bytes, since
         self._closed = False
         memory.add_evictor(self.evict)
 
@@ -61,8 +68,8 @@ class BlockPool:
         return Blocks(witness, abc, witness_rows, domain_rows)
 
     def _lend(self, nbytes: int, priority: int, cancelled: Callable[[], bool] | None) -> Block:
-        with self._lock:
-            path = next((p for p, (n, _) in self._rest.items() if n == nbytes), None)
+        with self._lock:  # the block let go last: its pages are the warmest, and the others age
+            path = next((p for p, (n, _) in reversed(self._rest.items()) if n == nbytes), None)
             if path is not None:
                 del self._rest[path]
         if path is not None:
@@ -84,20 +91,17 @@ class BlockPool:
     def keep(self, block: Block) -> None:
         """``block`` let go by its partition: at rest for the next one, its engine mapping gone
         (engine.pipeline.handover.Block.unmap); freed instead, its bytes given back, where that
-        mapping could not be taken from a view still alive, or the pool keeps enough at rest."""
+        mapping could not be taken from a view still alive, or the pool has closed."""
         if not block.unmap():
             block.free()
             self._drop(block.path)
             return
         with self._lock:
-            keep = not self._closed
-            if keep:
+            closed = self._closed
+            if not closed:
                 self._rest[block.path] = (block.nbytes, time.monotonic())
-                excess = [self._rest.popitem(last=False)[0] for _ in range(len(self._rest) - self.keep_at_rest)]
-            else:
-                excess = [block.path]
-        for path in excess:
-            self._discard(path)
+        if closed:
+            self._discard(block.path)
 
     def evict(self, short: int) -> int:
         """The memory manager is ``short`` bytes: free blocks at rest, oldest first, until that is

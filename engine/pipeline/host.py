@@ -215,7 +215,7 @@ class Engine:
         self._held_lock = threading.Lock()
         self.memory.watch(engine_held, self._report_engine_held)
         # Before the key cache: memory running short frees blocks at rest before idle keys.
-        self.blocks = BlockPool(self.memory, keep_at_rest=self._blocks_at_rest())
+        self.blocks = BlockPool(self.memory)
         self.device_memory = self._device_memory()
         # Each key a host loads is checked against the farm's record of the circuit's key.
         # Warm keys' images live in this engine's own directory, removed when it stops.
@@ -555,13 +555,6 @@ class Engine:
         down = tuple(ThreadDown(d.thread, d.since, d.error) for d in self.health.down())
         return {"heartbeat_at": timezone.now(), "devices": devices_mod.device_report(self.devices),
                 "figures": replace(self.figures.sample(), threads_down=down).to_json()}
-
-    def _blocks_at_rest(self) -> int:
-        """The handover blocks kept at rest: a witness and an a/b/c block for every partition the
-        pacer keeps synthesizing or waiting and every proving worker's."""
-        lanes = len(self.devices) + self.plan.cpu_lane
-        workers = len(self.devices) * self.config.workers_per_device + self.plan.cpu_lane
-        return 2 * (self.plan.pace_target(lanes) + workers)
 
     def engine_held(self) -> dict[str, int]:
         """The engine's own reservations (engine.status.holdings.engine_held), by owner."""

@@ -5,7 +5,9 @@ it has, and nothing can read another partition's assignment through a block it l
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from engine.pipeline import handover
+from engine.pipeline import block_pool, handover
 from engine.pipeline.block_pool import BlockPool
 from engine.pipeline.handover import Blocks
 from engine.pipeline.memory import MemoryManager
@@ -39,7 +41,7 @@ def pool_files() -> list[Path]:
 
 def test_a_block_let_go_is_lent_to_the_next_partition_with_its_pages() -> None:
     memory = MemoryManager(64 * MiB)
-    pool = BlockPool(memory, keep_at_rest=4)
+    pool = BlockPool(memory)
     first = pool.lend(witness_rows=1024, domain_rows=4096)
     first.abc.view(3 * 4096)[:] = 5  # its synthesis wrote every page
     paths = (first.witness.path, first.abc.path)
@@ -56,7 +58,7 @@ def test_a_block_let_go_is_lent_to_the_next_partition_with_its_pages() -> None:
 
 
 def test_a_view_still_alive_reads_zeros_and_never_the_next_partition_s_assignment() -> None:
-    pool = BlockPool(MemoryManager(64 * MiB), keep_at_rest=4)
+    pool = BlockPool(MemoryManager(64 * MiB))
     first = pool.lend(witness_rows=16, domain_rows=4096)
     stale = first.abc.view(4096)  # a reader that still holds its view when the partition lets go
     stale[:] = 1
@@ -73,7 +75,7 @@ def test_a_view_still_alive_reads_zeros_and_never_the_next_partition_s_assignmen
 
 def test_memory_running_short_frees_the_blocks_at_rest_first() -> None:
     memory = MemoryManager(8 * MiB)
-    pool = BlockPool(memory, keep_at_rest=8)
+    pool = BlockPool(memory)
     pool.lend(witness_rows=1024, domain_rows=16384).free()  # 1.5 MiB at rest
     held = memory.snapshot()["by_owner"][HANDOVER_OWNER]
     assert held > 0 and pool.at_rest() == 2
@@ -84,21 +86,45 @@ def test_memory_running_short_frees_the_blocks_at_rest_first() -> None:
     assert memory.used == 0
 
 
-def test_blocks_at_rest_beyond_what_the_pool_keeps_are_freed_and_the_old_ones_expire() -> None:
+def test_the_pool_makes_a_block_only_when_none_of_its_size_rests() -> None:
     memory = MemoryManager(64 * MiB)
-    pool = BlockPool(memory, keep_at_rest=2)
-    lent = [pool.lend(witness_rows=64, domain_rows=64) for _ in range(3)]
-    for blocks in lent:
+    pool = BlockPool(memory)
+    for blocks in [pool.lend(witness_rows=64, domain_rows=64) for _ in range(3)]:
         blocks.free()
-    assert pool.at_rest() == 2 and len(pool_files()) == 2
+    made = pool_files()
+    again = [pool.lend(witness_rows=64, domain_rows=64) for _ in range(3)]
+    assert pool_files() == made and pool.at_rest() == 0  # three partitions at once: the three pairs
+    for blocks in again:
+        blocks.free()
+    assert pool.at_rest() == 6
     assert memory.snapshot()["by_owner"][HANDOVER_OWNER] == sum(p.stat().st_size for p in pool_files())
-    assert pool.expire(rested_seconds=0.0) == 2
+    assert pool.expire(rested_seconds=0.0) == 6
     assert not pool_files() and memory.used == 0
+
+
+def test_the_block_let_go_last_is_lent_first_and_the_spare_ones_expire(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst left three pairs; one partition at a time then keeps taking the same pair, so
+    the other two rest untouched and are freed once they have rested long."""
+    now = [0.0]
+    monkeypatch.setattr(block_pool, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    pool = BlockPool(MemoryManager(64 * MiB))
+    burst = [pool.lend(witness_rows=64, domain_rows=64) for _ in range(3)]
+    for blocks in burst:
+        blocks.free()
+    last = (burst[-1].witness.path, burst[-1].abc.path)
+    for _ in range(5):
+        now[0] += 10.0
+        blocks = pool.lend(witness_rows=64, domain_rows=64)
+        assert (blocks.witness.path, blocks.abc.path) == last
+        blocks.free()
+    assert pool.expire(rested_seconds=30.0) == 4  # the burst's two other pairs, at rest for 50 s
+    assert {p.name for p in pool_files()} == {p.name for p in last}
+    pool.close()
 
 
 def test_a_block_lent_when_the_pool_closes_is_freed_when_it_comes_back() -> None:
     memory = MemoryManager(64 * MiB)
-    pool = BlockPool(memory, keep_at_rest=2)
+    pool = BlockPool(memory)
     lent = pool.lend(witness_rows=64, domain_rows=64)
     pool.close()
     assert len(pool_files()) == 2
@@ -109,18 +135,25 @@ def test_a_block_lent_when_the_pool_closes_is_freed_when_it_comes_back() -> None
 class Lending(RuleBasedStateMachine):
     """Partitions of two sizes borrow and let go (the a/b/c block first, as the device takes
     it), memory runs short, blocks expire: the pool's reservation is always exactly the bytes of
-    the blocks on disk, no block is lent twice at once, and what rests stays within bounds."""
+    the blocks on disk, no block is lent twice at once, and the pool never has more blocks of a
+    size than it once had lent at the same time."""
 
     def __init__(self) -> None:
         super().__init__()
         self.memory = MemoryManager(256 * MiB)
-        self.pool = BlockPool(self.memory, keep_at_rest=3)
+        self.pool = BlockPool(self.memory)
         self.lent: list[Blocks] = []
         self.abc_gone: set[int] = set()
+        self.most_lent: Counter[int] = Counter()  # by block size: the most lent at one time
 
     @rule(size=st.sampled_from([(16, 64), (128, 1024)]))
     def lend(self, size: tuple[int, int]) -> None:
         self.lent.append(self.pool.lend(*size))
+        self.most_lent |= self.lent_now()
+
+    def lent_now(self) -> Counter[int]:
+        return Counter([b.witness.nbytes for b in self.lent]
+                       + [b.abc.nbytes for b in self.lent if id(b) not in self.abc_gone])
 
     @precondition(lambda self: self.lent)
     @rule(pick=st.integers(min_value=0), abc_only=st.booleans())
@@ -154,10 +187,10 @@ class Lending(RuleBasedStateMachine):
         assert len(paths) == len(set(paths))
 
     @invariant()
-    def what_rests_is_bounded(self) -> None:
-        assert self.pool.at_rest() <= 3
-        in_use = len(self.lent) + sum(1 for b in self.lent if id(b) not in self.abc_gone)
-        assert len(pool_files()) == in_use + self.pool.at_rest()
+    def never_more_blocks_of_a_size_than_were_lent_at_once(self) -> None:
+        had = Counter(p.stat().st_size for p in pool_files())
+        assert all(had[size] <= self.most_lent[size] for size in had)
+        assert sum(had.values()) == self.lent_now().total() + self.pool.at_rest()
 
     def teardown(self) -> None:
         for blocks in self.lent:
@@ -172,7 +205,7 @@ TestLending.settings = settings(max_examples=40, stateful_step_count=25, deadlin
 
 def test_written_pages_are_what_the_next_reader_of_the_same_partition_sees() -> None:
     """Lent again, a block holds what its new partition's synthesis wrote, byte for byte."""
-    pool = BlockPool(MemoryManager(64 * MiB), keep_at_rest=4)
+    pool = BlockPool(MemoryManager(64 * MiB))
     pool.lend(witness_rows=8, domain_rows=8).free()
     blocks = pool.lend(witness_rows=8, domain_rows=8)
     made = np.arange(32, dtype=np.uint64).reshape(8, 4)
@@ -187,7 +220,7 @@ def test_written_pages_are_what_the_next_reader_of_the_same_partition_sees() -> 
 
 
 def test_a_synthesis_process_keeps_a_kept_block_mapped_until_the_engine_frees_it() -> None:
-    pool = BlockPool(MemoryManager(64 * MiB), keep_at_rest=4)
+    pool = BlockPool(MemoryManager(64 * MiB))
     blocks = pool.lend(witness_rows=8, domain_rows=8)
     assert blocks.spec.kept
     first = handover.views(blocks.spec, 8, 8)
