@@ -12,7 +12,10 @@ that compute it. The first process to need a tree builds it under the key's file
 needs it meanwhile waits for it rather than building it again; later ones read it (1–2 ms at
 medium, most of it turning the bytes back into Python ints). A file is whole or absent
 (written aside, then renamed), carries its key and a digest of its contents, and is rebuilt
-when either does not match or what it holds does not load. The newest MAX_TREES are kept.
+when either does not match or what it holds does not load. The newest MAX_TREES are kept: once
+PRUNE_AFTER more have piled up, the oldest go (each prune stats every tree, about 2 ms for 256,
+so it runs once per PRUNE_AFTER new trees rather than with every tree a job's first partition
+stores).
 Until a directory is named (a bare script, the circuit tests) every tree is built in the
 process, as before.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +34,7 @@ from engine.circuits.compiled import sources_hash
 from engine.prover.formats.atomic import replaced
 
 MAX_TREES = 256  # at most ~140 KiB each (snap-update's new tree and its key): ~35 MiB of disk
+PRUNE_AFTER = 32  # trees beyond MAX_TREES before the oldest are removed
 MAGIC = b"PSTREE1\n"
 _DIR: Path | None = None
 
@@ -110,9 +115,14 @@ def _store(path: Path, key: str, payload: bytes) -> None:
 
 
 def _prune(folder: Path) -> None:
-    """The oldest trees beyond MAX_TREES removed, with their locks."""
+    """The oldest trees beyond MAX_TREES removed, with their locks, once more than PRUNE_AFTER
+    beyond it are stored (counted by name alone: no stat until then)."""
     try:
-        trees = sorted(folder.glob("*.tree"), key=lambda p: p.stat().st_mtime)
+        with os.scandir(folder) as entries:
+            names = [entry.path for entry in entries if entry.name.endswith(".tree")]
+        if len(names) <= MAX_TREES + PRUNE_AFTER:
+            return
+        trees = sorted(map(Path, names), key=lambda p: p.stat().st_mtime)
     except OSError:  # one removed by another process meanwhile: pruned next time
         return
     for old in trees[:-MAX_TREES]:

@@ -152,10 +152,15 @@ def test_a_cache_that_cannot_be_written_costs_only_the_build(cache: Path, tmp_pa
     assert _same(kinds._sector(seed, 12), tree)
 
 
-def test_only_the_newest_trees_are_kept(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_once_more_than_a_few_trees_pile_up_only_the_newest_are_kept(cache: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tree_cache, "MAX_TREES", 3)
-    for _ in range(5):
-        kinds._sector(secrets.token_hex(32), 4)
+    monkeypatch.setattr(tree_cache, "PRUNE_AFTER", 2)
+    seeds = [secrets.token_hex(32) for _ in range(6)]
+    for seed in seeds[:5]:
+        kinds._sector(seed, 4)
+    assert len(list(cache.glob("*.tree"))) == 5  # within the slack: nothing statted, nothing removed
+    kinds._sector(seeds[5], 4)
     assert len(list(cache.glob("*.tree"))) == 3
     assert len(list(cache.glob("*.lock"))) == 3
 
