@@ -18,7 +18,9 @@ new jobs' partitions, each job a sector whose tree its first partition builds, a
 the engine proves, and beside it the same partitions again with their trees built, the
 synthesis the engine records per partition (synth_started_at to synth_finished_at) and its
 ratio to the one-core figure (issue 45: at most 1.25, measured with one synthesis process and
-the prover on one core: ``--synthesis 1 --prover-cores 1``), what the synthesis processes
+the prover on one core: ``--synthesis 1 --prover-cores 1``; then the one-core figure is taken
+after each timed job, on the synthesis process's core while the engine idles, and each job's
+pair is printed below the row), what the synthesis processes
 timed of the synthesis itself (warm-up job included), and the machine's load average, which on
 a shared machine moves every figure.
 
@@ -36,7 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -135,6 +137,7 @@ class Efficiency(TypedDict):
     in_process_synth_ms: float
     synthesis: int
     failed: int
+    pairs_ms: list[tuple[float, float]]  # per timed job: (recorded, the bare one-core figure right after it)
 
 
 def bare_loop(scale: str, partitions: int, device: str) -> tuple[float, float]:
@@ -159,29 +162,37 @@ def bare_loop(scale: str, partitions: int, device: str) -> tuple[float, float]:
     return time.perf_counter() - started, synth / partitions
 
 
-def one_core_synthesis(scale: str, partitions: int, jobs: int) -> tuple[float, float]:
-    """The mean of one partition's synthesis on one core (this thread pinned, so the kernels
-    run one thread): the bare figure issue 45 sets the engine's recorded synthesis against
-    (bench/synthesis.py's, one thread), in seconds. Timed over ``jobs`` new jobs' partitions,
-    each a sector of its own as every job the engine proves is: its first partition builds the
-    sector's tree (about 40 ms at medium), as the engine's does. Beside it, the same partitions
-    again with their trees already built (the figure before this comparison was made like for
-    like)."""
-    from engine.circuits.synthesis import synthesize_partition
+def one_core_synthesis(scale: str, partitions: int, jobs: int, core: int | None = None) -> tuple[float, float]:
+    """The mean of one partition's synthesis on one core (this thread pinned to ``core``, the
+    lowest by default, so the kernels run one thread): the bare figure issue 45 sets the
+    engine's recorded synthesis against (bench/synthesis.py's, one thread), in seconds. Timed
+    over ``jobs`` new jobs' partitions, each a sector of its own as every job the engine proves
+    is: its first partition builds the sector's tree (about 40 ms at medium), as the engine's
+    does. Beside it, the same partitions again with their trees already built (the figure
+    before this comparison was made like for like). Every partition is written into the same
+    arrays, made once, as a synthesis process writes into the pool's kept blocks: arrays made
+    anew each time cost their page faults (about 2.5 ms of a medium partition) whenever the
+    allocator had handed their pages back, which made the figure swing by a third from one
+    minute to the next."""
+    import numpy as np
+
+    from engine.circuits.synthesis import partition_rows, synthesize_partition_into
 
     circuit_id = f"porep-c2/{scale}"
+    n_vars, n = partition_rows(circuit_id)
+    out = [np.zeros((rows, 4), np.uint64) for rows in (n_vars, n, n, n)]
     cores = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(cores)})
+    os.sched_setaffinity(0, {min(cores) if core is None else core})
     try:
         warm, _ = validate_inputs("porep-c2", demo_inputs("porep-c2"))
-        synthesize_partition(circuit_id, warm, 0)  # the code and the compiled circuit, not the timed sectors
+        synthesize_partition_into(circuit_id, warm, 0, *out)  # the code and the compiled circuit, not the timed sectors
         fresh = warm_tree = 0.0
         for _ in range(jobs):
             inputs, _ = validate_inputs("porep-c2", demo_inputs("porep-c2"))
             for tree_built in (False, True):
                 started = time.perf_counter()
                 for index in range(partitions):
-                    synthesize_partition(circuit_id, inputs, index)
+                    synthesize_partition_into(circuit_id, inputs, index, *out)
                 seconds = time.perf_counter() - started
                 if tree_built:
                     warm_tree += seconds
@@ -230,11 +241,21 @@ def prove_beside(scale: str, cores: set[int], proving: Any, stop: Any) -> None:
         gpu_prove_finish(gpu_prove_start(key, assignment, "cpu"))
 
 
-def engine_job(scale: str, args: argparse.Namespace) -> tuple[float, float, int, int, float]:
-    """Seconds from a porep-c2 job's submission to its done on a warm engine with its defaults
-    (what the command line overrides aside), the mean synthesis it recorded per partition (s),
-    its synthesis processes, the partitions that failed, and the mean of what its synthesis
-    processes measured of synthesize_partition itself (ms, warm-up job included)."""
+class EngineJobs(NamedTuple):
+    best_s: float  # submission to done, the best job
+    recorded_s: list[float]  # per timed job: the mean synthesis it recorded per partition
+    paired_s: list[float]  # per timed job: the bare one-core figure taken right after it (with --prover-cores)
+    synthesis: int  # the engine's synthesis processes
+    failed: int  # partitions not done
+    in_process_ms: float  # what its synthesis processes measured of the synthesis (warm-up job included)
+
+
+def engine_job(scale: str, args: argparse.Namespace) -> EngineJobs:
+    """``args.repeat`` porep-c2 jobs, one at a time, through a warm engine with its defaults
+    (what the command line overrides aside). With ``--prover-cores`` each timed job is followed,
+    the engine idle, by the bare one-core synthesis of a new job's partitions on the core the
+    synthesis process runs on: each recorded figure has its bare figure from the same minute on
+    the same core (a shared machine's speed drifts between a run's phases)."""
     ProofJob.objects.all().delete()
     config = EngineConfig.from_settings(scale=scale, devices=args.devices, budget=args.budget,
                                         synthesis=args.synthesis, workers_per_device=args.workers,
@@ -242,19 +263,23 @@ def engine_job(scale: str, args: argparse.Namespace) -> tuple[float, float, int,
                                         host_name=f"bench-efficiency-{scale}")
     engine = Engine(config).start()
     try:
-        if args.prover_cores:
-            pin(engine, args.prover_cores)
+        synthesis_core = pin(engine, args.prover_cores) if args.prover_cores else None
         job_for(engine, scale, "warm")  # keys loaded, every synthesis process holding the circuit
-        best, synth, failed = float("inf"), [], 0
+        if synthesis_core is not None:
+            one_core_synthesis(scale, 1, 1, synthesis_core)  # this process's copy of the circuit, loaded
+        best, recorded, paired, failed = float("inf"), [], [], 0
         for n in range(args.repeat):
             job = job_for(engine, scale, f"timed-{n}")
             assert job.finished_at is not None
             best = min(best, (job.finished_at - job.submitted_at).total_seconds())
             parts = list(Partition.objects.filter(job=job))
-            synth += [(p.synth_finished_at - p.synth_started_at).total_seconds() for p in parts
-                      if p.synth_finished_at and p.synth_started_at]
+            synth = [(p.synth_finished_at - p.synth_started_at).total_seconds() for p in parts
+                     if p.synth_finished_at and p.synth_started_at]
+            recorded.append(sum(synth) / max(len(synth), 1))
             failed += sum(p.state != "done" for p in parts)
-        return best, sum(synth) / max(len(synth), 1), engine.config.synthesis, failed, engine.stats.mean_ms("synth_s")
+            if synthesis_core is not None:
+                paired.append(one_core_synthesis(scale, PARTITIONS, 1, synthesis_core)[0])
+        return EngineJobs(best, recorded, paired, engine.config.synthesis, failed, engine.stats.mean_ms("synth_s"))
     finally:
         engine.stop(drain_seconds=10)
 
@@ -276,9 +301,10 @@ def job_for(engine: Engine, scale: str, tag: str) -> ProofJob:
     return job
 
 
-def pin(engine: Engine, prover_cores: int) -> None:
+def pin(engine: Engine, prover_cores: int) -> int:
     """The engine's process (its proving threads) on the first ``prover_cores`` cores, its
-    synthesis processes on the others (issue 45's comparison: the prover on one core)."""
+    synthesis processes on the others (issue 45's comparison: the prover on one core); the
+    first of those others."""
     cores = sorted(os.sched_getaffinity(0))
     mine, rest = set(cores[:prover_cores]), set(cores[prover_cores:]) or set(cores)
     # Linux sets affinity per thread: every thread of each process, the ones already running
@@ -287,6 +313,7 @@ def pin(engine: Engine, prover_cores: int) -> None:
         for task in Path(f"/proc/{pid}/task").iterdir():
             with contextlib.suppress(OSError):  # a thread that ended meanwhile
                 os.sched_setaffinity(int(task.name), where)
+    return min(rest)
 
 
 def efficiency(scale: str, args: argparse.Namespace) -> Efficiency:
@@ -297,7 +324,7 @@ def efficiency(scale: str, args: argparse.Namespace) -> Efficiency:
         device = discover("auto")[0].name
     all_cores = os.sched_getaffinity(0)
     try:
-        engine_s, recorded, synthesis, failed, in_process = engine_job(scale, args)
+        jobs = engine_job(scale, args)
     finally:
         for task in Path("/proc/self/task").iterdir():
             with contextlib.suppress(OSError):  # a thread that ended meanwhile
@@ -305,12 +332,16 @@ def efficiency(scale: str, args: argparse.Namespace) -> Efficiency:
     runs = [bare_loop(scale, PARTITIONS, device) for _ in range(args.repeat)]
     bare_s, bare_synth = min(r[0] for r in runs), sum(r[1] for r in runs) / len(runs)
     one_core, tree_built = one_core_synthesis(scale, PARTITIONS, args.repeat)
+    if jobs.paired_s:  # taken beside each engine job: the figure the recorded one is set against
+        one_core = sum(jobs.paired_s) / len(jobs.paired_s)
     beside = beside_prover(scale, PARTITIONS, args.repeat) if args.beside_prover else None
-    return {"bare_s": bare_s, "engine_s": engine_s, "efficiency": bare_s / engine_s if engine_s else 0.0,
+    recorded = sum(jobs.recorded_s) / len(jobs.recorded_s)
+    return {"bare_s": bare_s, "engine_s": jobs.best_s, "efficiency": bare_s / jobs.best_s if jobs.best_s else 0.0,
             "bare_synth_ms": 1000 * bare_synth, "one_core_synth_ms": 1000 * one_core,
-            "tree_built_synth_ms": 1000 * tree_built, "recorded_synth_ms": 1000 * recorded, "synthesis": synthesis,
-            "beside_prover_synth_ms": 1000 * beside if beside is not None else None,
-            "failed": failed, "in_process_synth_ms": in_process}
+            "tree_built_synth_ms": 1000 * tree_built, "recorded_synth_ms": 1000 * recorded,
+            "synthesis": jobs.synthesis, "beside_prover_synth_ms": 1000 * beside if beside is not None else None,
+            "failed": jobs.failed, "in_process_synth_ms": jobs.in_process_ms,
+            "pairs_ms": [(1000 * r, 1000 * b) for r, b in zip(jobs.recorded_s, jobs.paired_s, strict=False)]}
 
 
 def efficiency_table(args: argparse.Namespace) -> None:
@@ -330,6 +361,10 @@ def efficiency_table(args: argparse.Namespace) -> None:
               f"{r['in_process_synth_ms']:>13.0f} "
               f"{load:>7.2f} → {os.getloadavg()[0]:<6.2f}{'  FAILED ' + str(r['failed']) if r['failed'] else ''}",
               flush=True)
+        if r["pairs_ms"]:
+            print(f"  {scale} per job, recorded / bare one-core right after it (ms): "
+                  + ", ".join(f"{rec:.1f} / {bare:.1f} = {rec / max(bare, 1e-9):.2f}" for rec, bare in r["pairs_ms"]),
+                  flush=True)
 
 
 def _ms(value: float | None) -> str:
