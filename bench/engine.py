@@ -265,8 +265,6 @@ def engine_job(scale: str, args: argparse.Namespace) -> EngineJobs:
     try:
         synthesis_core = pin(engine, args.prover_cores) if args.prover_cores else None
         job_for(engine, scale, "warm")  # keys loaded, every synthesis process holding the circuit
-        if synthesis_core is not None:
-            one_core_synthesis(scale, 1, 1, synthesis_core)  # this process's copy of the circuit, loaded
         best, recorded, paired, failed = float("inf"), [], [], 0
         for n in range(args.repeat):
             job = job_for(engine, scale, f"timed-{n}")
